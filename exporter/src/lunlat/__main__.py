@@ -1,0 +1,5 @@
+import sys
+
+from lunlat.cli import main
+
+sys.exit(main())

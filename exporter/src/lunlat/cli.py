@@ -1,0 +1,168 @@
+"""The `lunlat` command: `serve` the exporter, `check-config` a config file.
+
+Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
+Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from lunlat import __version__, logs
+from lunlat.config import Config, ConfigError, load_config
+from lunlat.scrape import Scraper, process_registry
+from lunlat.server import ListenAddress, ListenAddressError, Server
+from lunlat.sources.base import Source
+from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.psutil_disks import PsutilDisksSource
+
+log = logging.getLogger("lunlat.cli")
+
+# Not in Prometheus' default port allocations as far as could be checked (the 9100-9999 block is
+# full; registrations continue above 10000). See README "Port".
+DEFAULT_PORT = 10431
+EXIT_USAGE = 2
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number >= 0")
+    return int(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lunlat", description="Per-LUN read and write latency exporter for Prometheus."
+    )
+    parser.add_argument("--version", action="version", version=f"lunlat {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the exporter", description="Serve /metrics over HTTP.")
+    serve.add_argument("--web.listen-address", dest="listen", default=f":{DEFAULT_PORT}", metavar="ADDR",
+                       help=f"address to listen on: :PORT, HOST:PORT or [IPv6]:PORT (default :{DEFAULT_PORT})")
+    serve.add_argument("--web.telemetry-path", dest="telemetry_path", default="/metrics", metavar="PATH",
+                       help="path under which to expose metrics (default /metrics)")
+    serve.add_argument("--web.max-requests", dest="max_requests", type=_non_negative_int, default=40, metavar="N",
+                       help="scrapes served at once; more get 503 (0 = no limit; default 40)")
+    serve.add_argument("--config.file", dest="config_file", type=Path, metavar="FILE",
+                       help="YAML config; without it every LUN of the host is published")
+    serve.add_argument("--path.procfs", dest="procfs", type=Path, default=Path("/proc"), metavar="DIR",
+                       help="procfs mountpoint (default /proc)")
+    serve.add_argument("--path.sysfs", dest="sysfs", type=Path, default=Path("/sys"), metavar="DIR",
+                       help="sysfs mountpoint (default /sys)")
+    serve.add_argument("--collector.diskstats.show-paths", dest="show_paths",
+                       action=argparse.BooleanOptionalAction, default=None,
+                       help="also publish multipath path devices and partitions (overrides the config)")
+    serve.add_argument("--collector.host.source", dest="host_source", choices=("auto", "diskstats", "psutil"),
+                       default="auto",
+                       help="host counters from <procfs>/diskstats, or psutil where there is none (default auto)")
+    serve.add_argument("--collector.topology.refresh-interval", dest="refresh_interval", type=_positive_float,
+                       default=300.0, metavar="SECONDS",
+                       help="re-read sysfs at least this often; device or mount changes re-read it at once "
+                            "(default 300)")  # fmt: skip
+    serve.add_argument("--log.level", dest="log_level", choices=tuple(logs.LEVELS), default="info")
+    serve.add_argument("--log.format", dest="log_format", choices=logs.FORMATS, default="logfmt")
+
+    check = commands.add_parser("check-config", help="validate a config file",
+                                description="Validate a config file: exit 0 when valid, 2 with the problems when not.")  # fmt: skip
+    check.add_argument("file", type=Path)
+    return parser
+
+
+def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
+    diskstats_config = config.diskstats
+    if args.show_paths is not None:
+        diskstats_config = diskstats_config.model_copy(update={"show_paths": args.show_paths})
+    use_psutil = args.host_source == "psutil" or (
+        args.host_source == "auto" and not (args.procfs / "diskstats").exists() and not sys.platform.startswith("linux")
+    )
+    if use_psutil:
+        log.info("host counters from psutil", extra={"kv": {"platform": sys.platform}})
+        return [PsutilDisksSource(diskstats_config, config.luns)]
+    if not (args.procfs / "diskstats").is_file():
+        raise SystemExit(_usage_error(f"--path.procfs: {args.procfs / 'diskstats'} does not exist"))
+    return [DiskstatsSource(args.procfs, args.sysfs, diskstats_config, config.luns, args.refresh_interval)]
+
+
+def _usage_error(message: str) -> int:
+    print(f"lunlat: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _load(path: Path | None) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"lunlat: config error: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+
+
+def serve(args: argparse.Namespace) -> int:
+    logs.setup(args.log_level, args.log_format)
+    if not args.telemetry_path.startswith("/"):
+        return _usage_error(f"--web.telemetry-path must start with /, got {args.telemetry_path!r}")
+    try:
+        address = ListenAddress.parse(args.listen)
+    except ListenAddressError as exc:
+        return _usage_error(f"--web.listen-address: {exc}")
+    config = _load(args.config_file)
+    sources = build_sources(config, args)
+    scraper = Scraper(sources, process_registry())
+    try:
+        server = Server(address, scraper, args.telemetry_path, args.max_requests)
+    except OSError as exc:
+        print(f"lunlat: error: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("shutting down", extra={"kv": {"signal": signal.Signals(signum).name}})
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    log.info(
+        "listening",
+        extra={"kv": {"address": args.listen, "port": server.port, "path": args.telemetry_path,
+                      "sources": ",".join(s.name for s in sources), "version": __version__}},
+    )  # fmt: skip
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        scraper.close()
+    return 0
+
+
+def check_config(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    print(f"{args.file}: valid ({len(config.luns)} luns entries)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    return check_config(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

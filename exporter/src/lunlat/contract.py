@@ -1,0 +1,158 @@
+"""The metric contract: every metric name, type, help text and label set lunlat publishes.
+
+This module is the single definition that the exporter, the README's metric reference, the alert and
+recording rules and the dashboards are checked against (design §3). Change a name here and the tests
+that compare the docs and rules with this module fail until they follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+MetricType = Literal["counter", "gauge", "histogram"]
+
+PREFIX = "lunlat_"
+
+# Roles a LUN or a database file can have (design §2).
+ROLES: tuple[str, ...] = ("data", "log", "temp", "control", "other")
+
+# What a device is in the LUN topology: a LUN proper, a multipath path of one, or a partition of one.
+KINDS: tuple[str, ...] = ("lun", "path", "partition")
+
+DEVICE_LABELS: tuple[str, ...] = ("lun", "device")
+LUN_INFO_LABELS: tuple[str, ...] = (
+    "lun",
+    "device",
+    "wwid",
+    "vendor",
+    "model",
+    "paths",
+    "database",
+    "role",
+    "workload",
+    "mountpoint",
+    "kind",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str
+    type: MetricType
+    help: str
+    labels: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.name.startswith(PREFIX):
+            raise ValueError(f"metric {self.name} lacks the {PREFIX} prefix")
+        if self.type == "counter" and not self.name.endswith("_total"):
+            raise ValueError(f"counter {self.name} must end in _total")
+
+
+# --- host layer (diskstats / psutil), per device -------------------------------------------------
+DEVICE_READS = MetricSpec(
+    "lunlat_device_reads_completed_total",
+    "counter",
+    "Reads completed successfully (diskstats field 1).",
+    DEVICE_LABELS,
+)
+DEVICE_WRITES = MetricSpec(
+    "lunlat_device_writes_completed_total",
+    "counter",
+    "Writes completed successfully (diskstats field 5).",
+    DEVICE_LABELS,
+)
+DEVICE_READ_TIME = MetricSpec(
+    "lunlat_device_read_time_seconds_total",
+    "counter",
+    "Total time spent by all reads, summed over reads (diskstats field 4, ms, 32-bit wrap undone). "
+    "rate(read_time)/rate(reads) is the average read latency.",
+    DEVICE_LABELS,
+)
+DEVICE_WRITE_TIME = MetricSpec(
+    "lunlat_device_write_time_seconds_total",
+    "counter",
+    "Total time spent by all writes, summed over writes (diskstats field 8, ms, 32-bit wrap undone). "
+    "rate(write_time)/rate(writes) is the average write latency.",
+    DEVICE_LABELS,
+)
+DEVICE_READ_BYTES = MetricSpec(
+    "lunlat_device_read_bytes_total",
+    "counter",
+    "Bytes read (diskstats field 3, 512-byte sectors).",
+    DEVICE_LABELS,
+)
+DEVICE_WRITE_BYTES = MetricSpec(
+    "lunlat_device_write_bytes_total",
+    "counter",
+    "Bytes written (diskstats field 7, 512-byte sectors).",
+    DEVICE_LABELS,
+)
+DEVICE_IO_IN_PROGRESS = MetricSpec(
+    "lunlat_device_io_in_progress",
+    "gauge",
+    "I/Os currently in flight (diskstats field 9).",
+    DEVICE_LABELS,
+)
+DEVICE_IO_TIME = MetricSpec(
+    "lunlat_device_io_time_seconds_total",
+    "counter",
+    "Time the device had I/O in flight (diskstats field 10). Not a saturation measure on arrays.",
+    DEVICE_LABELS,
+)
+DEVICE_IO_WEIGHTED_TIME = MetricSpec(
+    "lunlat_device_io_weighted_time_seconds_total",
+    "counter",
+    "I/O time weighted by the number of I/Os in flight (diskstats field 11); its rate is the average queue size.",
+    DEVICE_LABELS,
+)
+LUN_INFO = MetricSpec(
+    "lunlat_lun_info",
+    "gauge",
+    "Identity and role of a block device: join on (lun, device) with group_left to label its counters.",
+    LUN_INFO_LABELS,
+)
+
+# Order in which the per-device families are exposed.
+DEVICE_METRICS: tuple[MetricSpec, ...] = (
+    DEVICE_READS,
+    DEVICE_WRITES,
+    DEVICE_READ_TIME,
+    DEVICE_WRITE_TIME,
+    DEVICE_READ_BYTES,
+    DEVICE_WRITE_BYTES,
+    DEVICE_IO_IN_PROGRESS,
+    DEVICE_IO_TIME,
+    DEVICE_IO_WEIGHTED_TIME,
+)
+
+# --- exporter health -----------------------------------------------------------------------------
+SOURCE_UP = MetricSpec(
+    "lunlat_source_up",
+    "gauge",
+    "1 when the source's last collection succeeded within its deadline, else 0.",
+    ("source",),
+)
+SOURCE_DURATION = MetricSpec(
+    "lunlat_source_duration_seconds",
+    "gauge",
+    "Wall time the source's last collection took (the deadline when it timed out).",
+    ("source",),
+)
+SOURCE_ERRORS = MetricSpec(
+    "lunlat_source_errors_total",
+    "counter",
+    "Errors met by a source, by reason; a reason counted here never fails the scrape.",
+    ("source", "reason"),
+)
+BUILD_INFO = MetricSpec(
+    "lunlat_build_info",
+    "gauge",
+    "Version of lunlat and of the Python running it.",
+    ("version", "python_version"),
+)
+
+HEALTH_METRICS: tuple[MetricSpec, ...] = (SOURCE_UP, SOURCE_DURATION, SOURCE_ERRORS, BUILD_INFO)
+
+ALL_METRICS: tuple[MetricSpec, ...] = (*DEVICE_METRICS, LUN_INFO, *HEALTH_METRICS)

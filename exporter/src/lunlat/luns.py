@@ -1,0 +1,112 @@
+"""Labels from the config's `luns:` entries: which LUN holds which database, role and workload."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from lunlat.config import LunEntry, LunMatch
+from lunlat.topology import BlockDevice, LunView, MountTable, lower_chain
+
+_WWID_PREFIXES = ("naa.", "eui.", "t10.", "nvme.", "mpath-")
+
+
+@dataclass(frozen=True, slots=True)
+class LunLabels:
+    database: str = ""
+    role: str = ""
+    workload: str = ""
+
+    def fill(self, entry: LunEntry) -> LunLabels:
+        """Keep what is set; take from `entry` what is not (first matching entry wins, per label)."""
+        return LunLabels(
+            self.database or (entry.database or ""),
+            self.role or (entry.role or ""),
+            self.workload or (entry.workload or ""),
+        )
+
+
+NO_LABELS = LunLabels()
+
+
+def normalize_wwid(wwid: str) -> str:
+    """One spelling for the forms a WWID comes in: `naa.600a…` (sysfs), `3600a…` (multipath, scsi_id)."""
+    w = wwid.strip().lower()
+    for prefix in _WWID_PREFIXES:
+        w = w.removeprefix(prefix)
+    # scsi_id prefixes the designator type: 3 = NAA (16 or 32 hex digits follow).
+    if w.startswith("3") and len(w) in (17, 33) and all(c in "0123456789abcdef" for c in w):
+        w = w[1:]
+    return w
+
+
+def _mount_devices(mounts: MountTable, devices: dict[str, BlockDevice], path: str) -> list[str]:
+    """Devices holding `path`: those of the longest mountpoint that contains it."""
+    target = PurePosixPath(path)
+    best: list[tuple[str, str]] = []
+    best_len = -1
+    for point, dev, source in mounts.all():
+        mp = PurePosixPath(point)
+        if target == mp or mp in target.parents:
+            length = len(mp.parts)
+            if length > best_len:
+                best, best_len = [(dev, source)], length
+            elif length == best_len:
+                best.append((dev, source))
+    names: list[str] = []
+    for dev, source in best:
+        for device in devices.values():
+            hit = (dev and device.dev == dev) or (
+                source
+                and (source == f"/dev/{device.name}" or (device.dm_name and source == f"/dev/mapper/{device.dm_name}"))
+            )
+            if hit and device.name not in names:
+                names.append(device.name)
+    return names
+
+
+def matched_devices(
+    match: LunMatch, devices: dict[str, BlockDevice], views: dict[str, LunView], mounts: MountTable
+) -> list[str]:
+    """The devices a match names, before following the stack down."""
+    if match.alias is not None:
+        return [d.name for d in devices.values() if d.dm_name == match.alias]
+    if match.device is not None:
+        name = match.device.removeprefix("/dev/")
+        if name.startswith("mapper/"):
+            return [d.name for d in devices.values() if d.dm_name == name.removeprefix("mapper/")]
+        return [name] if name in devices else []
+    if match.wwid is not None:
+        want = normalize_wwid(match.wwid)
+        return [v.device for v in views.values() if v.wwid and normalize_wwid(v.wwid) == want]
+    if match.mount is not None:
+        return _mount_devices(mounts, devices, match.mount)
+    return []
+
+
+def assign(
+    entries: Sequence[LunEntry],
+    devices: dict[str, BlockDevice],
+    views: dict[str, LunView],
+    mounts: MountTable,
+) -> tuple[dict[str, LunLabels], list[LunEntry]]:
+    """Labels per device, and the entries that matched no device (worth a warning, not an error:
+    the LUN may appear later)."""
+    labels: dict[str, LunLabels] = {}
+    unmatched: list[LunEntry] = []
+    for entry in entries:
+        hits = matched_devices(entry.match, devices, views, mounts)
+        if not hits:
+            unmatched.append(entry)
+        for hit in hits:
+            for name in lower_chain(devices, hit):
+                labels[name] = labels.get(name, NO_LABELS).fill(entry)
+    # Partitions and paths shown with show_paths carry their LUN's labels unless matched themselves.
+    lun_device = {v.lun: v.device for v in views.values() if v.kind == "lun"}
+    for name, view in views.items():
+        if view.kind != "lun" and name not in labels and view.lun in lun_device:
+            inherited = labels.get(lun_device[view.lun])
+            if inherited is not None:
+                labels[name] = inherited
+    return labels, unmatched

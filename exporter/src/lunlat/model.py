@@ -1,0 +1,81 @@
+"""The one sample model every source produces and the exposition renders (design §1).
+
+Label sets are objects that render their exposition text once: a source that publishes the same
+device on every scrape keeps its LabelSet and pays for escaping only when the labels change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lunlat.contract import MetricSpec
+
+
+def escape_label_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class LabelSet:
+    """An immutable, ordered set of label names and values with its rendered `{a="b",…}` text."""
+
+    __slots__ = ("names", "text", "values")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[str, ...]) -> None:
+        if len(names) != len(values):
+            raise ValueError(f"labels {names} given {len(values)} values")
+        self.names = names
+        self.values = values
+        self.text = (
+            "{" + ",".join(f'{n}="{escape_label_value(v)}"' for n, v in zip(names, values, strict=True)) + "}"
+            if names
+            else ""
+        )
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(zip(self.names, self.values, strict=True))
+
+    def with_label(self, name: str, value: str) -> LabelSet:
+        return LabelSet((*self.names, name), (*self.values, value))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LabelSet) and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"LabelSet({self.text})"
+
+
+EMPTY_LABELS = LabelSet((), ())
+
+# A sample: the suffix of its name ("" or "_bucket"/"_sum"/"_count" for histograms), labels, value.
+Sample = tuple[str, LabelSet, float]
+
+
+@dataclass(slots=True)
+class Family:
+    """Samples of one metric. With `exponent` set, every value is an int counted in 10**exponent of
+    the base unit (diskstats milliseconds: exponent -3): the exposition prints `1234567e-3`, which
+    Prometheus parses to exactly the double nearest 1234.567, at the cost of printing an int."""
+
+    spec: MetricSpec
+    samples: list[Sample] = field(default_factory=list)
+    exponent: int = 0
+
+    def value(self, sample: Sample) -> float:
+        """The sample's value in the metric's base unit."""
+        if self.exponent < 0:  # divide, so 1234567e-3 gives the same double as parsing "1234.567"
+            return sample[2] / 10**-self.exponent
+        return sample[2] * 10**self.exponent
+
+    def by_labels(self) -> dict[tuple[str, ...], float]:
+        """Values keyed by label values (for tests and tools; not used on the scrape path)."""
+        return {sample[1].values: self.value(sample) for sample in self.samples if not sample[0]}
+
+    def add(self, labels: LabelSet, value: float, suffix: str = "") -> None:
+        self.samples.append((suffix, labels, value))
+
+    def extend(self, labelled_values: Iterable[tuple[LabelSet, float]]) -> None:
+        self.samples.extend(("", labels, value) for labels, value in labelled_values)

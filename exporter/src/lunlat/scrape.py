@@ -1,0 +1,162 @@
+"""Runs the sources at scrape time: in parallel, under deadlines, one collection per source at a time.
+
+- Concurrent scrapes share the collection in flight of each source ("single flight"), so each sees
+  one consistent snapshot and a slow database is never queried twice at once.
+- A source past its deadline (or the scrape's) is reported down for that scrape; its collection
+  keeps its thread until it returns, and later scrapes wait on that same collection rather than
+  piling up new ones.
+- Health families (design §3) come from what the collections reported, never from a failed scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from lunlat import __version__, contract
+from lunlat.exposition import render
+from lunlat.model import Family, LabelSet
+from lunlat.sources.base import Source, SourceError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Outcome:
+    families: list[Family]
+    up: bool
+    duration: float
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(slots=True)
+class _Flight:
+    future: Future[Outcome]
+    started: float
+    timeout_counted: bool = False
+
+
+def process_registry() -> CollectorRegistry:
+    """The process_* and python_* metrics every Prometheus client exposes, from prometheus_client."""
+    registry = CollectorRegistry(auto_describe=False)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+class Scraper:
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        names = [s.name for s in sources]
+        if len(set(names)) != len(names):
+            raise ValueError(f"source names must be unique: {names}")
+        self._sources = list(sources)
+        self._registry = registry
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._flights: dict[str, _Flight] = {}
+        self._executor = ThreadPoolExecutor(max_workers=2 * len(sources) + 2, thread_name_prefix="lunlat-source")
+        # Every declared reason starts at 0, so rate() and increase() see the first error.
+        self._errors: Counter[tuple[str, str]] = Counter()
+        for source in self._sources:
+            for reason in (*source.error_reasons, "timeout", "internal"):
+                self._errors[(source.name, reason)] += 0
+        self._build_info = Family(
+            contract.BUILD_INFO,
+            [("", LabelSet(contract.BUILD_INFO.labels, (__version__, platform.python_version())), 1)],
+        )
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self, source: Source) -> Outcome:
+        started = self._clock()
+        errors: Counter[str] = Counter()
+        try:
+            result = source.collect()
+            outcome = Outcome(result.families, True, 0.0, result.errors)
+        except SourceError as exc:
+            log.warning("source failed", extra={"kv": {"source": source.name, "reason": exc.reason, "err": str(exc)}})
+            errors[exc.reason] += 1
+            outcome = Outcome([], False, 0.0, errors)
+        except Exception as exc:  # a bug in a source must not take the exporter down
+            log.error(
+                "source raised an unexpected error",
+                extra={"kv": {"source": source.name, "err": f"{type(exc).__name__}: {exc}"}},
+            )
+            log.debug("traceback", exc_info=True)
+            outcome = Outcome([], False, 0.0, Counter({"internal": 1}))
+        outcome.duration = self._clock() - started
+        with self._lock:
+            for reason, count in outcome.errors.items():
+                self._errors[(source.name, reason)] += count
+        return outcome
+
+    def _flight(self, source: Source) -> _Flight:
+        with self._lock:
+            flight = self._flights.get(source.name)
+            if flight is None or flight.future.done():
+                flight = _Flight(self._executor.submit(self._run, source), self._clock())
+                self._flights[source.name] = flight
+            return flight
+
+    def collect(self, timeout: float) -> list[tuple[Source, Outcome]]:
+        """Collect every source within `timeout` seconds."""
+        deadline = self._clock() + timeout
+        flights = [(source, self._flight(source)) for source in self._sources]
+        outcomes: list[tuple[Source, Outcome]] = []
+        for source, flight in flights:
+            until = deadline if source.timeout is None else min(deadline, flight.started + source.timeout)
+            try:
+                outcome = flight.future.result(timeout=max(0.0, until - self._clock()))
+            except FutureTimeout:
+                with self._lock:
+                    if not flight.timeout_counted:
+                        flight.timeout_counted = True
+                        self._errors[(source.name, "timeout")] += 1
+                        log.warning("source timed out", extra={"kv": {"source": source.name,
+                                                                     "after_seconds": round(until - flight.started, 3)}})
+                outcome = Outcome([], False, until - flight.started)
+            outcomes.append((source, outcome))
+        return outcomes
+
+    def health_families(self, outcomes: list[tuple[Source, Outcome]]) -> list[Family]:
+        up = Family(contract.SOURCE_UP)
+        duration = Family(contract.SOURCE_DURATION)
+        for source, outcome in outcomes:
+            labels = LabelSet(("source",), (source.name,))
+            up.add(labels, 1 if outcome.up else 0)
+            duration.add(labels, round(outcome.duration, 6))
+        errors = Family(contract.SOURCE_ERRORS)
+        with self._lock:
+            snapshot = sorted(self._errors.items())
+        for (name, reason), count in snapshot:
+            errors.add(LabelSet(contract.SOURCE_ERRORS.labels, (name, reason)), count)
+        return [up, duration, errors, self._build_info]
+
+    def scrape(self, timeout: float) -> str:
+        """The full /metrics body."""
+        outcomes = self.collect(timeout)
+        families = [f for _, outcome in outcomes for f in outcome.families]
+        body = render([*families, *self.health_families(outcomes)])
+        if self._registry is not None:
+            body += generate_latest(self._registry).decode()
+        return body
+

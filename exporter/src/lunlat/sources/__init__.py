@@ -1,0 +1,1 @@
+"""Sources: one module per place lunlat reads latency counters from, all behind `base.Source`."""

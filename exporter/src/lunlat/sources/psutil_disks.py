@@ -1,0 +1,92 @@
+"""Fallback host source for hosts without /proc/diskstats (Windows, macOS, BSD): psutil.
+
+psutil.disk_io_counters(perdisk=True) gives per-disk counts, bytes and read/write time in
+milliseconds, and with nowrap=True (its default) undoes the wraps of the platform's counters itself.
+There is no sysfs here, so the LUN is the disk name psutil reports; config entries match it by `device`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import psutil
+
+from lunlat import contract
+from lunlat.config import DiskstatsConfig, LunEntry
+from lunlat.model import Family, LabelSet, Sample
+from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.host import device_families
+
+log = logging.getLogger(__name__)
+
+DiskCounters = Callable[[], Mapping[str, Any]]
+
+
+def _psutil_counters() -> Mapping[str, Any]:
+    return psutil.disk_io_counters(perdisk=True, nowrap=True) or {}
+
+
+class PsutilDisksSource:
+    name = "psutil"
+    error_reasons: tuple[str, ...] = ("read_failed",)
+    timeout: float | None = None
+
+    def __init__(
+        self, config: DiskstatsConfig, luns: Sequence[LunEntry] = (), counters: DiskCounters = _psutil_counters
+    ) -> None:
+        self._include = re.compile(config.include) if config.include else None
+        self._exclude = re.compile(config.exclude) if config.exclude else None
+        self._luns = list(luns)
+        self._counters = counters
+        self._info_cache: dict[str, Sample] = {}
+        for entry in self._luns:
+            if entry.match.device is None:
+                log.warning(
+                    "without sysfs only `device` matches work; entry ignored",
+                    extra={"kv": {"match": entry.match.describe()}},
+                )
+
+    def _shown(self, name: str) -> bool:
+        if self._include is not None and not self._include.search(name):
+            return False
+        return not (self._exclude is not None and self._exclude.search(name))
+
+    def _info(self, name: str) -> Sample:
+        cached = self._info_cache.get(name)
+        if cached is None:
+            database = role = workload = ""
+            for entry in self._luns:  # first matching entry wins, per label
+                if entry.match.device is not None and entry.match.device.removeprefix("/dev/") == name:
+                    database = database or (entry.database or "")
+                    role = role or (entry.role or "")
+                    workload = workload or (entry.workload or "")
+            values = (name, name, "", "", "", "", database, role, workload, "", "lun")
+            cached = ("", LabelSet(contract.LUN_INFO_LABELS, values), 1)
+            self._info_cache[name] = cached
+        return cached
+
+    def collect(self) -> SourceResult:
+        try:
+            disks = self._counters()
+        except (OSError, RuntimeError) as exc:
+            raise SourceError("read_failed", f"psutil.disk_io_counters failed: {exc}") from None
+        names = sorted(n for n in disks if self._shown(n))
+        labels = [LabelSet(contract.DEVICE_LABELS, (n, n)) for n in names]
+        rows = [disks[n] for n in names]
+        columns: dict[contract.MetricSpec, list[int]] = {
+            contract.DEVICE_READS: [int(r.read_count) for r in rows],
+            contract.DEVICE_WRITES: [int(r.write_count) for r in rows],
+            contract.DEVICE_READ_TIME: [int(r.read_time) for r in rows],
+            contract.DEVICE_WRITE_TIME: [int(r.write_time) for r in rows],
+            contract.DEVICE_READ_BYTES: [int(r.read_bytes) for r in rows],
+            contract.DEVICE_WRITE_BYTES: [int(r.write_bytes) for r in rows],
+        }
+        # busy_time exists on Linux and FreeBSD only.
+        if rows and all(hasattr(r, "busy_time") for r in rows):
+            columns[contract.DEVICE_IO_TIME] = [int(r.busy_time) for r in rows]
+        families = device_families(labels, columns)
+        families.append(Family(contract.LUN_INFO, [self._info(n) for n in names]))
+        return SourceResult(families)

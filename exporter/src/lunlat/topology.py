@@ -1,0 +1,289 @@
+"""Block-device topology from sysfs and the mount table: which kernel device is which LUN.
+
+Pure functions over a sysfs root and a procfs root (tests and benchmarks pass fake trees):
+- `read_block_devices` reads the facts of each device once (dm name/uuid, WWID, vendor, model,
+  slaves, holders, partition parent, loop backing);
+- `read_mounts` reads the mount table of the host (`<procfs>/1/mountinfo`, so a containerised
+  exporter with the host's /proc mounted sees the host's mounts);
+- `resolve` names every device by its LUN (design §2): multipath alias / dm name, else WWID, else
+  the kernel name; multipath path devices and partitions are kinds of their own, hidden by default.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_DM_PARTITION = re.compile(r"^part\d+-")
+_MPATH = "mpath-"
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+@dataclass(frozen=True, slots=True)
+class BlockDevice:
+    """What sysfs says about one kernel block device ("" where it says nothing)."""
+
+    name: str
+    dev: str = ""  # "MAJ:MIN"
+    partition: bool = False
+    parent: str = ""  # whole device a partition belongs to
+    dm_name: str = ""
+    dm_uuid: str = ""
+    wwid: str = ""
+    vendor: str = ""
+    model: str = ""
+    slaves: tuple[str, ...] = ()
+    holders: tuple[str, ...] = ()
+    loop_attached: bool | None = None  # None: not a loop device
+
+    @property
+    def multipath(self) -> bool:
+        return self.dm_uuid.startswith(_MPATH)
+
+    @property
+    def dm_partition(self) -> bool:
+        return bool(_DM_PARTITION.match(self.dm_uuid))
+
+
+@dataclass(frozen=True, slots=True)
+class LunView:
+    """A device as lunlat publishes it."""
+
+    device: str
+    lun: str
+    kind: str  # lun | path | partition (contract.KINDS)
+    wwid: str = ""
+    vendor: str = ""
+    model: str = ""
+    paths: str = ""  # comma-separated path devices of a multipath LUN
+    mountpoints: tuple[str, ...] = ()
+    hidden: bool = False  # never shown (an unattached loop device holds no LUN)
+
+
+@dataclass(slots=True)
+class MountTable:
+    by_dev: dict[str, list[str]] = field(default_factory=dict)  # "MAJ:MIN" -> mountpoints
+    by_source: dict[str, list[str]] = field(default_factory=dict)  # "/dev/…" -> mountpoints
+
+    def all(self) -> list[tuple[str, str, str]]:
+        """(mountpoint, dev, source) for every mount."""
+        rows: list[tuple[str, str, str]] = []
+        for dev, points in self.by_dev.items():
+            rows.extend((p, dev, "") for p in points)
+        for source, points in self.by_source.items():
+            rows.extend((p, "", source) for p in points)
+        return rows
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _listdir(path: Path) -> tuple[str, ...]:
+    try:
+        return tuple(sorted(p.name for p in path.iterdir()))
+    except OSError:
+        return ()
+
+
+def sysfs_name(device: str) -> str:
+    """/proc/diskstats writes `cciss/c0d0` where sysfs has `cciss!c0d0`."""
+    return device.replace("/", "!")
+
+
+def read_block_device(sysfs: Path, name: str) -> BlockDevice:
+    base = sysfs / "class" / "block" / sysfs_name(name)
+    if not base.exists():
+        base = sysfs / "block" / sysfs_name(name)
+    if not base.exists():
+        return BlockDevice(name)
+    partition = (base / "partition").exists()
+    parent = ""
+    if partition:
+        try:
+            parent = base.resolve().parent.name.replace("!", "/")
+        except OSError:
+            parent = ""
+    loop_attached: bool | None = None
+    if (base / "loop").is_dir() or name.startswith("loop"):
+        loop_attached = bool(_read(base / "loop" / "backing_file"))
+    # SCSI disks keep identity under device/; NVMe namespaces have wwid at the top and the
+    # controller's model under device/.
+    wwid = _read(base / "device" / "wwid") or _read(base / "wwid")
+    return BlockDevice(
+        name=name,
+        dev=_read(base / "dev"),
+        partition=partition,
+        parent=parent,
+        dm_name=_read(base / "dm" / "name"),
+        dm_uuid=_read(base / "dm" / "uuid"),
+        wwid=wwid,
+        vendor=_read(base / "device" / "vendor"),
+        model=_read(base / "device" / "model"),
+        slaves=tuple(s.replace("!", "/") for s in _listdir(base / "slaves")),
+        holders=tuple(h.replace("!", "/") for h in _listdir(base / "holders")),
+        loop_attached=loop_attached,
+    )
+
+
+def read_block_devices(sysfs: Path, names: Iterable[str]) -> dict[str, BlockDevice]:
+    """Facts for the named devices and for every device they stack on or under (holders, slaves)."""
+    devices: dict[str, BlockDevice] = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in devices:
+            continue
+        device = read_block_device(sysfs, name)
+        devices[name] = device
+        todo.extend(n for n in (*device.slaves, *device.holders, device.parent) if n and n not in devices)
+    return devices
+
+
+def _unescape(field: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as octal (\\040 …)."""
+    return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text: str) -> MountTable:
+    table = MountTable()
+    for line in text.splitlines():
+        fields = line.split()
+        try:
+            sep = fields.index("-", 6)
+        except ValueError:
+            continue  # not a mountinfo line: ignore rather than guess
+        if len(fields) < sep + 3:
+            continue
+        dev, mountpoint, source = fields[2], _unescape(fields[4]), _unescape(fields[sep + 2])
+        # btrfs and overlay report anonymous devices (major 0): fall back to the source path.
+        if dev.startswith("0:"):
+            if source.startswith("/dev/"):
+                table.by_source.setdefault(source, []).append(mountpoint)
+        else:
+            table.by_dev.setdefault(dev, []).append(mountpoint)
+    return table
+
+
+def mountinfo_path(procfs: Path) -> Path:
+    host = procfs / "1" / "mountinfo"
+    return host if host.exists() else procfs / "self" / "mountinfo"
+
+
+def read_mounts(procfs: Path) -> tuple[MountTable, str]:
+    """The mount table and its raw text (callers compare the text to notice changes cheaply)."""
+    text = _read(mountinfo_path(procfs))
+    return parse_mountinfo(text), text
+
+
+def lower_chain(devices: dict[str, BlockDevice], name: str) -> list[str]:
+    """The device and every device below it: partition parents and dm slaves, recursively.
+
+    A file on an LVM volume on a multipath map is on the LV, on the map and on its paths.
+    """
+    chain: list[str] = []
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in chain:
+            continue
+        chain.append(current)
+        device = devices.get(current)
+        if device is None:
+            continue
+        if device.parent:
+            todo.append(device.parent)
+        todo.extend(device.slaves)
+    return chain
+
+
+def _own_lun(device: BlockDevice) -> str:
+    if device.dm_name:
+        return device.dm_name
+    if device.multipath:
+        return device.dm_uuid[len(_MPATH) :]
+    return device.wwid or device.name
+
+
+def _multipath_holder(devices: dict[str, BlockDevice], device: BlockDevice) -> BlockDevice | None:
+    for holder in device.holders:
+        h = devices.get(holder)
+        if h is not None and h.multipath:
+            return h
+    return None
+
+
+def _partition_parent(devices: dict[str, BlockDevice], device: BlockDevice) -> BlockDevice | None:
+    if device.partition and device.parent:
+        return devices.get(device.parent, BlockDevice(device.parent))
+    if device.dm_partition and device.slaves:
+        return devices.get(device.slaves[0], BlockDevice(device.slaves[0]))
+    return None
+
+
+def _mountpoints(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, list[str]]:
+    """Mountpoints per device, carried down to every device below the mounted one."""
+    by_name: dict[str, list[str]] = {}
+    dev_to_name = {d.dev: d.name for d in devices.values() if d.dev}
+    dm_to_name = {d.dm_name: d.name for d in devices.values() if d.dm_name}
+    mounted: list[tuple[str, str]] = []
+    for dev, points in mounts.by_dev.items():
+        if dev in dev_to_name:
+            mounted.extend((dev_to_name[dev], p) for p in points)
+    for source, points in mounts.by_source.items():
+        base = source.removeprefix("/dev/")
+        name = dm_to_name.get(base.removeprefix("mapper/")) or (base if base in devices else "")
+        if name:
+            mounted.extend((name, p) for p in points)
+    for name, point in mounted:
+        for below in lower_chain(devices, name):
+            points_below = by_name.setdefault(below, [])
+            if point not in points_below:
+                points_below.append(point)
+    return by_name
+
+
+def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, LunView]:
+    """A LunView for every device: its LUN name, kind and identity."""
+    points = _mountpoints(devices, mounts)
+    views: dict[str, LunView] = {}
+    for name, device in devices.items():
+        owner = device
+        kind = "lun"
+        # A partition of a multipath map's path is still a partition (of the path): walk up once.
+        parent = _partition_parent(devices, device)
+        if parent is not None:
+            kind, owner = "partition", parent
+        holder = _multipath_holder(devices, owner)
+        if holder is not None:
+            owner = holder
+            kind = "path" if kind == "lun" else kind
+        identity = owner
+        if owner.multipath:
+            paths = ",".join(sorted(owner.slaves))
+            first_path = next((devices[s] for s in sorted(owner.slaves) if s in devices), None)
+            wwid = owner.dm_uuid[len(_MPATH) :]
+            vendor = first_path.vendor if first_path else ""
+            model = first_path.model if first_path else ""
+        else:
+            paths, wwid, vendor, model = "", identity.wwid, identity.vendor, identity.model
+        views[name] = LunView(
+            device=name,
+            lun=_own_lun(owner),
+            kind=kind,
+            wwid=wwid,
+            vendor=vendor,
+            model=model,
+            paths=paths if kind == "lun" else "",
+            mountpoints=tuple(sorted(points.get(name, ()))),
+            hidden=device.loop_attached is False,
+        )
+    return views
