@@ -7,6 +7,7 @@ Bad input exits 2 with a message naming what is wrong; nothing here prints a tra
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -55,33 +56,81 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the exporter", description="Serve /metrics over HTTP.")
-    serve.add_argument("--web.listen-address", dest="listen", default=f":{DEFAULT_PORT}", metavar="ADDR",
-                       help=f"address to listen on: :PORT, HOST:PORT or [IPv6]:PORT (default :{DEFAULT_PORT})")
-    serve.add_argument("--web.telemetry-path", dest="telemetry_path", default="/metrics", metavar="PATH",
-                       help="path under which to expose metrics (default /metrics)")
-    serve.add_argument("--web.max-requests", dest="max_requests", type=_non_negative_int, default=40, metavar="N",
-                       help="scrapes served at once; more get 503 (0 = no limit; default 40)")
-    serve.add_argument("--config.file", dest="config_file", type=Path, metavar="FILE",
-                       help="YAML config; without it every LUN of the host is published")
-    serve.add_argument("--path.procfs", dest="procfs", type=Path, default=Path("/proc"), metavar="DIR",
-                       help="procfs mountpoint (default /proc)")
-    serve.add_argument("--path.sysfs", dest="sysfs", type=Path, default=Path("/sys"), metavar="DIR",
-                       help="sysfs mountpoint (default /sys)")
-    serve.add_argument("--collector.diskstats.show-paths", dest="show_paths",
-                       action=argparse.BooleanOptionalAction, default=None,
-                       help="also publish multipath path devices and partitions (overrides the config)")
-    serve.add_argument("--collector.host.source", dest="host_source", choices=("auto", "diskstats", "psutil"),
-                       default="auto",
-                       help="host counters from <procfs>/diskstats, or psutil where there is none (default auto)")
-    serve.add_argument("--collector.topology.refresh-interval", dest="refresh_interval", type=_positive_float,
-                       default=300.0, metavar="SECONDS",
-                       help="re-read sysfs at least this often; device or mount changes re-read it at once "
-                            "(default 300)")  # fmt: skip
+    serve.add_argument(
+        "--web.listen-address",
+        dest="listen",
+        default=f":{DEFAULT_PORT}",
+        metavar="ADDR",
+        help=f"address to listen on: :PORT, HOST:PORT or [IPv6]:PORT (default :{DEFAULT_PORT})",
+    )
+    serve.add_argument(
+        "--web.telemetry-path",
+        dest="telemetry_path",
+        default="/metrics",
+        metavar="PATH",
+        help="path under which to expose metrics (default /metrics)",
+    )
+    serve.add_argument(
+        "--web.max-requests",
+        dest="max_requests",
+        type=_non_negative_int,
+        default=40,
+        metavar="N",
+        help="scrapes served at once; more get 503 (0 = no limit; default 40)",
+    )
+    serve.add_argument(
+        "--config.file",
+        dest="config_file",
+        type=Path,
+        metavar="FILE",
+        help="YAML config; without it every LUN of the host is published",
+    )
+    serve.add_argument(
+        "--path.procfs",
+        dest="procfs",
+        type=Path,
+        default=Path("/proc"),
+        metavar="DIR",
+        help="procfs mountpoint (default /proc)",
+    )
+    serve.add_argument(
+        "--path.sysfs",
+        dest="sysfs",
+        type=Path,
+        default=Path("/sys"),
+        metavar="DIR",
+        help="sysfs mountpoint (default /sys)",
+    )
+    serve.add_argument(
+        "--collector.diskstats.show-paths",
+        dest="show_paths",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also publish multipath path devices and partitions (overrides the config)",
+    )
+    serve.add_argument(
+        "--collector.host.source",
+        dest="host_source",
+        choices=("auto", "diskstats", "psutil"),
+        default="auto",
+        help="host counters from <procfs>/diskstats, or psutil where there is none (default auto)",
+    )
+    serve.add_argument(
+        "--collector.topology.refresh-interval",
+        dest="refresh_interval",
+        type=_positive_float,
+        default=300.0,
+        metavar="SECONDS",
+        help="re-read sysfs at least this often; device or mount changes re-read it at once (default 300)",
+    )
     serve.add_argument("--log.level", dest="log_level", choices=tuple(logs.LEVELS), default="info")
     serve.add_argument("--log.format", dest="log_format", choices=logs.FORMATS, default="logfmt")
 
-    check = commands.add_parser("check-config", help="validate a config file",
-                                description="Validate a config file: exit 0 when valid, 2 with the problems when not.")  # fmt: skip
+    check = commands.add_parser(
+        "check-config",
+        help="validate a config file",
+        description="Validate a config file: exit 0 when valid, 2 with the problems when not.",
+    )
     check.add_argument("file", type=Path)
     return parser
 
@@ -91,7 +140,9 @@ def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
     if args.show_paths is not None:
         diskstats_config = diskstats_config.model_copy(update={"show_paths": args.show_paths})
     use_psutil = args.host_source == "psutil" or (
-        args.host_source == "auto" and not (args.procfs / "diskstats").exists() and not sys.platform.startswith("linux")
+        args.host_source == "auto"
+        and not (args.procfs / "diskstats").exists()
+        and not sys.platform.startswith("linux")
     )
     if use_psutil:
         log.info("host counters from psutil", extra={"kv": {"platform": sys.platform}})
@@ -126,6 +177,11 @@ def serve(args: argparse.Namespace) -> int:
     config = _load(args.config_file)
     sources = build_sources(config, args)
     scraper = Scraper(sources, process_registry())
+    # A scrape of a large host allocates ~100k short-lived objects; with CPython's default gen-0
+    # threshold (700) that triggers dozens of collections walking every startup object each time.
+    # Freezing startup objects and a higher threshold cut the scrape time by ~20 % (bench/).
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
     try:
         server = Server(address, scraper, args.telemetry_path, args.max_requests)
     except OSError as exc:
@@ -140,9 +196,16 @@ def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, stop)
     log.info(
         "listening",
-        extra={"kv": {"address": args.listen, "port": server.port, "path": args.telemetry_path,
-                      "sources": ",".join(s.name for s in sources), "version": __version__}},
-    )  # fmt: skip
+        extra={
+            "kv": {
+                "address": args.listen,
+                "port": server.port,
+                "path": args.telemetry_path,
+                "sources": ",".join(s.name for s in sources),
+                "version": __version__,
+            }
+        },
+    )
     try:
         server.serve_forever()
     finally:

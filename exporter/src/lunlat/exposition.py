@@ -31,7 +31,26 @@ def format_value(value: float) -> str:
     return "+Inf" if value > 0 else "-Inf"
 
 
+def _render_column(name: str, family: Family, out: list[str]) -> None:
+    assert family.column is not None
+    labels, values = family.column
+    if not values:
+        return
+    tail = f"e{family.exponent}\n" if family.exponent else "\n"
+    # str() of an int is exact; anything else takes format_value's spelling.
+    if set(map(type, values)) == {int}:
+        texts = map(str, values)
+    elif family.exponent:
+        raise ValueError(f"{name}: a family with an exponent holds ints only")
+    else:
+        texts = map(format_value, values)
+    out.append(tail.join(map(str.__add__, labels.prefixes(name), texts)))
+    out.append(tail)
+
+
 def _render_family(name: str, family: Family, out: list[str]) -> None:
+    if family.column is not None:
+        _render_column(name, family, out)
     samples = family.samples
     if family.exponent:
         tail = f"e{family.exponent}\n"
@@ -55,7 +74,7 @@ def render(families: Iterable[Family]) -> str:
         merged.setdefault(family.spec.name, []).append(family)
     out: list[str] = []
     for name, group in merged.items():
-        if not any(f.samples for f in group):
+        if not any(f.samples or (f.column is not None and len(f.column[1])) for f in group):
             continue
         spec = group[0].spec
         out.append(f"# HELP {name} {escape_help(spec.help)}\n# TYPE {name} {spec.type}\n")

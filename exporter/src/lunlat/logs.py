@@ -13,8 +13,13 @@ from typing import Any
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 FORMATS = ("logfmt", "json")
-_LEVEL_NAMES = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error",
-                logging.CRITICAL: "error"}  # fmt: skip
+_LEVEL_NAMES = {
+    logging.DEBUG: "debug",
+    logging.INFO: "info",
+    logging.WARNING: "warn",
+    logging.ERROR: "error",
+    logging.CRITICAL: "error",
+}
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -40,7 +45,9 @@ def _logfmt_value(value: Any) -> str:
     text = str(value)
     if text and not any(c in text for c in ' ="\\\n\t'):
         return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    return (
+        '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    )
 
 
 class LogfmtFormatter(logging.Formatter):

@@ -59,7 +59,10 @@ def _mount_devices(mounts: MountTable, devices: dict[str, BlockDevice], path: st
         for device in devices.values():
             hit = (dev and device.dev == dev) or (
                 source
-                and (source == f"/dev/{device.name}" or (device.dm_name and source == f"/dev/mapper/{device.dm_name}"))
+                and (
+                    source == f"/dev/{device.name}"
+                    or (device.dm_name and source == f"/dev/mapper/{device.dm_name}")
+                )
             )
             if hit and device.name not in names:
                 names.append(device.name)

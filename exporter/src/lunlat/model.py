@@ -6,7 +6,7 @@ device on every scrape keeps its LabelSet and pays for escaping only when the la
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from lunlat.contract import MetricSpec
@@ -50,6 +50,31 @@ class LabelSet:
 
 EMPTY_LABELS = LabelSet((), ())
 
+
+class LabelList:
+    """A fixed, ordered list of label sets, e.g. the devices a host source publishes.
+
+    It renders `name{labels} ` once per metric name and keeps it: a source that publishes the same
+    devices scrape after scrape pays only for printing the values (see Family.column).
+    """
+
+    __slots__ = ("_prefixes", "sets")
+
+    def __init__(self, sets: Sequence[LabelSet]) -> None:
+        self.sets = tuple(sets)
+        self._prefixes: dict[str, list[str]] = {}
+
+    def prefixes(self, name: str) -> list[str]:
+        cached = self._prefixes.get(name)
+        if cached is None:
+            cached = [f"{name}{s.text} " for s in self.sets]
+            self._prefixes[name] = cached
+        return cached
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+
 # A sample: the suffix of its name ("" or "_bucket"/"_sum"/"_count" for histograms), labels, value.
 Sample = tuple[str, LabelSet, float]
 
@@ -63,16 +88,31 @@ class Family:
     spec: MetricSpec
     samples: list[Sample] = field(default_factory=list)
     exponent: int = 0
+    # Values aligned with a LabelList: the columnar form the host layer publishes thousands of.
+    column: tuple[LabelList, Sequence[int]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.column is not None and len(self.column[0]) != len(self.column[1]):
+            raise ValueError(
+                f"{self.spec.name}: {len(self.column[1])} values for {len(self.column[0])} label sets"
+            )
+
+    def all_samples(self) -> Iterator[Sample]:
+        if self.column is not None:
+            labels, values = self.column
+            for label_set, value in zip(labels.sets, values, strict=True):
+                yield ("", label_set, value)
+        yield from self.samples
 
     def value(self, sample: Sample) -> float:
         """The sample's value in the metric's base unit."""
         if self.exponent < 0:  # divide, so 1234567e-3 gives the same double as parsing "1234.567"
-            return sample[2] / 10**-self.exponent
-        return sample[2] * 10**self.exponent
+            return sample[2] / float(10**-self.exponent)
+        return sample[2] * float(10**self.exponent)
 
     def by_labels(self) -> dict[tuple[str, ...], float]:
         """Values keyed by label values (for tests and tools; not used on the scrape path)."""
-        return {sample[1].values: self.value(sample) for sample in self.samples if not sample[0]}
+        return {sample[1].values: self.value(sample) for sample in self.all_samples() if not sample[0]}
 
     def add(self, labels: LabelSet, value: float, suffix: str = "") -> None:
         self.samples.append((suffix, labels, value))

@@ -72,7 +72,9 @@ class Scraper:
         self._clock = clock
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
-        self._executor = ThreadPoolExecutor(max_workers=2 * len(sources) + 2, thread_name_prefix="lunlat-source")
+        self._executor = ThreadPoolExecutor(
+            max_workers=2 * len(sources) + 2, thread_name_prefix="lunlat-source"
+        )
         # Every declared reason starts at 0, so rate() and increase() see the first error.
         self._errors: Counter[tuple[str, str]] = Counter()
         for source in self._sources:
@@ -93,7 +95,9 @@ class Scraper:
             result = source.collect()
             outcome = Outcome(result.families, True, 0.0, result.errors)
         except SourceError as exc:
-            log.warning("source failed", extra={"kv": {"source": source.name, "reason": exc.reason, "err": str(exc)}})
+            log.warning(
+                "source failed", extra={"kv": {"source": source.name, "reason": exc.reason, "err": str(exc)}}
+            )
             errors[exc.reason] += 1
             outcome = Outcome([], False, 0.0, errors)
         except Exception as exc:  # a bug in a source must not take the exporter down
@@ -131,8 +135,15 @@ class Scraper:
                     if not flight.timeout_counted:
                         flight.timeout_counted = True
                         self._errors[(source.name, "timeout")] += 1
-                        log.warning("source timed out", extra={"kv": {"source": source.name,
-                                                                     "after_seconds": round(until - flight.started, 3)}})
+                        log.warning(
+                            "source timed out",
+                            extra={
+                                "kv": {
+                                    "source": source.name,
+                                    "after_seconds": round(until - flight.started, 3),
+                                }
+                            },
+                        )
                 outcome = Outcome([], False, until - flight.started)
             outcomes.append((source, outcome))
         return outcomes
@@ -159,4 +170,3 @@ class Scraper:
         if self._registry is not None:
             body += generate_latest(self._registry).decode()
         return body
-

@@ -92,7 +92,11 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: ListenAddress, scraper: Scraper, telemetry_path: str = "/metrics", max_requests: int = 40
+        self,
+        address: ListenAddress,
+        scraper: Scraper,
+        telemetry_path: str = "/metrics",
+        max_requests: int = 40,
     ) -> None:
         self.scraper = scraper
         self.telemetry_path = telemetry_path
@@ -126,10 +130,12 @@ class Handler(BaseHTTPRequestHandler):
     server_version = f"lunlat/{__version__}"
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         log.debug("http", extra={"kv": {"client": self.client_address[0], "request": format % args}})
 
-    def _send(self, status: HTTPStatus, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
+    def _send(
+        self, status: HTTPStatus, body: bytes, content_type: str, extra: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -147,7 +153,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == self.server.telemetry_path:
             self._metrics()
         elif path == "/":
-            page = LANDING.format(version=html.escape(__version__), metrics=html.escape(self.server.telemetry_path))
+            page = LANDING.format(
+                version=html.escape(__version__), metrics=html.escape(self.server.telemetry_path)
+            )
             self._send(HTTPStatus.OK, page.encode(), "text/html; charset=utf-8")
         elif path == "/-/healthy":
             self._text(HTTPStatus.OK, "Healthy\n")
@@ -159,14 +167,18 @@ class Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def _not_allowed(self) -> None:
-        self._text(HTTPStatus.METHOD_NOT_ALLOWED, f"405 method {self.command} not allowed\n", {"Allow": "GET, HEAD"})
+        self._text(
+            HTTPStatus.METHOD_NOT_ALLOWED, f"405 method {self.command} not allowed\n", {"Allow": "GET, HEAD"}
+        )
 
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
 
     def _metrics(self) -> None:
         slots = self.server.slots
         if slots is not None and not slots.acquire(blocking=False):
-            self._text(HTTPStatus.SERVICE_UNAVAILABLE, "503 too many scrapes in flight (--web.max-requests)\n")
+            self._text(
+                HTTPStatus.SERVICE_UNAVAILABLE, "503 too many scrapes in flight (--web.max-requests)\n"
+            )
             return
         try:
             timeout = _scrape_timeout(self.headers.get("X-Prometheus-Scrape-Timeout-Seconds"))

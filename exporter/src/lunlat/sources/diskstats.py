@@ -16,36 +16,53 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
 from pathlib import Path
-from typing import NamedTuple
 
 from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.luns import NO_LABELS, assign
-from lunlat.model import Family, LabelSet, Sample
+from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.host import device_families
 from lunlat.topology import LunView, read_block_devices, read_mounts, resolve
 
 log = logging.getLogger(__name__)
 
-# Indexes into the stats fields (0-based, after major, minor and name).
+# Indexes into the stats fields (0-based, after major, minor and name). lunlat publishes the first
+# eleven; discard and flush fields (14 and 16) are read past, so all three formats give one table.
 READS, READS_MERGED, READ_SECTORS, READ_MS = 0, 1, 2, 3
 WRITES, WRITES_MERGED, WRITE_SECTORS, WRITE_MS = 4, 5, 6, 7
 IN_FLIGHT, IO_MS, WEIGHTED_MS = 8, 9, 10
-DISCARD_MS, FLUSH_MS = 14, 16
+KEPT_FIELDS = 11
 
-MS_FIELDS: tuple[int, ...] = (READ_MS, WRITE_MS, IO_MS, WEIGHTED_MS, DISCARD_MS, FLUSH_MS)
+MS_FIELDS: tuple[int, ...] = (READ_MS, WRITE_MS, IO_MS, WEIGHTED_MS)
+COUNT_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i not in MS_FIELDS and i != IN_FLIGHT)
 SECTOR_BYTES = 512  # diskstats sectors are always 512 bytes, whatever the device's block size
 WRAP = 1 << 32
 FIELD_COUNTS = (14, 18, 20)  # whole-line field counts of the three kernel formats
 
 
-class DiskStat(NamedTuple):
-    major: int
-    minor: int
-    name: str
-    values: tuple[int, ...]
+@dataclass(frozen=True, slots=True)
+class Table:
+    """/proc/diskstats in columns: `columns[i][j]` is stats field i of device `names[j]`."""
+
+    names: list[str]
+    majors: list[int]
+    minors: list[int]
+    columns: list[list[int]]
+
+    def rows(self) -> list[tuple[str, int, int, tuple[int, ...]]]:
+        return list(zip(self.names, self.majors, self.minors, zip(*self.columns, strict=False), strict=True))
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple[str, int, int, tuple[int, ...]]]) -> Table:
+        columns = (
+            [list(c) for c in zip(*(r[3] for r in rows), strict=True)]
+            if rows
+            else [[] for _ in range(KEPT_FIELDS)]
+        )
+        return cls([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,90 +73,163 @@ class Malformed:
     detail: str
 
 
-def parse(text: str) -> tuple[list[DiskStat], list[Malformed]]:
-    """Parse /proc/diskstats text; lines that are not one of the kernel formats are returned apart."""
-    stats: list[DiskStat] = []
+def _all_digits(tokens: Sequence[bytes]) -> bool:
+    # int() would also take "-1", "+1" and "1_0"; the kernel prints none of them.
+    return b"".join(tokens).isdigit()  # bytes.isdigit is ASCII-only
+
+
+def parse(data: bytes) -> tuple[Table, list[Malformed]]:
+    """Parse /proc/diskstats; lines that are not one of the kernel formats are returned apart.
+
+    Bytes, not str: splitting and int() on bytes make half the objects, and this is the scrape's
+    hot path (see bench/).
+    """
+    rows = list(map(bytes.split, data.splitlines()))
+    table = _parse_uniform(rows)
+    if table is not None:
+        return table, []
+    return _parse_lines(rows)
+
+
+def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
+    """The usual case, checked and converted column by column: every line in one format, no oddity.
+
+    Returns None for anything else, which _parse_lines then handles (and explains) line by line.
+    """
+    widths = set(map(len, rows))
+    if len(widths) != 1 or widths.pop() not in FIELD_COUNTS:
+        return None
+    columns = list(zip(*rows, strict=True))
+    names = columns[2]
+    if len(set(names)) != len(names) or not all(map(_all_digits, (columns[0], columns[1], *columns[3:]))):
+        return None
+    return Table(
+        [n.decode("ascii", "replace") for n in names],
+        list(map(int, columns[0])),
+        list(map(int, columns[1])),
+        [list(map(int, c)) for c in columns[3 : 3 + KEPT_FIELDS]],
+    )
+
+
+def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
+    parsed: list[tuple[str, int, int, tuple[int, ...]]] = []
     bad: list[Malformed] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
+    for lineno, parts in enumerate(rows, 1):
         if not parts:
             continue
+        line = b" ".join(parts).decode("ascii", "replace")
         if len(parts) not in FIELD_COUNTS:
-            bad.append(Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18 or 20"))
+            bad.append(
+                Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18 or 20")
+            )
             continue
-        numbers = parts[3:]
-        digits = parts[0] + parts[1] + "".join(numbers)
-        # int() would also take "-1", "+1", "1_0" and non-ASCII digits; the kernel prints none of them.
-        if not (digits.isascii() and digits.isdigit()):
-            bad.append(Malformed(lineno, line, "malformed_line", "a number field is not a non-negative integer"))
+        if not _all_digits([parts[0], parts[1], *parts[3:]]):
+            bad.append(
+                Malformed(lineno, line, "malformed_line", "a number field is not a non-negative integer")
+            )
             continue
-        name = parts[2]
+        name = parts[2].decode("ascii", "replace")
         if name in seen:
             bad.append(Malformed(lineno, line, "duplicate_device", f"device {name} listed twice"))
             continue
         seen.add(name)
-        stats.append(DiskStat(int(parts[0]), int(parts[1]), name, tuple(map(int, numbers))))
-    return stats, bad
+        parsed.append((name, int(parts[0]), int(parts[1]), tuple(map(int, parts[3 : 3 + KEPT_FIELDS]))))
+    return Table.from_rows(parsed), bad
 
 
-class _Memory(NamedTuple):
-    major: int
-    minor: int
-    raw: tuple[int, ...]
-    offsets: tuple[int, ...] | None  # added to the raw ms fields; None while nothing wrapped
+@dataclass(frozen=True, slots=True)
+class _Memory:
+    """What the unwrapper keeps of the last table: raw values and the wrap offsets per device."""
+
+    table: Table
+    offsets: dict[int, list[int]]  # ms field -> offset per device (aligned with table.names); absent = 0
 
 
 class Unwrapper:
-    """Turns raw samples into monotonic counters per device across calls.
+    """Turns raw tables into monotonic counters per device across calls.
 
     - A 32-bit ms field lower than last time while no 64-bit count went down: it wrapped, add 2**32.
-    - A count lower than last time, a new major:minor or a different format: the device was
-      re-created or its stats reset; the raw values pass through so Prometheus sees a counter reset.
+    - A count lower than last time, or a new major:minor: the device was re-created or its stats
+      were reset; the raw values pass through so Prometheus sees a counter reset.
     - Devices that vanish are forgotten (no state grows with loop/dm churn).
+
+    The usual case (same devices, nothing went down) is decided column-wise; anything else goes
+    device by device through `_follow`, the reference logic.
     """
 
     def __init__(self) -> None:
-        self._memory: dict[str, _Memory] = {}
+        self._memory: _Memory | None = None
 
-    def apply(self, stats: list[DiskStat]) -> tuple[list[DiskStat], list[str]]:
-        """Return the unwrapped samples and the names of the devices that were reset."""
-        memory: dict[str, _Memory] = {}
-        out: list[DiskStat] = []
+    def apply(self, table: Table) -> tuple[Table, list[str]]:
+        """Return the unwrapped table and the names of the devices that were reset."""
+        memory = self._memory
+        if (
+            memory is not None
+            and memory.table.names == table.names
+            and memory.table.majors == table.majors
+            and memory.table.minors == table.minors
+            and not any(
+                any(map(operator.lt, new, old))
+                for i, (new, old) in enumerate(zip(table.columns, memory.table.columns, strict=True))
+                if i != IN_FLIGHT
+            )
+        ):
+            self._memory = _Memory(table, memory.offsets)
+            return _with_offsets(table, memory.offsets), []
+        return self._by_device(table)
+
+    def _by_device(self, table: Table) -> tuple[Table, list[str]]:
+        previous: dict[str, tuple[int, int, tuple[int, ...], tuple[int, ...]]] = {}
+        if self._memory is not None:
+            old = self._memory.table
+            old_offsets = [self._memory.offsets.get(i) for i in range(KEPT_FIELDS)]
+            for j, (name, major, minor, raw) in enumerate(old.rows()):
+                offs = tuple(o[j] if o is not None else 0 for o in old_offsets)
+                previous[name] = (major, minor, raw, offs)
         resets: list[str] = []
-        lt = operator.lt
-        for stat in stats:
-            raw = stat.values
-            prev = self._memory.get(stat.name)
-            offsets: tuple[int, ...] | None = None
-            if prev is not None and (prev.major, prev.minor) == (stat.major, stat.minor) and len(prev.raw) == len(raw):
-                offsets = prev.offsets
-                if raw != prev.raw and any(map(lt, raw, prev.raw)):
-                    offsets, reset = _follow(prev, raw)
-                    if reset:
-                        resets.append(stat.name)
-            elif prev is not None:
-                resets.append(stat.name)
-            memory[stat.name] = _Memory(stat.major, stat.minor, raw, offsets)
-            if offsets is not None:
-                stat = stat._replace(values=tuple(map(operator.add, raw, offsets)))
-            out.append(stat)
-        self._memory = memory
-        return out, resets
+        offset_rows: list[tuple[int, ...]] = []
+        zero = (0,) * KEPT_FIELDS
+        for name, major, minor, raw in table.rows():
+            prev = previous.get(name)
+            offsets = zero
+            if prev is not None:
+                if (prev[0], prev[1]) != (major, minor):
+                    resets.append(name)
+                else:
+                    followed = _follow(prev[2], prev[3], raw)
+                    if followed is None:
+                        resets.append(name)
+                    else:
+                        offsets = followed
+            offset_rows.append(offsets)
+        offsets_by_field = {i: column for i in MS_FIELDS if any(column := [row[i] for row in offset_rows])}
+        self._memory = _Memory(table, offsets_by_field)
+        return _with_offsets(table, offsets_by_field), resets
 
 
-def _follow(prev: _Memory, raw: tuple[int, ...]) -> tuple[tuple[int, ...] | None, bool]:
-    """Some field went down: decide between a wrap of ms fields and a reset of the device."""
-    for i, (new, old) in enumerate(zip(raw, prev.raw, strict=True)):
-        if new < old and i not in MS_FIELDS and i != IN_FLIGHT:
-            return None, True  # a 64-bit count went down: stats were reset
-    offsets = list(prev.offsets or (0,) * len(raw))
+def _follow(
+    old_raw: tuple[int, ...], old_offsets: tuple[int, ...], raw: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """New wrap offsets of one device, or None when its stats were reset."""
+    if any(raw[i] < old_raw[i] for i in COUNT_FIELDS):
+        return None  # a 64-bit count went down: the stats were reset
+    offsets = list(old_offsets)
     for i in MS_FIELDS:
-        if i < len(raw) and raw[i] < prev.raw[i]:
-            if prev.raw[i] >= WRAP:  # not a 32-bit field on this kernel: cannot have wrapped
-                return None, True
+        if raw[i] < old_raw[i]:
+            if old_raw[i] >= WRAP:  # wider than 32 bits on this kernel: it cannot have wrapped
+                return None
             offsets[i] += WRAP
-    return tuple(offsets), False
+    return tuple(offsets)
+
+
+def _with_offsets(table: Table, offsets: dict[int, list[int]]) -> Table:
+    if not offsets:
+        return table
+    columns = list(table.columns)
+    for i, column in offsets.items():
+        columns[i] = list(map(operator.add, columns[i], column))
+    return Table(table.names, table.majors, table.minors, columns)
 
 
 # --- the source ---------------------------------------------------------------------------------
@@ -149,10 +239,13 @@ def _follow(prev: _Memory, raw: tuple[int, ...]) -> tuple[tuple[int, ...] | None
 class _Published:
     """What the topology decided, cached until the device set, the mounts or the clock say otherwise."""
 
-    key: list[tuple[int, int, str]]
+    names: list[str]
+    majors: list[int]
+    minors: list[int]
     mount_text: str
     refreshed: float
-    labels: dict[str, LabelSet | None]  # device -> its (lun, device) labels, None when not published
+    labels: LabelList  # (lun, device) of each published device, in table order
+    mask: list[bool] | None  # which table rows are published; None when all are
     info: list[Sample]
 
 
@@ -188,37 +281,32 @@ class DiskstatsSource:
     def collect(self) -> SourceResult:
         path = self._procfs / "diskstats"
         try:
-            text = path.read_text(encoding="ascii", errors="replace")
+            data = path.read_bytes()
         except OSError as exc:
             raise SourceError("read_failed", f"cannot read {path}: {exc.strerror or exc}") from None
-        stats, bad = parse(text)
+        table, bad = parse(data)
         errors: Counter[str] = Counter(b.reason for b in bad)
         for b in bad:
             self._warn_malformed(path, b)
-        published = self._topology(stats)
-        labels: list[LabelSet] = []
-        shown: list[DiskStat] = []
-        for stat in stats:
-            label_set = published.labels.get(stat.name)
-            if label_set is not None:
-                labels.append(label_set)
-                shown.append(stat)
-        shown, resets = self._unwrapper.apply(shown)
+        table, resets = self._unwrapper.apply(table)
         if resets:
             log.debug("device counters reset", extra={"kv": {"devices": ",".join(resets)}})
-        values = [s.values for s in shown]
+        published = self._topology(table)
+        cols = table.columns
+        if published.mask is not None:
+            cols = [list(compress(column, published.mask)) for column in cols]
         columns: dict[contract.MetricSpec, list[int]] = {
-            contract.DEVICE_READS: [v[READS] for v in values],
-            contract.DEVICE_WRITES: [v[WRITES] for v in values],
-            contract.DEVICE_READ_TIME: [v[READ_MS] for v in values],
-            contract.DEVICE_WRITE_TIME: [v[WRITE_MS] for v in values],
-            contract.DEVICE_READ_BYTES: [v[READ_SECTORS] * SECTOR_BYTES for v in values],
-            contract.DEVICE_WRITE_BYTES: [v[WRITE_SECTORS] * SECTOR_BYTES for v in values],
-            contract.DEVICE_IO_IN_PROGRESS: [v[IN_FLIGHT] for v in values],
-            contract.DEVICE_IO_TIME: [v[IO_MS] for v in values],
-            contract.DEVICE_IO_WEIGHTED_TIME: [v[WEIGHTED_MS] for v in values],
+            contract.DEVICE_READS: cols[READS],
+            contract.DEVICE_WRITES: cols[WRITES],
+            contract.DEVICE_READ_TIME: cols[READ_MS],
+            contract.DEVICE_WRITE_TIME: cols[WRITE_MS],
+            contract.DEVICE_READ_BYTES: list(map(operator.mul, cols[READ_SECTORS], repeat(SECTOR_BYTES))),
+            contract.DEVICE_WRITE_BYTES: list(map(operator.mul, cols[WRITE_SECTORS], repeat(SECTOR_BYTES))),
+            contract.DEVICE_IO_IN_PROGRESS: cols[IN_FLIGHT],
+            contract.DEVICE_IO_TIME: cols[IO_MS],
+            contract.DEVICE_IO_WEIGHTED_TIME: cols[WEIGHTED_MS],
         }
-        families = device_families(labels, columns)
+        families = device_families(published.labels, columns)
         families.append(Family(contract.LUN_INFO, published.info))
         return SourceResult(families, errors)
 
@@ -229,8 +317,15 @@ class DiskstatsSource:
         self._warned_lines.add(bad.line)
         log.warning(
             "skipping diskstats line",
-            extra={"kv": {"file": str(path), "line": bad.lineno, "reason": bad.reason, "detail": bad.detail,
-                          "text": bad.line[:200]}},
+            extra={
+                "kv": {
+                    "file": str(path),
+                    "line": bad.lineno,
+                    "reason": bad.reason,
+                    "detail": bad.detail,
+                    "text": bad.line[:200],
+                }
+            },
         )
 
     def _shown(self, view: LunView) -> bool:
@@ -240,38 +335,59 @@ class DiskstatsSource:
             return False
         return not (self._exclude is not None and self._exclude.search(view.device))
 
-    def _topology(self, stats: list[DiskStat]) -> _Published:
-        key = [s[:3] for s in stats]
+    def _topology(self, table: Table) -> _Published:
         mounts, mount_text = read_mounts(self._procfs)
         now = self._clock()
         cached = self._published
         if (
             cached is not None
-            and cached.key == key
+            and cached.names == table.names
+            and cached.majors == table.majors
+            and cached.minors == table.minors
             and cached.mount_text == mount_text
             and now - cached.refreshed < self._refresh_interval
         ):
             return cached
-        devices = read_block_devices(self._sysfs, (s.name for s in stats))
+        devices = read_block_devices(self._sysfs, table.names)
         views = resolve(devices, mounts)
         lun_labels, unmatched = assign(self._luns, devices, views, mounts)
         self._warn_unmatched(unmatched)
-        labels: dict[str, LabelSet | None] = {}
+        labels: list[LabelSet] = []
+        mask: list[bool] = []
         info: list[Sample] = []
-        for stat in stats:
-            view = views.get(stat.name) or LunView(stat.name, stat.name, "lun")
-            if not self._shown(view):
-                labels[stat.name] = None
+        for name in table.names:
+            view = views.get(name) or LunView(name, name, "lun")
+            shown = self._shown(view)
+            mask.append(shown)
+            if not shown:
                 continue
-            labels[stat.name] = LabelSet(contract.DEVICE_LABELS, (view.lun, view.device))
-            extra = lun_labels.get(stat.name, NO_LABELS)
+            labels.append(LabelSet(contract.DEVICE_LABELS, (view.lun, view.device)))
+            extra = lun_labels.get(name, NO_LABELS)
             info_values = (
-                view.lun, view.device, view.wwid, view.vendor, view.model, view.paths,
-                extra.database, extra.role, extra.workload, ",".join(view.mountpoints), view.kind,
-            )  # fmt: skip
+                view.lun,
+                view.device,
+                view.wwid,
+                view.vendor,
+                view.model,
+                view.paths,
+                extra.database,
+                extra.role,
+                extra.workload,
+                ",".join(view.mountpoints),
+                view.kind,
+            )
             info.append(("", LabelSet(contract.LUN_INFO_LABELS, info_values), 1))
-        self._published = _Published(key, mount_text, now, labels, info)
-        log.debug("topology refreshed", extra={"kv": {"devices": len(stats), "shown": len(info)}})
+        self._published = _Published(
+            table.names,
+            table.majors,
+            table.minors,
+            mount_text,
+            now,
+            LabelList(labels),
+            None if all(mask) else mask,
+            info,
+        )
+        log.debug("topology refreshed", extra={"kv": {"devices": len(table.names), "shown": len(info)}})
         return self._published
 
     def _warn_unmatched(self, unmatched: list[LunEntry]) -> None:

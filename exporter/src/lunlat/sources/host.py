@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import repeat
-
 from lunlat import contract
-from lunlat.model import Family, LabelSet
+from lunlat.model import Family, LabelList
 
 # The per-device families in contract order, each with the exponent its column is counted in:
 # times arrive as integer milliseconds and are exposed exactly (see Family.exponent).
@@ -17,9 +15,7 @@ _EXPONENTS: dict[str, int] = {
 }
 
 
-def device_families(
-    labels: list[LabelSet], columns: dict[contract.MetricSpec, list[int]]
-) -> list[Family]:
+def device_families(labels: LabelList, columns: dict[contract.MetricSpec, list[int]]) -> list[Family]:
     """One family per contract metric present in `columns`; each column is aligned with `labels`.
 
     Time columns are in milliseconds, everything else in the metric's base unit.
@@ -29,9 +25,5 @@ def device_families(
         column = columns.get(spec)
         if column is None:
             continue
-        if len(column) != len(labels):
-            raise ValueError(f"{spec.name}: {len(column)} values for {len(labels)} devices")
-        families.append(
-            Family(spec, list(zip(repeat(""), labels, column, strict=False)), _EXPONENTS.get(spec.name, 0))
-        )
+        families.append(Family(spec, exponent=_EXPONENTS.get(spec.name, 0), column=(labels, column)))
     return families

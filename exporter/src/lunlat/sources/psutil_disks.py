@@ -16,7 +16,7 @@ import psutil
 
 from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry
-from lunlat.model import Family, LabelSet, Sample
+from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.host import device_families
 
@@ -35,7 +35,10 @@ class PsutilDisksSource:
     timeout: float | None = None
 
     def __init__(
-        self, config: DiskstatsConfig, luns: Sequence[LunEntry] = (), counters: DiskCounters = _psutil_counters
+        self,
+        config: DiskstatsConfig,
+        luns: Sequence[LunEntry] = (),
+        counters: DiskCounters = _psutil_counters,
     ) -> None:
         self._include = re.compile(config.include) if config.include else None
         self._exclude = re.compile(config.exclude) if config.exclude else None
@@ -74,7 +77,7 @@ class PsutilDisksSource:
         except (OSError, RuntimeError) as exc:
             raise SourceError("read_failed", f"psutil.disk_io_counters failed: {exc}") from None
         names = sorted(n for n in disks if self._shown(n))
-        labels = [LabelSet(contract.DEVICE_LABELS, (n, n)) for n in names]
+        labels = LabelList([LabelSet(contract.DEVICE_LABELS, (n, n)) for n in names])
         rows = [disks[n] for n in names]
         columns: dict[contract.MetricSpec, list[int]] = {
             contract.DEVICE_READS: [int(r.read_count) for r in rows],
