@@ -131,21 +131,19 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """Line of the deepest node along `loc` (1-based)."""
+    """Line (1-based) of the key or list item deepest along `loc`: where a reader looks first."""
     line = node.start_mark.line + 1 if node is not None else None
     for part in loc:
         if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
-            if match is None:
-                # An unknown key: point at the key itself.
-                key = next((k for k, _ in node.value if getattr(k, "value", None) == part), None)
-                return key.start_mark.line + 1 if key is not None else line
-            node = match
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line + 1, pair[1]
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
             node = node.value[part]
+            line = node.start_mark.line + 1
         else:
             break
-        line = node.start_mark.line + 1
     return line
 
 

@@ -1,0 +1,121 @@
+"""Config validation: good configs load, bad ones are refused with the key and line named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lunlat.config import DEFAULT_EXCLUDE, Config, ConfigError, load_config, parse_config
+
+GOOD = """\
+diskstats:
+  include: '^(dm-|sd|nvme|vd|xvd|loop)'
+  exclude: '^(ram|zram)'
+  show_paths: false
+luns:
+  - match: {alias: ora_redo_a}
+    database: Oracle
+    role: log
+    workload: oltp
+  - match: {wwid: naa.600a098038303053453f463045727a4e}
+    role: data
+  - match: {device: /dev/loop3}
+    database: SQL Server 1
+  - match: {mount: /u02/oradata}
+    role: data
+"""
+
+
+def problems(text: str) -> list[tuple[int | None, str, str]]:
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, "lunlat.yml")
+    return [(p.line, p.key, p.message) for p in err.value.problems]
+
+
+def test_the_design_shape_loads() -> None:
+    config = parse_config(GOOD)
+    assert config.diskstats.include == "^(dm-|sd|nvme|vd|xvd|loop)"
+    assert [e.match.describe() for e in config.luns] == [
+        "alias=ora_redo_a",
+        "wwid=naa.600a098038303053453f463045727a4e",
+        "device=/dev/loop3",
+        "mount=/u02/oradata",
+    ]
+    assert config.luns[0].role == "log"
+
+
+def test_no_file_and_empty_file_give_the_embedded_default() -> None:
+    assert load_config(None) == Config()
+    assert parse_config("") == Config()
+    assert parse_config("# only a comment\n") == Config()
+    assert Config().diskstats.exclude == DEFAULT_EXCLUDE
+    assert Config().diskstats.include is None and Config().luns == []
+
+
+def test_unknown_key_is_named_with_its_line() -> None:
+    assert problems("diskstats:\n  show_path: true\n") == [(2, "diskstats.show_path", "unknown key")]
+
+
+def test_bad_role_names_entry_and_line() -> None:
+    got = problems("luns:\n  - match: {alias: a}\n    role: dta\n")
+    assert len(got) == 1
+    line, key, message = got[0]
+    assert (line, key) == (3, "luns[0].role")
+    assert "'data'" in message and "'dta'" in message
+
+
+def test_match_needs_exactly_one_key() -> None:
+    (line, key, message), = problems("luns:\n  - match: {alias: a, device: sdb}\n    role: data\n")
+    assert (line, key) == (2, "luns[0].match")
+    assert "exactly one" in message and "alias, device" in message
+    (_, _, message), = problems("luns:\n  - match: {}\n    role: data\n")
+    assert "got none" in message
+
+
+def test_entry_must_label_something_and_mount_must_be_absolute() -> None:
+    (_, key, message), = problems("luns:\n  - match: {alias: a}\n")
+    assert key == "luns[0]" and "at least one" in message
+    (_, key, message), = problems("luns:\n  - match: {mount: u02}\n    role: data\n")
+    assert key == "luns[0].match" and "absolute" in message
+
+
+def test_invalid_regex_is_refused() -> None:
+    (line, key, message), = problems("diskstats:\n  include: '^(dm-'\n")
+    assert (line, key) == (2, "diskstats.include")
+    assert "regular expression" in message
+
+
+def test_yaml_syntax_error_and_duplicate_keys_have_lines() -> None:
+    (line, _, message), = problems("diskstats:\n  include: [unclosed\n")
+    assert line is not None and "invalid YAML" in message
+    (line, _, message), = problems("diskstats:\n  show_paths: true\n  show_paths: false\n")
+    assert line == 3 and "duplicate key 'show_paths' (first on line 2)" in message
+
+
+def test_wrong_types_and_top_level_shape() -> None:
+    (line, key, message), = problems("diskstats:\n  show_paths: maybe\n")
+    assert (line, key) == (2, "diskstats.show_paths") and "'maybe'" in message
+    (line, _, message), = problems("- a\n- b\n")
+    assert line == 1 and "mapping" in message
+    (_, key, _), = problems("luns: {alias: a}\n")
+    assert key == "luns"
+
+
+def test_database_sections_are_refused_plainly_until_their_sources_exist() -> None:
+    (line, key, message), = problems("oracle:\n  - name: Oracle\n")
+    assert (line, key) == (1, "oracle") and "no database sources yet" in message
+
+
+def test_several_problems_are_reported_together() -> None:
+    got = problems("diskstats:\n  bogus: 1\nluns:\n  - match: {alias: a}\n    role: nope\n")
+    assert [key for _, key, _ in got] == ["diskstats.bogus", "luns[0].role"]
+
+
+def test_unreadable_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yml")
+    binary = tmp_path / "binary.yml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(binary)
