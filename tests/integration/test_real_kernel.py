@@ -138,12 +138,19 @@ def test_counters_move_by_exactly_what_the_kernel_reports(loop_device: str, expo
     assert raw_fields(name) == after_raw, "no I/O happened during the scrape"
     exported_equals_raw(after, after_raw)
 
-    assert after["lunlat_device_reads_completed_total"] - before["lunlat_device_reads_completed_total"] == READS
-    assert after["lunlat_device_writes_completed_total"] - before["lunlat_device_writes_completed_total"] == WRITES
+    assert (
+        after["lunlat_device_reads_completed_total"] - before["lunlat_device_reads_completed_total"] == READS
+    )
+    assert (
+        after["lunlat_device_writes_completed_total"] - before["lunlat_device_writes_completed_total"]
+        == WRITES
+    )
     assert after["lunlat_device_read_bytes_total"] - before["lunlat_device_read_bytes_total"] == READS * BLOCK
-    assert after["lunlat_device_write_bytes_total"] - before["lunlat_device_write_bytes_total"] == WRITES * BLOCK
+    assert (
+        after["lunlat_device_write_bytes_total"] - before["lunlat_device_write_bytes_total"] == WRITES * BLOCK
+    )
     # The time the kernel summed over those I/Os, to the millisecond it reports.
     read_ms = after_raw[3] - before_raw[3]
-    assert after["lunlat_device_read_time_seconds_total"] - before["lunlat_device_read_time_seconds_total"] == (
-        pytest.approx(read_ms / 1000, abs=1e-9)
-    )
+    assert after["lunlat_device_read_time_seconds_total"] - before[
+        "lunlat_device_read_time_seconds_total"
+    ] == (pytest.approx(read_ms / 1000, abs=1e-9))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from lunlat.config import DEFAULT_EXCLUDE, Config, ConfigError, load_config, parse_config
 
 GOOD = """\
@@ -66,44 +65,44 @@ def test_bad_role_names_entry_and_line() -> None:
 
 
 def test_match_needs_exactly_one_key() -> None:
-    (line, key, message), = problems("luns:\n  - match: {alias: a, device: sdb}\n    role: data\n")
+    ((line, key, message),) = problems("luns:\n  - match: {alias: a, device: sdb}\n    role: data\n")
     assert (line, key) == (2, "luns[0].match")
     assert "exactly one" in message and "alias, device" in message
-    (_, _, message), = problems("luns:\n  - match: {}\n    role: data\n")
+    ((_, _, message),) = problems("luns:\n  - match: {}\n    role: data\n")
     assert "got none" in message
 
 
 def test_entry_must_label_something_and_mount_must_be_absolute() -> None:
-    (_, key, message), = problems("luns:\n  - match: {alias: a}\n")
+    ((_, key, message),) = problems("luns:\n  - match: {alias: a}\n")
     assert key == "luns[0]" and "at least one" in message
-    (_, key, message), = problems("luns:\n  - match: {mount: u02}\n    role: data\n")
+    ((_, key, message),) = problems("luns:\n  - match: {mount: u02}\n    role: data\n")
     assert key == "luns[0].match" and "absolute" in message
 
 
 def test_invalid_regex_is_refused() -> None:
-    (line, key, message), = problems("diskstats:\n  include: '^(dm-'\n")
+    ((line, key, message),) = problems("diskstats:\n  include: '^(dm-'\n")
     assert (line, key) == (2, "diskstats.include")
     assert "regular expression" in message
 
 
 def test_yaml_syntax_error_and_duplicate_keys_have_lines() -> None:
-    (line, _, message), = problems("diskstats:\n  include: [unclosed\n")
+    ((line, _, message),) = problems("diskstats:\n  include: [unclosed\n")
     assert line is not None and "invalid YAML" in message
-    (line, _, message), = problems("diskstats:\n  show_paths: true\n  show_paths: false\n")
+    ((line, _, message),) = problems("diskstats:\n  show_paths: true\n  show_paths: false\n")
     assert line == 3 and "duplicate key 'show_paths' (first on line 2)" in message
 
 
 def test_wrong_types_and_top_level_shape() -> None:
-    (line, key, message), = problems("diskstats:\n  show_paths: maybe\n")
+    ((line, key, message),) = problems("diskstats:\n  show_paths: maybe\n")
     assert (line, key) == (2, "diskstats.show_paths") and "'maybe'" in message
-    (line, _, message), = problems("- a\n- b\n")
+    ((line, _, message),) = problems("- a\n- b\n")
     assert line == 1 and "mapping" in message
-    (_, key, _), = problems("luns: {alias: a}\n")
+    ((_, key, _),) = problems("luns: {alias: a}\n")
     assert key == "luns"
 
 
 def test_database_sections_are_refused_plainly_until_their_sources_exist() -> None:
-    (line, key, message), = problems("oracle:\n  - name: Oracle\n")
+    ((line, key, message),) = problems("oracle:\n  - name: Oracle\n")
     assert (line, key) == (1, "oracle") and "no database sources yet" in message
 
 

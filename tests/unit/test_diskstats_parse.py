@@ -7,7 +7,6 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from lunlat.sources.diskstats import (
     IN_FLIGHT,
     KEPT_FIELDS,
@@ -24,7 +23,9 @@ from lunlat.sources.diskstats import (
 
 # Real lines: kernel 4.4 (14 fields), 4.19 (18: discards) and 6.x (20: flushes).
 LINE_14 = b"   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076"
-LINE_18 = b" 259       0 nvme0n1 93051 27 5853214 19848 229546 70917 17069320 202740 0 98336 228424 6 0 2432 2"
+LINE_18 = (
+    b" 259       0 nvme0n1 93051 27 5853214 19848 229546 70917 17069320 202740 0 98336 228424 6 0 2432 2"
+)
 LINE_20 = b" 253       3 dm-3 56403 0 2971538 33073 13469 0 1928128 7175 2 12648 40868 7 0 8 1 812 11"
 
 
@@ -231,7 +232,12 @@ def test_garbage_never_raises_and_every_kept_row_is_well_formed(data: bytes) -> 
     assert all(b.reason in ("malformed_line", "duplicate_device") for b in bad)
 
 
-@given(st.lists(st.tuples(st.integers(0, 4095), st.integers(0, 2**20), st.lists(counts, min_size=17, max_size=17)), max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4095), st.integers(0, 2**20), st.lists(counts, min_size=17, max_size=17)),
+        max_size=30,
+    )
+)
 @settings(max_examples=100, deadline=None)
 def test_fast_path_equals_line_path_on_valid_input(rows: list[tuple[int, int, list[int]]]) -> None:
     text = b"\n".join(line(f"dev{i}", vals, major, minor) for i, (major, minor, vals) in enumerate(rows))

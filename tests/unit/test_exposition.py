@@ -6,13 +6,12 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.parser import text_string_to_metric_families
-
 from lunlat import contract
 from lunlat.exposition import format_value, render
 from lunlat.model import Family, LabelList, LabelSet
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.parser import text_string_to_metric_families
 
 SPEC = contract.DEVICE_READ_TIME
 
@@ -25,7 +24,7 @@ def parsed(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
     return out
 
 
-label_values = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
+label_values = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=20)
 
 
 @given(st.lists(st.tuples(label_values, label_values), min_size=1, max_size=10, unique_by=lambda t: t))
@@ -35,7 +34,9 @@ def test_any_label_value_round_trips(pairs: list[tuple[str, str]]) -> None:
     family = Family(SPEC, exponent=-3, column=(LabelList(sets), list(range(len(sets)))))
     got = parsed(render([family]))
     samples = next(iter(got.values()))
-    assert samples == {tuple(sorted({"lun": a, "device": b}.items())): i / 1000 for i, (a, b) in enumerate(pairs)}
+    assert samples == {
+        tuple(sorted({"lun": a, "device": b}.items())): i / 1000 for i, (a, b) in enumerate(pairs)
+    }
 
 
 def test_exponent_prints_exact_milliseconds_as_seconds() -> None:
@@ -82,7 +83,7 @@ def test_same_text_as_prometheus_client_for_the_same_gauge() -> None:
         def collect(self) -> list[GaugeMetricFamily]:
             return [expected]
 
-    registry.register(One())  # type: ignore[arg-type]
+    registry.register(One())
     ours = Family(contract.SOURCE_UP)
     ours.add(LabelSet(("source",), ('we"ird\\name\n',)), 1.0)
     assert render([ours]) == generate_latest(registry).decode()

@@ -8,12 +8,11 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
 from lunlat.exposition import CONTENT_TYPE
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, ListenAddressError, Server, _scrape_timeout, _wants_gzip
 from lunlat.sources.base import SourceResult
+from prometheus_client.parser import text_string_to_metric_families
 
 
 class Empty:
@@ -94,13 +93,14 @@ def test_too_many_scrapes_in_flight_get_503(server: Server, source: Empty) -> No
     source.gate = threading.Event()
     results: list[int] = []
     threads = [
-        threading.Thread(target=lambda: results.append(request(server, "GET", "/metrics")[0])) for _ in range(2)
+        threading.Thread(target=lambda: results.append(request(server, "GET", "/metrics")[0]))
+        for _ in range(2)
     ]
     for t in threads:
         t.start()
     # Both slots are taken once the two requests sit in the (shared) gated collection.
     for _ in range(100):
-        if server.slots is not None and server.slots._value == 0:  # noqa: SLF001 - test peeks at the semaphore
+        if server.slots is not None and server.slots._value == 0:
             break
         threading.Event().wait(0.02)
     status, _, body = request(server, "GET", "/metrics")
@@ -113,7 +113,12 @@ def test_too_many_scrapes_in_flight_get_503(server: Server, source: Empty) -> No
 
 @pytest.mark.parametrize(
     ("text", "host", "port"),
-    [(":10431", "", 10431), ("127.0.0.1:9", "127.0.0.1", 9), ("[::1]:80", "::1", 80), ("localhost:0", "localhost", 0)],
+    [
+        (":10431", "", 10431),
+        ("127.0.0.1:9", "127.0.0.1", 9),
+        ("[::1]:80", "::1", 80),
+        ("localhost:0", "localhost", 0),
+    ],
 )
 def test_listen_address_forms(text: str, host: str, port: int) -> None:
     assert ListenAddress.parse(text) == ListenAddress(host, port)
