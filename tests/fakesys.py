@@ -25,9 +25,9 @@ SCSI_HOST = "devices/pci0000:00/0000:00:03.0/0000:5e:00.0/host0"
 VIRTUAL_BLOCK = "devices/virtual/block"
 NVME_PCI = "devices/pci0000:00/0000:00:1d.0"
 VIRTIO_PCI = "devices/pci0000:00/0000:00:04.0"
-CCISS_PCI = "devices/pci0000:00/0000:00:05.0/cciss0"
 
 MAJOR_SD = 8
+MAJOR_SD_MORE = 65  # sdq … sdaf
 MAJOR_LOOP = 7
 MAJOR_DM = 253
 MAJOR_VIRTIO = 252
@@ -140,8 +140,13 @@ class FakeHost:
         if wwid is not None:
             _write(scsi / "wwid", wwid)
         disk = scsi / "block" / sysfs_name(name)
-        major = MAJOR_CCISS if name.startswith("cciss/") else MAJOR_SD
-        self._register(name, disk, dev or self._devnum(major, 16), whole=True)
+        if dev is None:
+            letters = re.fullmatch(r"sd([a-p])", name)
+            if letters is not None:  # sda is 8:0, sdb 8:16 … as the sd driver numbers them
+                dev = f"{MAJOR_SD}:{16 * (ord(letters.group(1)) - ord('a'))}"
+            else:
+                dev = self._devnum(MAJOR_CCISS if name.startswith("cciss/") else MAJOR_SD_MORE, 16)
+        self._register(name, disk, dev, whole=True)
         _link(disk / "device", scsi)
         return name
 
@@ -184,6 +189,12 @@ class FakeHost:
         self.set_loop_backing(name, backing_file)
         return name
 
+    def add_ramdisk(self, name: str) -> str:
+        """A RAM disk (`ramN`, major 1): the kind of device the default exclude drops."""
+        number = int(name.removeprefix("ram"))
+        self._register(name, self.sysfs / VIRTUAL_BLOCK / name, f"1:{number}", whole=True)
+        return name
+
     def set_loop_backing(self, name: str, backing_file: str | None) -> None:
         loop = self._dirs[name] / "loop"
         if backing_file is None:
@@ -202,7 +213,7 @@ class FakeHost:
         disk_dir = self._dirs[disk]
         if dev is None:
             major, minor = (int(x) for x in self._devs[disk].split(":"))
-            dev = f"{major}:{minor + number}" if major in (MAJOR_SD, MAJOR_CCISS, MAJOR_VIRTIO) else None
+            dev = f"{major}:{minor + number}" if major not in (MAJOR_LOOP, MAJOR_EXTENDED) else None
         self._register(name, disk_dir / sysfs_name(name), dev or self._devnum(MAJOR_EXTENDED, 1), whole=False)
         _write(disk_dir / sysfs_name(name) / "partition", str(number))
         return name

@@ -33,8 +33,11 @@ NO_LABELS = LunLabels()
 def normalize_wwid(wwid: str) -> str:
     """One spelling for the forms a WWID comes in: `naa.600a…` (sysfs), `3600a…` (multipath, scsi_id)."""
     w = wwid.strip().lower()
-    for prefix in _WWID_PREFIXES:
-        w = w.removeprefix(prefix)
+    stripped = None
+    while stripped != w:  # "mpath-eui.…" (dm-multipath over NVMe) carries two prefixes
+        stripped = w
+        for prefix in _WWID_PREFIXES:
+            w = w.removeprefix(prefix)
     # scsi_id prefixes the designator type: 3 = NAA (16 or 32 hex digits follow).
     if w.startswith("3") and len(w) in (17, 33) and all(c in "0123456789abcdef" for c in w):
         w = w[1:]

@@ -129,6 +129,8 @@ class Handler(BaseHTTPRequestHandler):
     server: Server
     server_version = f"lunlat/{__version__}"
     protocol_version = "HTTP/1.1"
+    # Seconds a connection may sit idle (or trickle a request) before its thread lets go of it.
+    timeout = 60
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("http", extra={"kv": {"client": self.client_address[0], "request": format % args}})

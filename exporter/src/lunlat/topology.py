@@ -113,7 +113,8 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
         except OSError:
             parent = ""
     loop_attached: bool | None = None
-    if (base / "loop").is_dir() or name.startswith("loop"):
+    # A loop device without loop/backing_file is unattached; its partitions (loop0p1) have no loop/.
+    if (base / "loop").is_dir() or (name.startswith("loop") and not partition):
         loop_attached = bool(_read(base / "loop" / "backing_file"))
     # SCSI disks keep identity under device/; NVMe namespaces have wwid at the top and the
     # controller's model under device/.
@@ -164,10 +165,10 @@ def parse_mountinfo(text: str) -> MountTable:
         if len(fields) < sep + 3:
             continue
         dev, mountpoint, source = fields[2], _unescape(fields[4]), _unescape(fields[sep + 2])
-        # btrfs and overlay report anonymous devices (major 0): fall back to the source path.
+        # btrfs reports anonymous devices (major 0): the source path names the device. NFS, tmpfs and
+        # overlay mounts are kept too, naming no device, so a path under them matches no LUN.
         if dev.startswith("0:"):
-            if source.startswith("/dev/"):
-                table.by_source.setdefault(source, []).append(mountpoint)
+            table.by_source.setdefault(source, []).append(mountpoint)
         else:
             table.by_dev.setdefault(dev, []).append(mountpoint)
     return table
@@ -239,6 +240,8 @@ def _mountpoints(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[st
         if dev in dev_to_name:
             mounted.extend((dev_to_name[dev], p) for p in points)
     for source, points in mounts.by_source.items():
+        if not source.startswith("/dev/"):
+            continue
         base = source.removeprefix("/dev/")
         name = dm_to_name.get(base.removeprefix("mapper/")) or (base if base in devices else "")
         if name:

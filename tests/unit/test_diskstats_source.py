@@ -1,0 +1,317 @@
+"""DiskstatsSource on fake hosts: what it publishes, with which labels and values, and when it notices change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from lunlat import contract
+from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
+from lunlat.model import Family
+from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.diskstats import DiskstatsSource
+
+from tests.fakesys import FakeHost, Stats
+
+DATA_WWID = "3600a098038303634722b4d59614a6f31"
+LOCAL_WWID = "naa.5000c500a1b2c3d4"
+NVME_WWID = "eui.0025388b71b3c0a1"
+PATHS = ("sdb", "sdc", "sdd", "sde")
+
+# What each per-device family publishes, from the numbers written to /proc/diskstats, in base units.
+EXPECTED: dict[str, Callable[[Stats], float]] = {
+    contract.DEVICE_READS.name: lambda s: s.reads,
+    contract.DEVICE_WRITES.name: lambda s: s.writes,
+    contract.DEVICE_READ_TIME.name: lambda s: s.read_ms / 1000,
+    contract.DEVICE_WRITE_TIME.name: lambda s: s.write_ms / 1000,
+    contract.DEVICE_READ_BYTES.name: lambda s: s.read_sectors * 512,
+    contract.DEVICE_WRITE_BYTES.name: lambda s: s.write_sectors * 512,
+    contract.DEVICE_IO_IN_PROGRESS.name: lambda s: s.in_flight,
+    contract.DEVICE_IO_TIME.name: lambda s: s.io_ms / 1000,
+    contract.DEVICE_IO_WEIGHTED_TIME.name: lambda s: s.weighted_ms / 1000,
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> FakeHost:
+    """Root on a local disk; Oracle data on an LV on a 4-path multipath map; NVMe scratch; an
+    unattached loop device and a RAM disk."""
+    h = FakeHost(tmp_path)
+    h.add_scsi_disk("sda", wwid=LOCAL_WWID, vendor="SEAGATE", model="ST600MM0009")
+    h.add_partition("sda", 1)
+    for path in PATHS:
+        h.add_scsi_disk(path, wwid="naa." + DATA_WWID[1:], vendor="NETAPP", model="LUN C-Mode")
+    h.add_multipath("dm-3", alias="ora_data", wwid=DATA_WWID, paths=list(PATHS))
+    h.add_lvm("dm-4", vg="vgora", lv="oradata", on=["dm-3"])
+    h.add_nvme("nvme0n1", wwid=NVME_WWID, model="Samsung SSD 980 PRO 1TB")
+    h.add_loop("loop0")
+    h.add_ramdisk("ram0")
+    h.mount("/", "sda1")
+    h.mount("/u02/oradata", "dm-4")
+    # Realistic magnitudes for the map, times past 2**31 ms included.
+    h.stats["dm-3"] = Stats(
+        reads=56403,
+        reads_merged=0,
+        read_sectors=2971538,
+        read_ms=3_000_000_123,
+        writes=13469,
+        write_sectors=1928128,
+        write_ms=7175,
+        in_flight=2,
+        io_ms=12648,
+        weighted_ms=40868,
+    )
+    h.write()
+    return h
+
+
+ORA_ENTRY = LunEntry(match=LunMatch(alias="ora_data"), database="ORCL", role="data", workload="oltp")
+
+
+def source(
+    host: FakeHost,
+    config: DiskstatsConfig | None = None,
+    luns: list[LunEntry] | None = None,
+    clock: Callable[[], float] | None = None,
+) -> DiskstatsSource:
+    return DiskstatsSource(
+        host.procfs,
+        host.sysfs,
+        config or DiskstatsConfig(),
+        luns=luns or [],
+        refresh_interval=300.0,
+        clock=clock or Clock(),
+    )
+
+
+@dataclass
+class Collected:
+    result: SourceResult
+
+    def family(self, name: str) -> Family:
+        (family,) = [f for f in self.result.families if f.spec.name == name]
+        return family
+
+    def info(self) -> dict[str, dict[str, str]]:
+        """lunlat_lun_info label sets by device."""
+        samples = list(self.family(contract.LUN_INFO.name).all_samples())
+        assert all(value == 1 for _, _, value in samples)
+        return {labels.as_dict()["device"]: labels.as_dict() for _, labels, _ in samples}
+
+    def devices(self) -> set[str]:
+        return set(self.info())
+
+    def lun_of(self) -> dict[str, str]:
+        return {device: labels["lun"] for device, labels in self.info().items()}
+
+
+def collect(src: DiskstatsSource) -> Collected:
+    return Collected(src.collect())
+
+
+def assert_consistent(host: FakeHost, got: Collected) -> None:
+    """Every published device once in every device family and in lun_info, with the values written."""
+    info_devices = [
+        labels.as_dict()["device"] for _, labels, _ in got.family(contract.LUN_INFO.name).all_samples()
+    ]
+    assert len(info_devices) == len(set(info_devices))
+    published = {(labels["lun"], device) for device, labels in got.info().items()}
+    names = {f.spec.name for f in got.result.families}
+    assert names == {s.name for s in (*contract.DEVICE_METRICS, contract.LUN_INFO)}
+    for spec in contract.DEVICE_METRICS:
+        family = got.family(spec.name)
+        keys = [labels.values for _, labels, _ in family.all_samples()]
+        assert len(keys) == len(set(keys)), spec.name
+        values = family.by_labels()
+        assert set(values) == published, spec.name
+        for (lun, device), value in values.items():
+            assert value == EXPECTED[spec.name](host.stats[device]), (spec.name, lun, device)
+
+
+# --- what is published -------------------------------------------------------------------------
+
+
+def test_default_publishes_luns_not_paths_partitions_or_hidden_devices(host: FakeHost) -> None:
+    got = collect(source(host, luns=[ORA_ENTRY]))
+    assert got.devices() == {"sda", "dm-3", "dm-4", "nvme0n1"}
+    assert got.result.errors == {}
+    assert_consistent(host, got)
+
+
+def test_lun_info_labels_of_a_multipath_map(host: FakeHost) -> None:
+    info = collect(source(host, luns=[ORA_ENTRY])).info()
+    assert info["dm-3"] == {
+        "lun": "ora_data",
+        "device": "dm-3",
+        "wwid": DATA_WWID,
+        "vendor": "NETAPP",
+        "model": "LUN C-Mode",
+        "paths": "sdb,sdc,sdd,sde",
+        "database": "ORCL",
+        "role": "data",
+        "workload": "oltp",
+        "mountpoint": "/u02/oradata",  # the LV's mount, carried down to the map
+        "kind": "lun",
+    }
+    assert info["sda"]["lun"] == LOCAL_WWID
+    assert (info["sda"]["database"], info["sda"]["mountpoint"]) == ("", "/")
+    assert (info["nvme0n1"]["lun"], info["nvme0n1"]["model"]) == (NVME_WWID, "Samsung SSD 980 PRO 1TB")
+    assert (info["dm-4"]["lun"], info["dm-4"]["database"]) == ("vgora-oradata", "")
+
+
+def test_counters_equal_what_diskstats_says(host: FakeHost) -> None:
+    got = collect(source(host))
+    assert got.family(contract.DEVICE_READ_TIME.name).by_labels()[("ora_data", "dm-3")] == 3_000_000.123
+    assert got.family(contract.DEVICE_READ_BYTES.name).by_labels()[("ora_data", "dm-3")] == 2971538 * 512
+    assert got.family(contract.DEVICE_IO_IN_PROGRESS.name).by_labels()[("ora_data", "dm-3")] == 2
+    assert_consistent(host, got)
+
+
+def test_show_paths_publishes_paths_and_partitions_with_their_kind(host: FakeHost) -> None:
+    got = collect(source(host, DiskstatsConfig(show_paths=True), luns=[ORA_ENTRY]))
+    info = got.info()
+    assert set(info) == {"sda", "sda1", "dm-3", "dm-4", "nvme0n1", *PATHS}
+    for path in PATHS:
+        assert (info[path]["kind"], info[path]["lun"], info[path]["database"]) == ("path", "ora_data", "ORCL")
+        assert info[path]["paths"] == ""
+    assert (info["sda1"]["kind"], info["sda1"]["lun"]) == ("partition", LOCAL_WWID)
+    assert {info[d]["kind"] for d in ("sda", "dm-3", "dm-4", "nvme0n1")} == {"lun"}
+    assert_consistent(host, got)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (DiskstatsConfig(include="^dm-"), {"dm-3", "dm-4"}),
+        (DiskstatsConfig(include="^(sd|nvme)"), {"sda", "nvme0n1"}),
+        (DiskstatsConfig(exclude="^dm-4$"), {"sda", "dm-3", "nvme0n1", "ram0"}),  # no default exclude
+        (DiskstatsConfig(include="^sd", show_paths=True), {"sda", "sda1", *PATHS}),
+        (DiskstatsConfig(include="^sd", exclude="^sd[bc]$", show_paths=True), {"sda", "sda1", "sdd", "sde"}),
+        (DiskstatsConfig(exclude=None), {"sda", "dm-3", "dm-4", "nvme0n1", "ram0"}),
+    ],
+)
+def test_include_and_exclude_filter_by_kernel_name(
+    host: FakeHost, config: DiskstatsConfig, expected: set[str]
+) -> None:
+    got = collect(source(host, config))
+    assert got.devices() == expected
+    assert_consistent(host, got)
+
+
+def test_lun_labels_reach_partitions_and_paths_shown(host: FakeHost) -> None:
+    luns = [LunEntry(match=LunMatch(device="/dev/sda"), workload="system")]
+    info = collect(source(host, DiskstatsConfig(show_paths=True), luns=luns)).info()
+    assert info["sda"]["workload"] == info["sda1"]["workload"] == "system"
+    assert info["dm-3"]["workload"] == ""
+
+
+# --- change over time --------------------------------------------------------------------------
+
+
+def test_a_new_device_is_published_on_the_next_collect(host: FakeHost) -> None:
+    src = source(host)
+    assert "sdf" not in collect(src).devices()
+    host.add_scsi_disk("sdf", wwid="naa.5000c500a1b2c3f6", vendor="SEAGATE", model="ST600MM0009")
+    host.write()
+    got = collect(src)
+    assert got.lun_of()["sdf"] == "naa.5000c500a1b2c3f6"
+    assert_consistent(host, got)
+
+
+def test_a_vanished_device_is_no_longer_published(host: FakeHost) -> None:
+    src = source(host)
+    assert "nvme0n1" in collect(src).devices()
+    del host.stats["nvme0n1"]
+    host.write()
+    got = collect(src)
+    assert "nvme0n1" not in got.devices()
+    assert_consistent(host, got)
+
+
+def test_a_mount_change_is_seen_on_the_next_collect(host: FakeHost) -> None:
+    src = source(host)
+    assert collect(src).info()["dm-3"]["mountpoint"] == "/u02/oradata"
+    host.unmount("/u02/oradata")
+    host.mount("/u05/oradata", "dm-4")
+    host.write()
+    info = collect(src).info()
+    assert info["dm-3"]["mountpoint"] == info["dm-4"]["mountpoint"] == "/u05/oradata"
+
+
+def test_a_mount_change_moves_config_labels_by_mount(host: FakeHost) -> None:
+    luns = [LunEntry(match=LunMatch(mount="/u05/oradata/ORCL/system01.dbf"), database="ORCL")]
+    src = source(host, luns=luns)
+    assert collect(src).info()["dm-3"]["database"] == ""
+    host.mount("/u05/oradata", "dm-4")
+    host.write()
+    assert collect(src).info()["dm-3"]["database"] == "ORCL"
+
+
+def test_a_dm_rename_is_seen_after_the_refresh_interval(host: FakeHost) -> None:
+    clock = Clock()
+    src = source(host, DiskstatsConfig(show_paths=True), clock=clock)
+    assert collect(src).lun_of()["dm-3"] == "ora_data"
+    host.rename_dm("dm-3", "ora_data_a")
+    host.stats["dm-3"] = Stats.distinct(99)  # counters move; the device set stays the same
+    host.write()
+    clock.now += 299.0
+    # Within the interval the topology is cached: same names, values already fresh.
+    got = collect(src)
+    assert got.lun_of()["dm-3"] == "ora_data"
+    assert_consistent(host, got)
+    clock.now += 2.0
+    got = collect(src)
+    luns = got.lun_of()
+    assert luns["dm-3"] == "ora_data_a"
+    assert all(luns[p] == "ora_data_a" for p in PATHS)
+    assert_consistent(host, got)
+
+
+def test_collect_twice_without_change_publishes_the_same(host: FakeHost) -> None:
+    src = source(host, luns=[ORA_ENTRY])
+    first = collect(src)
+    second = collect(src)
+    assert first.info() == second.info()
+    assert_consistent(host, second)
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+def test_malformed_lines_are_counted_and_the_rest_published(host: FakeHost) -> None:
+    host.extra_diskstats_lines += [
+        "   8     240 sdp 1 2 3 4 5",  # too few fields
+        "   8     224 sdo 1 2 3 4 5 6 7 x 9 10 11 12 13 14 15 16 17",  # not a number
+        "   8     208 sdn 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 -17",  # negative
+    ]
+    host.write()
+    got = collect(source(host))
+    assert got.result.errors["malformed_line"] == 3
+    assert got.devices() == {"sda", "dm-3", "dm-4", "nvme0n1"}
+    assert_consistent(host, got)
+
+
+def test_a_device_listed_twice_is_counted_and_published_once(host: FakeHost) -> None:
+    host.extra_diskstats_lines.append(" 253       3 dm-3 " + " ".join(["7"] * 17))
+    host.write()
+    got = collect(source(host))
+    assert got.result.errors["duplicate_device"] == 1
+    assert_consistent(host, got)  # the first line's values
+
+
+def test_missing_diskstats_is_a_read_failure(host: FakeHost) -> None:
+    (host.procfs / "diskstats").unlink()
+    with pytest.raises(SourceError) as caught:
+        source(host).collect()
+    assert caught.value.reason == "read_failed"
+    assert caught.value.reason in DiskstatsSource.error_reasons
