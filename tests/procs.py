@@ -95,8 +95,10 @@ class ExporterProcess:
     _port: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.name:
-            self.name = Path(self.argv[0]).name
+        if not self.name:  # `python -m pkg …` is named pkg
+            argv = list(self.argv)
+            module = argv.index("-m") + 1 if "-m" in argv[:-1] else 0
+            self.name = argv[module] if module else Path(argv[0]).name
 
     # --- lifecycle --------------------------------------------------------------------------------
 

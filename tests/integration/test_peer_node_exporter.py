@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from lunlat import contract
 from prometheus_client.parser import text_string_to_metric_families
 
-from lunlat import contract
 from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess
 
 pytestmark = pytest.mark.peer
@@ -157,7 +157,9 @@ def node_exporter_binary() -> str:
 
 
 @pytest.fixture
-def exporters(node_exporter_binary: str, tmp_path: Path) -> Iterator[tuple[Tree, ExporterProcess, ExporterProcess]]:
+def exporters(
+    node_exporter_binary: str, tmp_path: Path
+) -> Iterator[tuple[Tree, ExporterProcess, ExporterProcess]]:
     """A fake tree and both exporters on it; both are stopped at teardown whatever happened."""
     tree = Tree.make(tmp_path / "host")
     tree.write_diskstats("")  # replaced by each test before its first scrape
@@ -199,7 +201,11 @@ def exporters(node_exporter_binary: str, tmp_path: Path) -> Iterator[tuple[Tree,
 
 
 def _by_device(text: str, names: set[str]) -> dict[str, dict[str, float]]:
-    """metric name -> device -> value, for the named metrics."""
+    """metric name -> device -> value, for the named metrics.
+
+    Values as Prometheus stores them, float64: prometheus_client's parser returns an integer
+    literal as an exact int, which would compare unequal to the same double.
+    """
     out: dict[str, dict[str, float]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -207,7 +213,7 @@ def _by_device(text: str, names: set[str]) -> dict[str, dict[str, float]]:
                 per_device = out.setdefault(sample.name, {})
                 device = sample.labels["device"]
                 assert device not in per_device, f"{sample.name}{{device={device!r}}} exposed twice"
-                per_device[device] = sample.value
+                per_device[device] = float(sample.value)
     return out
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
 from lunlat.contract import MetricSpec
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper, process_registry
@@ -176,3 +178,22 @@ def test_duplicate_source_names_are_refused() -> None:
         assert "unique" in str(exc)
     else:
         raise AssertionError("duplicate names accepted")
+
+
+def test_a_persistent_failure_is_logged_once_and_recovery_once(caplog: pytest.LogCaptureFixture) -> None:
+    failing = [True]
+
+    def flaky() -> SourceResult:
+        if failing[0]:
+            raise SourceError("read_failed", "gone")
+        return SourceResult([])
+
+    scraper = Scraper([FakeSource("f", flaky)])
+    with caplog.at_level(logging.INFO, logger="lunlat"):
+        for _ in range(3):
+            scraper.scrape(5)
+        failing[0] = False
+        scraper.scrape(5)
+        scraper.scrape(5)
+    messages = [r.getMessage() for r in caplog.records if r.name == "lunlat.scrape"]
+    assert messages == ["source failed", "source recovered"]

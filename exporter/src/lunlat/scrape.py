@@ -72,6 +72,7 @@ class Scraper:
         self._clock = clock
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
+        self._problems: dict[str, str | None] = {}  # last failure per source, to log changes only
         self._executor = ThreadPoolExecutor(
             max_workers=2 * len(sources) + 2, thread_name_prefix="lunlat-source"
         )
@@ -90,27 +91,28 @@ class Scraper:
 
     def _run(self, source: Source) -> Outcome:
         started = self._clock()
-        errors: Counter[str] = Counter()
+        problem: str | None = None
         try:
             result = source.collect()
             outcome = Outcome(result.families, True, 0.0, result.errors)
         except SourceError as exc:
-            log.warning(
-                "source failed", extra={"kv": {"source": source.name, "reason": exc.reason, "err": str(exc)}}
-            )
-            errors[exc.reason] += 1
-            outcome = Outcome([], False, 0.0, errors)
+            problem = f"{exc.reason}: {exc}"
+            outcome = Outcome([], False, 0.0, Counter({exc.reason: 1}))
         except Exception as exc:  # a bug in a source must not take the exporter down
-            log.error(
-                "source raised an unexpected error",
-                extra={"kv": {"source": source.name, "err": f"{type(exc).__name__}: {exc}"}},
-            )
+            problem = f"internal: {type(exc).__name__}: {exc}"
             log.debug("traceback", exc_info=True)
             outcome = Outcome([], False, 0.0, Counter({"internal": 1}))
         outcome.duration = self._clock() - started
         with self._lock:
             for reason, count in outcome.errors.items():
                 self._errors[(source.name, reason)] += count
+            previous = self._problems.get(source.name)
+            self._problems[source.name] = problem
+        # Log changes, not every scrape: a source down for a day must not fill the disk.
+        if problem is not None and problem != previous:
+            log.warning("source failed", extra={"kv": {"source": source.name, "err": problem}})
+        elif problem is None and previous is not None:
+            log.info("source recovered", extra={"kv": {"source": source.name}})
         return outcome
 
     def _flight(self, source: Source) -> _Flight:
