@@ -315,3 +315,32 @@ def test_missing_diskstats_is_a_read_failure(host: FakeHost) -> None:
         source(host).collect()
     assert caught.value.reason == "read_failed"
     assert caught.value.reason in DiskstatsSource.error_reasons
+
+
+def test_a_new_multipath_map_hides_disks_that_were_luns_until_then(host: FakeHost) -> None:
+    """The topology is re-read incrementally on a device change: the new map's paths must be
+    re-read too (their holders changed), not taken from the cache."""
+    src = source(host)
+    new_paths = ["sdf", "sdg"]
+    for path in new_paths:
+        host.add_scsi_disk(
+            path, wwid="naa.600a0980383030534a3f463045727a99", vendor="NETAPP", model="LUN C-Mode"
+        )
+    host.write()
+    before = collect(src)
+    assert {before.info()[p]["kind"] for p in new_paths} == {"lun"}
+    host.add_multipath("dm-9", alias="mssql_log", wwid="3600a0980383030534a3f463045727a99", paths=new_paths)
+    host.write()
+    after = collect(src)
+    assert not set(new_paths) & after.devices()  # now paths: hidden by default
+    assert after.info()["dm-9"]["paths"] == "sdf,sdg"
+    assert_consistent(host, after)
+    # The map goes away (multipath -f): the disks are LUNs again.
+    del host.stats["dm-9"]
+    for path in new_paths:
+        (host.dir_of(path) / "holders" / "dm-9").unlink()
+    host.write()
+    again = collect(src)
+    assert {again.info()[p]["kind"] for p in new_paths} == {"lun"}
+    assert "dm-9" not in again.devices()
+    assert_consistent(host, again)

@@ -10,6 +10,7 @@ Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_sho
 from __future__ import annotations
 
 import logging
+import math
 import operator
 import re
 import time
@@ -25,7 +26,15 @@ from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.host import device_families
-from lunlat.topology import LunView, read_block_devices, read_mounts, resolve
+from lunlat.topology import (
+    BlockDevice,
+    LunView,
+    read_block_device,
+    read_block_devices,
+    read_mounts,
+    related,
+    resolve,
+)
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +284,8 @@ class DiskstatsSource:
         self._clock = clock
         self._unwrapper = Unwrapper()
         self._published: _Published | None = None
+        self._devices: dict[str, BlockDevice] = {}
+        self._sysfs_read_at = -math.inf
         self._warned_lines: set[str] = set()
         self._warned_unmatched: set[str] = set()
 
@@ -339,16 +350,18 @@ class DiskstatsSource:
         mounts, mount_text = read_mounts(self._procfs)
         now = self._clock()
         cached = self._published
-        if (
+        same_devices = (
             cached is not None
             and cached.names == table.names
             and cached.majors == table.majors
             and cached.minors == table.minors
-            and cached.mount_text == mount_text
-            and now - cached.refreshed < self._refresh_interval
-        ):
+        )
+        stale = now - self._sysfs_read_at >= self._refresh_interval
+        if cached is not None and same_devices and cached.mount_text == mount_text and not stale:
             return cached
-        devices = read_block_devices(self._sysfs, table.names)
+        devices = self._block_devices(table, same_devices, stale)
+        if stale:
+            self._sysfs_read_at = now
         views = resolve(devices, mounts)
         lun_labels, unmatched = assign(self._luns, devices, views, mounts)
         self._warn_unmatched(unmatched)
@@ -389,6 +402,34 @@ class DiskstatsSource:
         )
         log.debug("topology refreshed", extra={"kv": {"devices": len(table.names), "shown": len(info)}})
         return self._published
+
+    def _block_devices(self, table: Table, same_devices: bool, stale: bool) -> dict[str, BlockDevice]:
+        """sysfs facts: all re-read when stale; else only what a device change concerns.
+
+        A mount change needs no sysfs read at all; a new or vanished device re-reads itself and
+        the devices stacked on or under it (a new multipath map changes its paths' holders).
+        """
+        if stale or not self._devices:
+            self._devices = read_block_devices(self._sysfs, table.names)
+            return self._devices
+        if same_devices:
+            return self._devices
+        current = {
+            f"{major}:{minor}": name
+            for name, major, minor in zip(table.names, table.majors, table.minors, strict=True)
+        }
+        known = {n: d for n, d in self._devices.items() if current.get(d.dev) == n}
+        appeared = set(table.names) - set(known)
+        fresh = {name: read_block_device(self._sysfs, name) for name in appeared}
+        # Devices the old facts or the new devices mention have new slaves or holders: re-read them.
+        stale_names = related(self._devices, appeared | (set(self._devices) - set(known)))
+        for device in fresh.values():
+            stale_names.update(n for n in (*device.slaves, *device.holders, device.parent) if n)
+        for name in stale_names:
+            known.pop(name, None)
+        known.update(fresh)
+        self._devices = read_block_devices(self._sysfs, table.names, known)
+        return self._devices
 
     def _warn_unmatched(self, unmatched: list[LunEntry]) -> None:
         described = {e.match.describe() for e in unmatched}
