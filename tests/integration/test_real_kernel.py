@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.procs import LUNLAT_PORT, ExporterProcess
 
 pytestmark = pytest.mark.kernel
 
@@ -90,22 +90,15 @@ def direct_io(device: str) -> None:
 
 
 @pytest.fixture
-def exporter(tmp_path: Path) -> Iterator[int]:
-    argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0", "--log.format=json"]
-    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as proc:
-        try:
-            assert proc.stderr is not None
-            yield int(json.loads(proc.stderr.readline())["port"])
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+def exporter(tmp_path: Path) -> Iterator[ExporterProcess]:
+    argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0"]
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as process:
+        yield process
 
 
-def scrape(port: int, device: str) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
-        text = resp.read().decode()
+def scrape(exporter: ExporterProcess, device: str) -> dict[str, float]:
     values: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(exporter.scrape().text):
         for sample in family.samples:
             if sample.labels.get("device") == device and sample.name.startswith("lunlat_device_"):
                 values[sample.name] = sample.value
@@ -125,7 +118,9 @@ def exported_equals_raw(exported: dict[str, float], raw: list[int]) -> None:
     assert round(exported["lunlat_device_io_weighted_time_seconds_total"] * 1000) == raw[10]
 
 
-def test_counters_move_by_exactly_what_the_kernel_reports(loop_device: str, exporter: int) -> None:
+def test_counters_move_by_exactly_what_the_kernel_reports(
+    loop_device: str, exporter: ExporterProcess
+) -> None:
     name = Path(loop_device).name
     before_raw = settle(name)
     before = scrape(exporter, name)
