@@ -246,13 +246,12 @@ def _with_offsets(table: Table, offsets: dict[int, list[int]]) -> Table:
 
 @dataclass(slots=True)
 class _Published:
-    """What the topology decided, cached until the device set, the mounts or the clock say otherwise."""
+    """What the topology decided, kept until the device set, the mounts or the refresh interval change."""
 
     names: list[str]
     majors: list[int]
     minors: list[int]
     mount_text: str
-    refreshed: float
     labels: LabelList  # (lun, device) of each published device, in table order
     mask: list[bool] | None  # which table rows are published; None when all are
     info: list[Sample]
@@ -395,7 +394,6 @@ class DiskstatsSource:
             table.majors,
             table.minors,
             mount_text,
-            now,
             LabelList(labels),
             None if all(mask) else mask,
             info,
