@@ -12,12 +12,14 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
 from lunlat import __version__, logs
 from lunlat.config import Config, ConfigError, load_config
+from lunlat.lab.state import DEFAULT_STATE_DIR
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.base import Source
@@ -132,7 +134,89 @@ def _parser() -> argparse.ArgumentParser:
         description="Validate a config file: exit 0 when valid, 2 with the problems when not.",
     )
     check.add_argument("file", type=Path)
+    _lab_parser(commands)
     return parser
+
+
+def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    lab = commands.add_parser(
+        "lab", help="latency-controlled loop LUNs and workloads (root)", description="The lab (deploy/lab/)."
+    )
+    actions = lab.add_subparsers(dest="lab_command", required=True, metavar="ACTION")
+    state = argparse.ArgumentParser(add_help=False)
+    state.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help=f"where the lab keeps its files and state (default {DEFAULT_STATE_DIR})",
+    )
+    up = actions.add_parser("up", parents=[state], help="create the LUNs (FUSE filesystem + loop devices)")
+    up.add_argument(
+        "--config",
+        type=Path,
+        default=Path("deploy/lab/lab.yaml"),
+        metavar="FILE",
+        help="lab description, also the exporter's config (default deploy/lab/lab.yaml)",
+    )
+    actions.add_parser(
+        "down", parents=[state], help="remove every loop device, mount and process the lab made"
+    )
+    phase = actions.add_parser("phase", parents=[state], help="run a phase's workloads (idle stops them)")
+    phase.add_argument("name")
+    latency = actions.add_parser("set-latency", parents=[state], help="change a LUN's delays at run time")
+    latency.add_argument("lun")
+    latency.add_argument("read_ms", type=float, metavar="READ_MS")
+    latency.add_argument("write_ms", type=float, metavar="WRITE_MS")
+    latency.add_argument("--jitter", type=float, help="coefficient of variation of the delays")
+    status = actions.add_parser("status", parents=[state], help="each LUN's device, delays and live latency")
+    status.add_argument("--window", type=_positive_float, default=1.0, metavar="SECONDS")
+    scenario = actions.add_parser("scenario", parents=[state], help="run the reference phases and compare")
+    scenario.add_argument("--exporter", metavar="URL", help="lunlat /metrics to read (default: start one)")
+    scenario.add_argument(
+        "--duration",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="measured seconds per phase (default 60)",
+    )
+    scenario.add_argument("--warmup", type=_positive_float, default=5.0, metavar="SECONDS")
+    scenario.add_argument("--phases", help="comma-separated phases (default: all, in config order)")
+    scenario.add_argument(
+        "--output", type=Path, metavar="DIR", help="results directory (default ./lab-results/TIME)"
+    )
+
+
+def run_lab(args: argparse.Namespace) -> int:
+    from lunlat.lab import commands  # noqa: PLC0415 - the exporter does not load the lab
+    from lunlat.lab.system import LabError  # noqa: PLC0415
+
+    try:
+        if args.lab_command == "up":
+            commands.up(args.config, args.state_dir)
+        elif args.lab_command == "down":
+            done = commands.down(args.state_dir)
+            print("\n".join(done) if done else f"nothing to clean in {args.state_dir}")
+        elif args.lab_command == "phase":
+            state = commands.phase(args.state_dir, args.name)
+            print(f"phase {state.phase or 'idle'}" + (f" (fio pid {state.fio_pid})" if state.fio_pid else ""))
+        elif args.lab_command == "set-latency":
+            commands.set_latency(args.state_dir, args.lun, args.read_ms, args.write_ms, args.jitter)
+            print(f"{args.lun}: read {args.read_ms} ms, write {args.write_ms} ms")
+        elif args.lab_command == "status":
+            state, rows = commands.status(args.state_dir, args.window)
+            print(commands.format_status(state, rows, args.window))
+        elif args.lab_command == "scenario":
+            output = args.output or Path("lab-results") / time.strftime("%Y%m%dT%H%M%S")
+            phases = [p.strip() for p in args.phases.split(",")] if args.phases else None
+            path = commands.scenario(
+                args.state_dir, args.exporter, args.duration, args.warmup, phases, output
+            )
+            print(f"results: {path}")
+    except LabError as exc:
+        print(f"lunlat lab: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
 
 
 def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
@@ -146,10 +230,14 @@ def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
     )
     if use_psutil:
         log.info("host counters from psutil", extra={"kv": {"platform": sys.platform}})
-        return [PsutilDisksSource(diskstats_config, config.luns)]
+        return [PsutilDisksSource(diskstats_config, config.lun_entries())]
     if not (args.procfs / "diskstats").is_file():
         raise SystemExit(_usage_error(f"--path.procfs: {args.procfs / 'diskstats'} does not exist"))
-    return [DiskstatsSource(args.procfs, args.sysfs, diskstats_config, config.luns, args.refresh_interval)]
+    return [
+        DiskstatsSource(
+            args.procfs, args.sysfs, diskstats_config, config.lun_entries(), args.refresh_interval
+        )
+    ]
 
 
 def _usage_error(message: str) -> int:
@@ -216,7 +304,8 @@ def serve(args: argparse.Namespace) -> int:
 
 def check_config(args: argparse.Namespace) -> int:
     config = _load(args.file)
-    print(f"{args.file}: valid ({len(config.luns)} luns entries)")
+    lab = f", lab with {len(config.lab.luns)} LUNs" if config.lab else ""
+    print(f"{args.file}: valid ({len(config.luns)} luns entries{lab})")
     return 0
 
 
@@ -224,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
+    if args.command == "lab":
+        return run_lab(args)
     return check_config(args)
 
 

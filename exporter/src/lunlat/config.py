@@ -14,6 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from lunlat.lab.config import LabConfig
+
 Role = Literal["data", "log", "temp", "control", "other"]
 
 # Devices that are never LUNs: RAM disks, compressed swap, floppies, optical drives.
@@ -41,18 +43,25 @@ class DiskstatsConfig(_Strict):
     _regex = field_validator("include", "exclude")(_check_regex)
 
 
+MATCH_KEYS = ("alias", "wwid", "device", "mount", "loop_file")
+
+
 class LunMatch(_Strict):
     alias: str | None = None
     wwid: str | None = None
     device: str | None = None
     mount: str | None = None
+    loop_file: str | None = Field(
+        default=None,
+        description="Backing file of a loop device: a full path, or a file name matching any directory.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> LunMatch:
-        given = [k for k in ("alias", "wwid", "device", "mount") if getattr(self, k) is not None]
+        given = [k for k in MATCH_KEYS if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
-                f"give exactly one of alias, wwid, device, mount (got {', '.join(given) or 'none'})"
+                f"give exactly one of {', '.join(MATCH_KEYS)} (got {', '.join(given) or 'none'})"
             )
         for key in given:
             if not str(getattr(self, key)).strip():
@@ -62,7 +71,7 @@ class LunMatch(_Strict):
         return self
 
     def describe(self) -> str:
-        for key in ("alias", "wwid", "device", "mount"):
+        for key in MATCH_KEYS:
             value = getattr(self, key)
             if value is not None:
                 return f"{key}={value}"
@@ -85,6 +94,23 @@ class LunEntry(_Strict):
 class Config(_Strict):
     diskstats: DiskstatsConfig = DiskstatsConfig()
     luns: list[LunEntry] = Field(default_factory=list)
+    lab: LabConfig | None = Field(
+        default=None, description="The lab's LUNs and workloads (deploy/lab/lab.yaml)."
+    )
+
+    def lun_entries(self) -> list[LunEntry]:
+        """`luns:` entries, then one per lab LUN matching its loop device by backing file (so an
+        explicit entry still wins)."""
+        derived = [
+            LunEntry(
+                match=LunMatch(loop_file=LabConfig.image_name(lun.name)),
+                database=lun.database,
+                role=lun.role,
+                workload=lun.workload,
+            )
+            for lun in (self.lab.luns if self.lab else [])
+        ]
+        return [*self.luns, *derived]
 
 
 @dataclass(frozen=True, slots=True)

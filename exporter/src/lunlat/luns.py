@@ -72,7 +72,7 @@ def _mount_devices(mounts: MountTable, devices: dict[str, BlockDevice], path: st
     return names
 
 
-def matched_devices(
+def matched_devices(  # noqa: PLR0911 - one return per kind of match
     match: LunMatch, devices: dict[str, BlockDevice], views: dict[str, LunView], mounts: MountTable
 ) -> list[str]:
     """The devices a match names, before following the stack down."""
@@ -88,6 +88,13 @@ def matched_devices(
         return [v.device for v in views.values() if v.wwid and normalize_wwid(v.wwid) == want]
     if match.mount is not None:
         return _mount_devices(mounts, devices, match.mount)
+    if match.loop_file is not None:
+        want = match.loop_file
+        # The kernel appends " (deleted)" when the file was removed while attached.
+        files = {d.name: d.loop_file.removesuffix(" (deleted)") for d in devices.values() if d.loop_file}
+        if "/" in want:
+            return [name for name, f in files.items() if f == want]
+        return [name for name, f in files.items() if PurePosixPath(f).name == want]
     return []
 
 

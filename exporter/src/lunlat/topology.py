@@ -41,6 +41,7 @@ class BlockDevice:
     slaves: tuple[str, ...] = ()
     holders: tuple[str, ...] = ()
     loop_attached: bool | None = None  # None: not a loop device
+    loop_file: str = ""  # backing file of an attached loop device
 
     @property
     def multipath(self) -> bool:
@@ -115,9 +116,11 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
     if partition:
         parent = os.path.basename(os.path.dirname(os.path.realpath(base))).replace("!", "/")  # noqa: PTH119, PTH120
     loop_attached: bool | None = None
+    loop_file = ""
     # A loop device without loop/backing_file is unattached; its partitions (loop0p1) have no loop/.
     if "loop" in entries or (name.startswith("loop") and not partition):
-        loop_attached = bool(_read(f"{base}/loop/backing_file"))
+        loop_file = _read(f"{base}/loop/backing_file")
+        loop_attached = bool(loop_file)
     has_device = "device" in entries
     # SCSI disks keep identity under device/; NVMe namespaces have wwid at the top and the
     # controller's model under device/.
@@ -140,6 +143,7 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
         if "holders" in entries
         else (),
         loop_attached=loop_attached,
+        loop_file=loop_file,
     )
 
 

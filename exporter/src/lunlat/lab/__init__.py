@@ -1,0 +1,1 @@
+"""The lab: latency-controlled loop LUNs on a FUSE filesystem, fio workloads, the reference scenario."""

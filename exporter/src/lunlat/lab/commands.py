@@ -1,0 +1,417 @@
+"""`lunlat lab up | phase | set-latency | status | down | scenario`."""
+
+from __future__ import annotations
+
+import csv
+import mmap
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lunlat.config import Config, ConfigError, load_config
+from lunlat.lab import fio, measure, system
+from lunlat.lab.config import LabConfig
+from lunlat.lab.settings import Settings
+from lunlat.lab.state import LabState
+from lunlat.lab.system import LabError
+
+CALIBRATION_IOS = 400
+CALIBRATION_BLOCK = 8192
+SETTINGS_POLL = 0.6  # > the daemon's settings poll interval: a change is in force after this
+
+
+def load_lab(path: Path) -> tuple[Config, LabConfig]:
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        raise LabError("invalid lab config:\n  " + "\n  ".join(str(p) for p in exc.problems)) from None
+    if config.lab is None:
+        raise LabError(f"{path} has no lab: section")
+    return config, config.lab
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+# --- up ------------------------------------------------------------------------------------------
+
+
+def up(config_path: Path, state_dir: Path) -> LabState:
+    system.require_host()
+    _, lab = load_lab(config_path)
+    leftovers = _leftovers(state_dir)
+    if leftovers:
+        raise LabError(f"a lab is already up in {state_dir} ({leftovers}); run `lunlat lab down` first")
+    state = LabState(state_dir, config_file=str(config_path.resolve()))
+    for directory in (state.backing, state.mountpoint, state.fio_dir):
+        directory.mkdir(parents=True, exist_ok=True)
+    state.save()
+    try:
+        _bring_up(state, lab)
+    except BaseException:
+        _say("up failed: undoing what it did")
+        down(state_dir)
+        raise
+    return state
+
+
+def _leftovers(state_dir: Path) -> str:
+    state = LabState(state_dir)
+    found = []
+    if state.path.exists():
+        found.append("a state file")
+    if system.loops_under(state.mountpoint):
+        found.append("loop devices")
+    if system.is_mounted(state.mountpoint):
+        found.append("a mount")
+    if _lab_processes(state_dir):
+        found.append("processes")
+    return ", ".join(found)
+
+
+def _bring_up(state: LabState, lab: LabConfig) -> None:
+    settings = Settings.from_config(lab)
+    settings.save(state.settings)
+    for lun in lab.luns:
+        with (state.backing / LabConfig.image_name(lun.name)).open("wb") as image:
+            image.truncate(lab.size_mib * 1024 * 1024)  # sparse: only written blocks take space
+    log = (state.directory / "fuse.log").open("ab")
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "lunlat.lab.fusefs", "--backing", str(state.backing), "--mount",
+         str(state.mountpoint), "--settings", str(state.settings)],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+    )  # fmt: skip
+    log.close()
+    state.fuse_pid = daemon.pid
+    state.save()
+
+    def mounted() -> bool:
+        if daemon.poll() is not None:
+            tail = (state.directory / "fuse.log").read_text(errors="replace")[-2000:]
+            raise LabError(f"the FUSE daemon exited ({daemon.returncode}):\n{tail}")
+        return system.is_mounted(state.mountpoint)
+
+    system.wait_for(mounted, 15, "the FUSE filesystem to mount")
+    for lun in lab.luns:
+        state.loops[lun.name] = system.attach_loop(state.mountpoint / LabConfig.image_name(lun.name))
+        state.save()
+    overhead = calibrate(state, lab.luns[0].name, settings)
+    replace_settings = Settings(settings.luns, settings.arrays, overhead)
+    replace_settings.save(state.settings)
+    _say(f"lab up in {state.directory}: {len(state.loops)} LUNs; I/O overhead without injected delay "
+         f"{overhead['read']:.3f} ms read, {overhead['write']:.3f} ms write (subtracted from each delay)")  # fmt: skip
+    for lun in lab.luns:
+        _say(f"  {lun.name:24} {state.loops[lun.name]:12} {lun.database} / {lun.role} / {lun.workload}")
+
+
+def calibrate(state: LabState, probe_lun: str, settings: Settings) -> dict[str, float]:
+    """Measure what an I/O costs with no injected delay (FUSE round trip, Python, loop driver).
+
+    The daemon then sleeps each target minus this, so diskstats shows the configured latency
+    rather than latency + overhead. Measured by the kernel's own counters, as the exporter reads them.
+    """
+    probe = replace(settings.luns[probe_lun], read_ms=0.0, write_ms=0.0, jitter=0.0)
+    quiet = Settings({**settings.luns, probe_lun: probe}, settings.arrays, {"read": 0.0, "write": 0.0})
+    quiet.save(state.settings)
+    time.sleep(SETTINGS_POLL)
+    device = state.loops[probe_lun]
+    name = Path(device).name
+    before = measure.from_diskstats()[name]
+    buf = mmap.mmap(-1, CALIBRATION_BLOCK)  # page-aligned, as O_DIRECT requires
+    fd = os.open(device, os.O_RDWR | os.O_DIRECT)
+    rng = random.Random(1)
+    blocks = max(1, (os.lseek(fd, 0, os.SEEK_END) // CALIBRATION_BLOCK) - 1)
+    try:
+        for _ in range(CALIBRATION_IOS):
+            os.preadv(fd, [buf], rng.randrange(blocks) * CALIBRATION_BLOCK)
+        for _ in range(CALIBRATION_IOS):
+            os.pwritev(fd, [buf], rng.randrange(blocks) * CALIBRATION_BLOCK)
+    finally:
+        os.close(fd)
+        buf.close()
+    avg = measure.average(before, measure.from_diskstats()[name])
+    # Bounded: a pathological probe (a busy host) must not erase real delays.
+    return {
+        "read": min(max(avg.read_ms or 0.0, 0.0), 2.0),
+        "write": min(max(avg.write_ms or 0.0, 0.0), 2.0),
+    }
+
+
+# --- down ----------------------------------------------------------------------------------------
+
+
+def _lab_processes(state_dir: Path) -> list[int]:
+    """The lab's processes: its FUSE daemon, fio runs and a stuck `lab up`, all named by state dir."""
+    marker = str(state_dir)
+    pids = []
+    for proc in system.processes_mentioning(marker):
+        cmdline = proc.info.get("cmdline") or []
+        text = " ".join(cmdline)
+        if (
+            "lunlat.lab.fusefs" in text
+            or Path(cmdline[0]).name == "fio"
+            or ("lab" in cmdline and "up" in cmdline)
+        ):
+            pids.append(proc.pid)
+    return pids
+
+
+def down(state_dir: Path) -> list[str]:
+    """Undo everything a lab in `state_dir` made, whatever state it is in. Returns what it did."""
+    state = LabState.load(state_dir) or LabState(state_dir)
+    done: list[str] = []
+    # fio first: it holds the loop devices open. Then loops, the mount, the daemon, the files.
+    for pid in {*(p for p in (state.fio_pid,) if p), *_lab_processes(state_dir)} - {state.fuse_pid}:
+        system.stop_process(pid, sig=signal.SIGTERM)
+        done.append(f"stopped process {pid}")
+    loops = set(system.loops_under(state.mountpoint)) | {
+        d for d in state.loops.values() if d in system.loops_under(state.mountpoint)
+    }
+    for device in sorted(loops):
+        system.detach_loop(device)
+        done.append(f"detached {device}")
+    if system.is_mounted(state.mountpoint):
+        system.unmount(state.mountpoint)
+        done.append(f"unmounted {state.mountpoint}")
+    for pid in {*(p for p in (state.fuse_pid,) if p), *_lab_processes(state_dir)}:
+        system.stop_process(pid)
+        done.append(f"stopped process {pid}")
+    if state_dir.exists():
+        shutil.rmtree(state_dir, ignore_errors=True)
+        done.append(f"removed {state_dir}")
+    return done
+
+
+# --- run-time control ----------------------------------------------------------------------------
+
+
+def _require_up(state_dir: Path) -> tuple[LabState, LabConfig]:
+    state = LabState.load(state_dir)
+    if state is None or not state.loops:
+        raise LabError(f"no lab is up in {state_dir}; run `lunlat lab up` first")
+    _, lab = load_lab(Path(state.config_file))
+    return state, lab
+
+
+def stop_phase(state: LabState) -> None:
+    if state.fio_pid:
+        fio.stop_pid(state.fio_pid)
+    state.fio_pid = None
+    state.phase = None
+    state.save()
+
+
+def phase(state_dir: Path, name: str) -> LabState:
+    state, lab = _require_up(state_dir)
+    stop_phase(state)
+    if name in ("none", "idle"):
+        return state
+    if name not in lab.phases:
+        raise LabError(
+            f"unknown phase {name!r}; the lab config has: {', '.join(lab.phases) or 'none'}, or idle"
+        )
+    workdir = state.fio_dir / name
+    workdir.mkdir(parents=True, exist_ok=True)
+    text = fio.job_file(lab, lab.phases[name], state.loops, None)
+    proc = fio.start(text, workdir, workdir / "fio.json")
+    state.fio_pid = proc.pid
+    state.phase = name
+    state.phase_output = str(workdir / "fio.json")
+    state.save()
+    return state
+
+
+def set_latency(state_dir: Path, lun: str, read_ms: float, write_ms: float, jitter: float | None) -> Settings:
+    state, _ = _require_up(state_dir)
+    settings = Settings.load(state.settings)
+    if lun not in settings.luns:
+        raise LabError(f"unknown LUN {lun!r}; the lab has: {', '.join(settings.luns)}")
+    for label, value in (("READ", read_ms), ("WRITE", write_ms), ("--jitter", jitter)):
+        if value is not None and not 0 <= value <= 10_000:
+            raise LabError(f"{label} must be between 0 and 10000, got {value}")
+    old = settings.luns[lun]
+    new = replace(old, read_ms=read_ms, write_ms=write_ms, jitter=old.jitter if jitter is None else jitter)
+    updated = Settings({**settings.luns, lun: new}, settings.arrays, settings.overhead_ms)
+    updated.save(state.settings)
+    return updated
+
+
+@dataclass(frozen=True, slots=True)
+class LunStatus:
+    lun: str
+    device: str
+    database: str
+    role: str
+    workload: str
+    set_read_ms: float
+    set_write_ms: float
+    live: measure.Average
+
+
+def status(state_dir: Path, window: float = 1.0) -> tuple[LabState, list[LunStatus]]:
+    state, lab = _require_up(state_dir)
+    settings = Settings.load(state.settings)
+    before = measure.from_diskstats()
+    time.sleep(window)
+    after = measure.from_diskstats()
+    rows = []
+    for lun in lab.luns:
+        device = state.loops.get(lun.name, "")
+        name = Path(device).name
+        live = (
+            measure.average(before[name], after[name])
+            if name in before and name in after
+            else measure.Average(0, None, 0, None)
+        )
+        s = settings.luns[lun.name]
+        rows.append(
+            LunStatus(lun.name, device, lun.database, lun.role, lun.workload, s.read_ms, s.write_ms, live)
+        )
+    return state, rows
+
+
+def format_status(state: LabState, rows: list[LunStatus], window: float) -> str:
+    def ms(value: float | None) -> str:
+        return f"{value:.3f}" if value is not None else "-"
+
+    lines = [
+        f"lab in {state.directory}, phase: {state.phase or 'idle'}; live = last {window:g}s from /proc/diskstats",
+        f"{'LUN':24} {'device':12} {'database':14} {'role':5} {'workload':14} "
+        f"{'set r/w ms':>13} {'live r/w ms':>15} {'r/w IOPS':>13}",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.lun:24} {r.device:12} {r.database:14} {r.role:5} {r.workload:14} "
+            f"{r.set_read_ms:>6.2f}/{r.set_write_ms:<6.2f} {ms(r.live.read_ms):>7}/{ms(r.live.write_ms):<7} "
+            f"{r.live.reads / window:>6.0f}/{r.live.writes / window:<6.0f}"
+        )
+    return "\n".join(lines)
+
+
+# --- scenario ------------------------------------------------------------------------------------
+
+SCENARIO_FIELDS = (
+    "phase", "lun", "device", "database", "role", "workload", "op",
+    "fio_ios", "fio_clat_mean_ms", "exporter_ops", "exporter_mean_ms", "difference_percent",
+)  # fmt: skip
+
+
+def scenario(
+    state_dir: Path,
+    exporter_url: str | None,
+    duration: float,
+    warmup: float,
+    phases: list[str] | None,
+    output: Path,
+) -> Path:
+    """Run the reference phases one after the other; per phase and LUN write fio's own completion
+    latency (ground truth) next to what the exporter measured over the same window."""
+    state, lab = _require_up(state_dir)
+    order = phases or list(lab.phases)
+    unknown = [p for p in order if p not in lab.phases]
+    if unknown:
+        raise LabError(f"unknown phases {', '.join(unknown)}; the lab config has {', '.join(lab.phases)}")
+    stop_phase(state)
+    output.mkdir(parents=True, exist_ok=True)
+    exporter = _Exporter(exporter_url, Path(state.config_file), output)
+    rows: list[dict[str, object]] = []
+    try:
+        for name in order:
+            _say(f"phase {name}: {warmup:g}s warm-up, {duration:g}s measured")
+            workdir = output / name
+            workdir.mkdir(exist_ok=True)
+            text = fio.job_file(lab, lab.phases[name], state.loops, duration, ramp_s=warmup)
+            proc = fio.start(text, workdir, workdir / "fio.json")
+            time.sleep(warmup)
+            before = measure.from_exposition(exporter.scrape())
+            time.sleep(duration)
+            after = measure.from_exposition(exporter.scrape())
+            fio.wait(proc, timeout=duration + warmup + 60)
+            truth = fio.results(fio.load(workdir / "fio.json"))
+            rows.extend(_scenario_rows(name, lab, state, truth, before, after))
+    finally:
+        exporter.close()
+    path = output / "results.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=SCENARIO_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def _scenario_rows(
+    phase_name: str,
+    lab: LabConfig,
+    state: LabState,
+    truth: dict[str, fio.LunResult],
+    before: dict[str, measure.Counters],
+    after: dict[str, measure.Counters],
+) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for lun in lab.luns:
+        device = state.loops[lun.name]
+        name = Path(device).name
+        if name not in before or name not in after or lun.name not in truth:
+            continue
+        avg = measure.average(before[name], after[name])
+        for op, ops, exporter_ms in (("read", avg.reads, avg.read_ms), ("write", avg.writes, avg.write_ms)):
+            result = truth[lun.name].op(op)
+            if result is None or result.ios == 0:
+                continue
+            fio_ms = result.clat_mean_s * 1000
+            rows.append({
+                "phase": phase_name, "lun": lun.name, "device": device, "database": lun.database,
+                "role": lun.role, "workload": lun.workload, "op": op, "fio_ios": result.ios,
+                "fio_clat_mean_ms": round(fio_ms, 4), "exporter_ops": int(ops),
+                "exporter_mean_ms": round(exporter_ms, 4) if exporter_ms is not None else "",
+                "difference_percent": round((exporter_ms - fio_ms) / fio_ms * 100, 2) if exporter_ms else "",
+            })  # fmt: skip
+    return rows
+
+
+class _Exporter:
+    """The exporter the scenario reads: the one at `url`, or one it starts on the lab config."""
+
+    def __init__(self, url: str | None, config_file: Path, workdir: Path) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        if url is not None:
+            self.url = url
+            return
+        log = workdir / "exporter.log"
+        with log.open("wb") as out:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0",
+                 f"--config.file={config_file}"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+            )  # fmt: skip
+        port: list[int] = []
+
+        def listening() -> bool:
+            for line in log.read_text(errors="replace").splitlines():
+                if "msg=listening" in line:
+                    port.append(int(line.split(" port=")[1].split()[0]))
+                    return True
+            if self._proc is not None and self._proc.poll() is not None:
+                raise LabError(f"the exporter exited: {log.read_text(errors='replace')[-1000:]}")
+            return False
+
+        system.wait_for(listening, 30, "the exporter to listen")
+        self.url = f"http://127.0.0.1:{port[0]}/metrics"
+
+    def scrape(self) -> str:
+        import urllib.request  # noqa: PLC0415 - only the scenario scrapes
+
+        with urllib.request.urlopen(self.url, timeout=30) as resp:  # noqa: S310 - a URL the user gave
+            return str(resp.read().decode())
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(10)

@@ -1,0 +1,64 @@
+"""The lab's state directory and the state file that lets `down` undo what `up` did.
+
+The state file is written after every step of `up` (before the next one starts), so a crash at
+any point leaves a record of what exists; `down` also scans the kernel for what the record missed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+DEFAULT_STATE_DIR = Path("/run/lunlat-lab")
+
+
+@dataclass(slots=True)
+class LabState:
+    directory: Path
+    config_file: str = ""
+    fuse_pid: int | None = None
+    loops: dict[str, str] = field(default_factory=dict)  # lab LUN -> /dev/loopN
+    fio_pid: int | None = None
+    phase: str | None = None
+    phase_output: str | None = None
+
+    @property
+    def backing(self) -> Path:
+        return self.directory / "backing"
+
+    @property
+    def mountpoint(self) -> Path:
+        return self.directory / "mnt"
+
+    @property
+    def settings(self) -> Path:
+        return self.directory / "settings.json"
+
+    @property
+    def path(self) -> Path:
+        return self.directory / "state.json"
+
+    @property
+    def fio_dir(self) -> Path:
+        return self.directory / "fio"
+
+    def save(self) -> None:
+        data = asdict(self)
+        data["directory"] = str(self.directory)
+        tmp = self.path.with_name("state.json.tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        tmp.replace(self.path)
+
+    @classmethod
+    def load(cls, directory: Path) -> LabState | None:
+        """The recorded state, or None when there is none (or it is unreadable: `down` then scans)."""
+        try:
+            data = json.loads((directory / "state.json").read_text())
+        except (OSError, ValueError):
+            return None
+        data["directory"] = directory
+        try:
+            return cls(**data)
+        except TypeError:
+            return None
