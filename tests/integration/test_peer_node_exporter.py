@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from lunlat import contract
 from prometheus_client.parser import text_string_to_metric_families
 
+from lunlat import contract
 from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess
 
 pytestmark = pytest.mark.peer

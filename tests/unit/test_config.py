@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from lunlat.config import DEFAULT_EXCLUDE, Config, ConfigError, load_config, parse_config
 
 GOOD = """\

@@ -7,6 +7,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from lunlat.sources.diskstats import (
     IN_FLIGHT,
     KEPT_FIELDS,

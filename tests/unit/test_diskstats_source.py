@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
-
 from tests.fakesys import FakeHost, Stats
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"

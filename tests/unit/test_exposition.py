@@ -6,12 +6,13 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lunlat import contract
-from lunlat.exposition import format_value, render
-from lunlat.model import Family, LabelList, LabelSet
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
+
+from lunlat import contract
+from lunlat.exposition import format_value, render
+from lunlat.model import Family, LabelList, LabelSet
 
 SPEC = contract.DEVICE_READ_TIME
 

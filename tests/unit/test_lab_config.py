@@ -33,7 +33,9 @@ def test_baselines_follow_the_reference_oltp_tables() -> None:
     config = load_config(LAB)
     assert config.lab is not None
     with REFERENCE.open() as f:
-        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["phase"] == "oltp"]
+        rows = [
+            r for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["phase"] == "oltp"
+        ]
     assert rows
     for row in rows:
         (lun,) = [
@@ -56,12 +58,19 @@ def test_every_lab_lun_becomes_a_luns_entry_matching_its_loop_file() -> None:
 
 def test_loop_file_matches_by_name_or_full_path() -> None:
     devices = {
-        "loop3": BlockDevice("loop3", "7:3", loop_attached=True, loop_file="/run/lunlat-lab/mnt/oracle_log.img"),
-        "loop4": BlockDevice("loop4", "7:4", loop_attached=True, loop_file="/srv/other/oracle_log.img (deleted)"),
+        "loop3": BlockDevice(
+            "loop3", "7:3", loop_attached=True, loop_file="/run/lunlat-lab/mnt/oracle_log.img"
+        ),
+        "loop4": BlockDevice(
+            "loop4", "7:4", loop_attached=True, loop_file="/srv/other/oracle_log.img (deleted)"
+        ),
         "loop5": BlockDevice("loop5", "7:5", loop_attached=False),
     }
     views = resolve(devices, MountTable())
-    assert matched_devices(LunMatch(loop_file="oracle_log.img"), devices, views, MountTable()) == ["loop3", "loop4"]
+    assert matched_devices(LunMatch(loop_file="oracle_log.img"), devices, views, MountTable()) == [
+        "loop3",
+        "loop4",
+    ]
     full = LunMatch(loop_file="/run/lunlat-lab/mnt/oracle_log.img")
     assert matched_devices(full, devices, views, MountTable()) == ["loop3"]
 
@@ -69,14 +78,26 @@ def test_loop_file_matches_by_name_or_full_path() -> None:
 @pytest.mark.parametrize(
     ("snippet", "needle"),
     [
-        ("  arrays: {a: {}}\n  luns:\n    - {name: x, database: D, engine: mssql, role: data, workload: oltp, "
-         "array: b, latency: {read_ms: 1, write_ms: 1}}\n", "array 'b' is not in arrays"),
-        ("  luns:\n    - {name: Bad-Name, database: D, engine: mssql, role: data, workload: oltp, "
-         "latency: {read_ms: 1, write_ms: 1}}\n", "must be lower-case"),
-        ("  luns:\n    - {name: x, database: D, engine: db2, role: data, workload: oltp, "
-         "latency: {read_ms: 1, write_ms: 1}}\n", "'mssql' or 'oracle'"),
-        ("  luns:\n    - {name: x, database: D, engine: mssql, role: data, workload: oltp, "
-         "latency: {read_ms: 1, write_ms: 1}}\n  phases: {p: [nope]}\n", "unknown workloads nope"),
+        (
+            "  arrays: {a: {}}\n  luns:\n    - {name: x, database: D, engine: mssql, role: data, workload: oltp, "
+            "array: b, latency: {read_ms: 1, write_ms: 1}}\n",
+            "array 'b' is not in arrays",
+        ),
+        (
+            "  luns:\n    - {name: Bad-Name, database: D, engine: mssql, role: data, workload: oltp, "
+            "latency: {read_ms: 1, write_ms: 1}}\n",
+            "must be lower-case",
+        ),
+        (
+            "  luns:\n    - {name: x, database: D, engine: db2, role: data, workload: oltp, "
+            "latency: {read_ms: 1, write_ms: 1}}\n",
+            "'mssql' or 'oracle'",
+        ),
+        (
+            "  luns:\n    - {name: x, database: D, engine: mssql, role: data, workload: oltp, "
+            "latency: {read_ms: 1, write_ms: 1}}\n  phases: {p: [nope]}\n",
+            "unknown workloads nope",
+        ),
     ],
 )
 def test_lab_mistakes_are_named(snippet: str, needle: str) -> None:

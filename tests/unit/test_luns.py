@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from lunlat.config import LunEntry, LunMatch, Role
 from lunlat.luns import NO_LABELS, LunLabels, assign, matched_devices, normalize_wwid
 from lunlat.topology import BlockDevice, LunView, MountTable, read_block_devices, read_mounts, resolve
-
 from tests.fakesys import FakeHost
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"

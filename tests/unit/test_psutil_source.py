@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+
 from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.sources.base import SourceError

@@ -9,11 +9,12 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
 from lunlat.contract import MetricSpec
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper, process_registry
 from lunlat.sources.base import SourceError, SourceResult
-from prometheus_client.parser import text_string_to_metric_families
 
 
 class FakeSource:

@@ -8,11 +8,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
 from lunlat.exposition import CONTENT_TYPE
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, ListenAddressError, Server, _scrape_timeout, _wants_gzip
 from lunlat.sources.base import SourceResult
-from prometheus_client.parser import text_string_to_metric_families
 
 
 class Empty:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from lunlat.topology import (
     BlockDevice,
     LunView,
@@ -15,7 +16,6 @@ from lunlat.topology import (
     read_mounts,
     resolve,
 )
-
 from tests.fakesys import FakeHost
 
 ORA_WWID = "3600a098038303634722b4d59614a6f31"  # as multipath spells it (scsi_id: NAA type 3 + 32 hex)

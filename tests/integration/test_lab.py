@@ -1,0 +1,228 @@
+"""The lab on the real kernel: accuracy against fio, interference through the shared array, cleanup."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lunlat.lab import commands, fio, measure, system
+from lunlat.lab.state import LabState
+from tests.procs import LUNLAT_PORT, ExporterProcess
+
+pytestmark = pytest.mark.lab
+
+# The accuracy the lab reaches, exporter vs fio's completion latency (see the README's lab section).
+TOLERANCE = 0.05
+
+
+def _skip_reason() -> str | None:
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return "needs Linux and root (loop devices, a FUSE mount)"
+    missing = [t for t in ("losetup", "fusermount3", "fio") if shutil.which(t) is None]
+    if missing:
+        return f"missing tools: {', '.join(missing)} (Debian: util-linux, fuse3, fio)"
+    if not Path("/dev/fuse").exists() or not Path("/dev/loop-control").exists():
+        return "no /dev/fuse or /dev/loop-control"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _lab_host() -> None:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def write_lab(path: Path, body: str) -> Path:
+    path.write_text("diskstats:\n  include: '^loop'\nlab:\n  size_mib: 64\n" + body)
+    return path
+
+
+@pytest.fixture
+def lab_dir(tmp_path: Path) -> Iterator[Path]:
+    state_dir = tmp_path / "lab"
+    try:
+        yield state_dir
+    finally:
+        commands.down(state_dir)
+
+
+ACCURACY_LAB = """\
+  arrays:
+    fast_array: {slots: 64, bandwidth_mib_s: 100000}
+    slow_array: {slots: 64, bandwidth_mib_s: 100000}
+  luns:
+    - {name: fast, database: D, engine: mssql, role: data, workload: oltp, array: fast_array,
+       latency: {read_ms: 0.5, write_ms: 0.5, jitter: 0.3}}
+    - {name: slow, database: D, engine: mssql, role: log, workload: oltp, array: slow_array,
+       latency: {read_ms: 2.0, write_ms: 2.0, jitter: 0.3}}
+  workloads:
+    probe: {kind: oltp, luns: [fast, slow], block_size: 4k, read_percent: 50, iodepth: 1, rate_iops: 150}
+"""
+
+
+def test_exporter_average_agrees_with_fio_completion_latency(tmp_path: Path, lab_dir: Path) -> None:
+    config = write_lab(tmp_path / "lab.yaml", ACCURACY_LAB)
+    state = commands.up(config, lab_dir)
+    _, lab = commands.load_lab(config)
+    argv = [
+        sys.executable,
+        "-m",
+        "lunlat",
+        "serve",
+        "--web.listen-address=127.0.0.1:0",
+        f"--config.file={config}",
+    ]
+    with ExporterProcess(argv, tmp_path / "exporter.log", port_pattern=LUNLAT_PORT) as exporter:
+        before = measure.from_exposition(exporter.scrape().text)
+        out = tmp_path / "fio"
+        out.mkdir()
+        fio.run(fio.job_file(lab, ["probe"], state.loops, 15), out, out / "fio.json", timeout=120)
+        after = measure.from_exposition(exporter.scrape().text)
+    truth = fio.results(fio.load(out / "fio.json"))
+    report = []
+    for lun, target in (("fast", 0.5), ("slow", 2.0)):
+        device = Path(state.loops[lun]).name
+        avg = measure.average(before[device], after[device])
+        for op, ops, exporter_ms in (("read", avg.reads, avg.read_ms), ("write", avg.writes, avg.write_ms)):
+            result = truth[lun].op(op)
+            assert result is not None and result.ios > 100
+            assert ops == result.ios, f"{lun} {op}: every fio I/O is one block request (4k random, no merges)"
+            assert exporter_ms is not None
+            fio_ms = result.clat_mean_s * 1000
+            report.append(f"{lun} {op}: exporter {exporter_ms:.4f} ms, fio {fio_ms:.4f} ms")
+            assert exporter_ms == pytest.approx(fio_ms, rel=TOLERANCE), report[-1]
+            # The injected latency is what diskstats shows, overhead calibrated away (loosely).
+            assert exporter_ms == pytest.approx(target, rel=0.35), report[-1]
+    print("\n".join(report))
+
+
+INTERFERENCE_LAB = """\
+  arrays:
+    shared: {slots: 2, bandwidth_mib_s: 50}
+  luns:
+    - {name: oltp_data, database: D, engine: oracle, role: data, workload: oltp, array: shared,
+       latency: {read_ms: 0.5, write_ms: 0.3, jitter: 0.2}}
+    - {name: dss_data, database: W, engine: oracle, role: data, workload: dss, array: shared,
+       latency: {read_ms: 0.5, write_ms: 0.3, jitter: 0.2}}
+  workloads:
+    oltp: {kind: oltp, luns: [oltp_data], block_size: 8k, read_percent: 90, iodepth: 1, rate_iops: 100}
+    dss: {kind: dss, luns: [dss_data], block_size: 512k, iodepth: 4}
+  phases:
+    oltp: [oltp]
+    oltp+dss: [oltp, dss]
+"""
+
+
+def oltp_read_ms(device: str, seconds: float) -> float:
+    name = Path(device).name
+    before = measure.from_diskstats()[name]
+    time.sleep(seconds)
+    avg = measure.average(before, measure.from_diskstats()[name])
+    assert avg.read_ms is not None, "OLTP must be reading"
+    return avg.read_ms
+
+
+def test_dss_on_the_shared_array_raises_oltp_latency_and_stopping_it_lowers_it(
+    tmp_path: Path, lab_dir: Path
+) -> None:
+    state = commands.up(write_lab(tmp_path / "lab.yaml", INTERFERENCE_LAB), lab_dir)
+    device = state.loops["oltp_data"]
+    commands.phase(lab_dir, "oltp")
+    time.sleep(1)
+    alone = oltp_read_ms(device, 6)
+    commands.phase(lab_dir, "oltp+dss")
+    time.sleep(1)
+    beside_dss = oltp_read_ms(device, 6)
+    commands.phase(lab_dir, "oltp")
+    time.sleep(1)
+    after = oltp_read_ms(device, 6)
+    commands.phase(lab_dir, "idle")
+    print(f"OLTP read latency: alone {alone:.3f} ms, beside DSS {beside_dss:.3f} ms, after {after:.3f} ms")
+    assert beside_dss > 2 * alone
+    assert after < beside_dss / 2
+
+
+def test_set_latency_changes_a_lun_at_run_time(tmp_path: Path, lab_dir: Path) -> None:
+    state = commands.up(write_lab(tmp_path / "lab.yaml", INTERFERENCE_LAB), lab_dir)
+    commands.phase(lab_dir, "oltp")
+    time.sleep(1)
+    base = oltp_read_ms(state.loops["oltp_data"], 4)
+    commands.set_latency(lab_dir, "oltp_data", 3.0, 3.0, 0.0)
+    time.sleep(1)
+    raised = oltp_read_ms(state.loops["oltp_data"], 4)
+    assert raised == pytest.approx(3.0, rel=0.25)
+    assert raised > base + 2
+    _, rows = commands.status(lab_dir, 1.0)
+    (row,) = [r for r in rows if r.lun == "oltp_data"]
+    assert (row.set_read_ms, row.set_write_ms) == (3.0, 3.0)
+    assert row.live.read_ms is not None and row.live.read_ms > 2
+
+
+def _lab_leftovers(state_dir: Path) -> list[str]:
+    found = [f"loop {d}" for d in system.loops_under(state_dir / "mnt")]
+    if system.is_mounted(state_dir / "mnt"):
+        found.append("mount")
+    found += [
+        f"process {p.pid}: {p.info.get('cmdline')}" for p in system.processes_mentioning(str(state_dir))
+    ]
+    if state_dir.exists():
+        found.append("state directory")
+    return found
+
+
+@pytest.mark.parametrize("kill_daemon_too", [False, True], ids=["up-killed", "up-and-fuse-daemon-killed"])
+def test_down_after_a_killed_up_leaves_nothing_behind(
+    tmp_path: Path, lab_dir: Path, kill_daemon_too: bool
+) -> None:
+    config = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
+    argv = [sys.executable, "-m", "lunlat", "lab", "up", f"--config={config}", f"--state-dir={lab_dir}"]
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as up:
+        # Kill it once it has made a FUSE mount and loop devices, while it is still at work.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state = LabState.load(lab_dir)
+            if state is not None and len(state.loops) >= 2:
+                break
+            time.sleep(0.01)
+        up.send_signal(signal.SIGKILL)
+        up.wait()
+    state = LabState.load(lab_dir)
+    assert state is not None and state.loops, "the kill should land after loop devices exist"
+    assert system.loops_under(lab_dir / "mnt")
+    if kill_daemon_too and state.fuse_pid:
+        os.kill(state.fuse_pid, signal.SIGKILL)
+        time.sleep(0.2)
+    done = commands.down(lab_dir)
+    assert any("detached" in line for line in done)
+    assert _lab_leftovers(lab_dir) == []
+    # And down is idempotent.
+    assert commands.down(lab_dir) == []
+
+
+def test_up_refuses_when_a_lab_is_already_there(tmp_path: Path, lab_dir: Path) -> None:
+    config = write_lab(tmp_path / "lab.yaml", INTERFERENCE_LAB)
+    commands.up(config, lab_dir)
+    with pytest.raises(system.LabError, match="already up"):
+        commands.up(config, lab_dir)
+
+
+def test_lab_refuses_clearly_when_not_root(tmp_path: Path) -> None:
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "lunlat", "lab",
+            "up", f"--state-dir={tmp_path / 'lab'}"]  # fmt: skip
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=tmp_path)
+    if "Permission denied" in result.stderr and "lunlat" not in result.stderr:
+        pytest.skip("the Python environment is not readable by an unprivileged user here")
+    assert result.returncode == 2, result.stderr
+    assert "must run as root" in result.stderr
+    assert "Traceback" not in result.stderr

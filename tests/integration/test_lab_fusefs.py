@@ -1,0 +1,277 @@
+"""The lab's FUSE daemon on the real kernel: a loop device (direct I/O) on one of its files shows the
+injected latency in /proc/diskstats; settings change it at run time; an array's slots queue I/O.
+
+Bounds are about the injected behaviour and generous: what is measured is injection + the I/O path's
+own cost (the "overhead floor", printed here and calibrated away by `lab up`), on a shared VM.
+Run with `-s` to see the measured numbers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import mmap
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from lunlat.lab import measure, system
+from lunlat.lab.settings import ArraySetting, LunSetting, Settings
+
+pytestmark = pytest.mark.lab
+
+BLOCK = 8192
+IMAGE_BYTES = 32 * 1024 * 1024
+BATCHES = 5
+IO_TIMEOUT = 120.0  # seconds for one batch of I/O: only reached when the daemon hangs
+
+
+def _skip_reason() -> str | None:
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return "needs Linux and root (a FUSE mount and loop devices)"
+    missing = [tool for tool in ("fusermount3", "losetup") if shutil.which(tool) is None]
+    if missing:
+        return f"missing tools: {', '.join(missing)} (Debian: fuse3, util-linux)"
+    if not Path("/dev/fuse").exists():
+        return "no /dev/fuse (load the fuse module, or give the container --device /dev/fuse)"
+    if not Path("/dev/loop-control").exists():
+        return "no /dev/loop-control: loop devices are not available"
+    if importlib.util.find_spec("mfusepy") is None:
+        return "mfusepy is not installed (pip install 'lunlat[lab]')"
+    return None
+
+
+def lun(array: str, ms: float, jitter: float = 0.0) -> LunSetting:
+    return LunSetting(array, ms, ms, jitter)
+
+
+BASE = Settings(
+    luns={
+        "zero": lun("wide", 0.0),
+        "two": lun("wide", 2.0),
+        "spread": lun("wide", 2.0, jitter=1.0),
+        "q1": lun("one", 2.0),
+        "q2": lun("one", 2.0),
+    },
+    arrays={"wide": ArraySetting(32, 100_000.0), "one": ArraySetting(1, 100_000.0)},
+    overhead_ms={"read": 0.0, "write": 0.0},
+)
+
+
+@dataclass
+class Daemon:
+    process: subprocess.Popen[bytes]
+    log: Path
+    mountpoint: Path
+    settings_file: Path
+    loops: list[str] = field(default_factory=list)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def attach(self, lun_name: str) -> str:
+        """A loop device with direct I/O on the LUN's file, detached by the fixture."""
+        device = system.attach_loop(self.mountpoint / f"{lun_name}.img")
+        self.loops.append(device)
+        return device
+
+    def apply(self, settings: Settings) -> None:
+        """Replace the settings file as `lab set-latency` does and wait until the daemon says it
+        has them in force (its log line), so no I/O of the next batch runs under the old ones."""
+        reloads = self.log_text().count("settings reloaded")
+        settings.save(self.settings_file)
+        system.wait_for(lambda: self.log_text().count("settings reloaded") > reloads, 10, "the reload")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(15)
+    return process.returncode
+
+
+@pytest.fixture
+def start_daemon(tmp_path: Path) -> Iterator[Callable[[Settings], Daemon]]:
+    """Starts the daemon on tmp dirs; whatever happens, detaches its loops, stops it, unmounts."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    started: list[Daemon] = []
+
+    def start(settings: Settings) -> Daemon:
+        backing, mountpoint = tmp_path / "backing", tmp_path / "mnt"
+        backing.mkdir()
+        mountpoint.mkdir()
+        for name in settings.luns:
+            with (backing / f"{name}.img").open("wb") as image:
+                image.truncate(IMAGE_BYTES)
+        settings_file = tmp_path / "settings.json"
+        settings.save(settings_file)
+        log = tmp_path / "fusefs.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "lunlat.lab.fusefs", "--backing", str(backing),
+                 "--mount", str(mountpoint), "--settings", str(settings_file)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        daemon = Daemon(process, log, mountpoint, settings_file)
+        started.append(daemon)
+
+        def ready() -> bool:
+            if process.poll() is not None:
+                raise AssertionError(f"the daemon exited ({process.returncode}):\n{daemon.log_text()}")
+            return "msg=mounted" in daemon.log_text() and system.is_mounted(mountpoint)
+
+        system.wait_for(ready, 20, "the FUSE filesystem to mount")
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            try:
+                for device in daemon.loops:
+                    system.detach_loop(device)
+            finally:
+                _stop(daemon.process)
+                system.unmount(daemon.mountpoint)  # only acts if the daemon left its mount behind
+
+
+def run_io(devices: list[str], op: str, count: int) -> dict[str, measure.Average]:
+    """`count` O_DIRECT 8K random I/Os per entry of `devices`, one thread each, all at once (queue
+    depth 1 per thread); the average latency per device as the kernel counted it (diskstats)."""
+    names = sorted({Path(d).name for d in devices})
+    before = measure.from_diskstats()
+    errors: list[BaseException] = []
+
+    def worker(device: str, seed: int) -> None:
+        buf = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT requires
+        fd = os.open(device, os.O_RDWR | os.O_DIRECT)
+        rng = random.Random(seed)
+        try:
+            for _ in range(count):
+                offset = rng.randrange(IMAGE_BYTES // BLOCK) * BLOCK
+                if op == "read":
+                    os.preadv(fd, [buf], offset)
+                else:
+                    os.pwritev(fd, [buf], offset)
+        except BaseException as exc:
+            errors.append(exc)
+            raise
+        finally:
+            os.close(fd)
+            buf.close()
+
+    threads = [threading.Thread(target=worker, args=(d, i), daemon=True) for i, d in enumerate(devices)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + IO_TIMEOUT
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), "I/O did not finish: the daemon hangs"
+    assert not errors, errors
+    after = measure.from_diskstats()
+    return {name: measure.average(before[name], after[name]) for name in names}
+
+
+def latency_ms(devices: list[str], op: str, count: int, batches: int = BATCHES) -> dict[str, float]:
+    """Per device, the median over `batches` of the batch's diskstats average: one host stall
+    (this VM's neighbours pause it for up to 0.2 s now and then) moves one batch, not the result."""
+    per_batch: dict[str, list[float]] = {}
+    for _ in range(batches):
+        for name, average in run_io(devices, op, count).items():
+            value = average.read_ms if op == "read" else average.write_ms
+            assert value is not None, f"no {op}s counted on {name}"
+            per_batch.setdefault(name, []).append(value)
+    return {name: statistics.median(values) for name, values in per_batch.items()}
+
+
+def test_a_loop_device_shows_the_injected_latency(start_daemon: Callable[[Settings], Daemon]) -> None:
+    daemon = start_daemon(BASE)
+    zero, two, spread = daemon.attach("zero"), daemon.attach("two"), daemon.attach("spread")
+    report = []
+    for op in ("read", "write"):
+        floor = latency_ms([zero], op, 200)[Path(zero).name]
+        measured = latency_ms([two], op, 100)[Path(two).name]
+        jittered = latency_ms([spread], op, 100)[Path(spread).name]
+        report.append(
+            f"{op}: overhead floor {floor:.3f} ms; 2 ms LUN {measured:.3f} ms, with jitter 1.0 {jittered:.3f} ms"
+        )
+        # The injected 2 ms plus the I/O path's own cost (overhead_ms is 0 here).
+        assert 2.0 <= measured < 3.5, report[-1]
+        # Jitter keeps the mean: lognormal draws with a standard deviation of 2 ms, 100 per batch
+        # (standard error 0.2 ms), hence the wider lower bound.
+        assert 1.6 <= jittered < 3.5, report[-1]
+    print("\n" + "\n".join(report))
+
+
+def test_a_settings_change_applies_at_run_time_without_remount(
+    start_daemon: Callable[[Settings], Daemon],
+) -> None:
+    daemon = start_daemon(BASE)
+    device = daemon.attach("two")
+    name = Path(device).name
+    before = {op: latency_ms([device], op, 60)[name] for op in ("read", "write")}
+    daemon.apply(Settings({**BASE.luns, "two": lun("wide", 5.0)}, BASE.arrays, BASE.overhead_ms))
+    after = {op: latency_ms([device], op, 40)[name] for op in ("read", "write")}
+    print(f"\n2 ms -> 5 ms at run time: before {before}, after {after} (ms)")
+    for op in ("read", "write"):
+        assert 2.0 <= before[op] < 3.5, (op, before)
+        assert 5.0 <= after[op] < 6.5, (op, after)
+    assert daemon.process.poll() is None and system.is_mounted(daemon.mountpoint)
+    assert system.loops_under(daemon.mountpoint) == {device: str(daemon.mountpoint / "two.img")}
+
+
+def test_an_array_with_one_slot_queues_io_from_all_its_luns(
+    start_daemon: Callable[[Settings], Daemon],
+) -> None:
+    daemon = start_daemon(BASE)
+    q1, q2, wide = daemon.attach("q1"), daemon.attach("q2"), daemon.attach("two")
+    report = []
+    for op in ("read", "write"):
+        alone = latency_ms([q1], op, 50)[Path(q1).name]
+        # Four threads, two on each LUN of the 1-slot array: each I/O waits for the three ahead.
+        shared = latency_ms([q1, q1, q2, q2], op, 25)
+        together = [shared[Path(d).name] for d in (q1, q2)]
+        # Control: the same four threads on a LUN of a 32-slot array do not queue, so the daemon
+        # itself (threads, the kernel's FUSE queue, write locking) does not serialize them.
+        wide_alone = latency_ms([wide], op, 50)[Path(wide).name]
+        wide_four = latency_ms([wide] * 4, op, 25)[Path(wide).name]
+        report.append(
+            f"{op}: 1 slot alone {alone:.3f} ms, 4 threads {together[0]:.3f}/{together[1]:.3f} ms; "
+            f"32 slots alone {wide_alone:.3f} ms, 4 threads {wide_four:.3f} ms"
+        )
+        for value in together:
+            assert 2.5 * alone <= value <= 5.0 * alone, report[-1]
+        assert wide_four < 1.6 * wide_alone, report[-1]
+    print("\n" + "\n".join(report))
+
+
+def test_sigterm_unmounts_and_logs_start_and_stop(start_daemon: Callable[[Settings], Daemon]) -> None:
+    daemon = start_daemon(BASE)
+    assert sorted(p.name for p in daemon.mountpoint.iterdir()) == sorted(f"{n}.img" for n in BASE.luns)
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "new.img").write_bytes(b"")  # the namespace is fixed
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "zero.img").unlink()
+    assert _stop(daemon.process) == 0
+    assert not system.is_mounted(daemon.mountpoint)
+    log = daemon.log_text()
+    assert "msg=starting" in log
+    assert "msg=mounted" in log
+    assert "msg=stopped reason=signal" in log
+    assert "Traceback" not in log
