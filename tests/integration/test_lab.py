@@ -15,6 +15,7 @@ import pytest
 
 from lunlat.lab import commands, fio, measure, system
 from lunlat.lab.state import LabState
+from tests.labhost import lab_skip_reason
 from tests.procs import LUNLAT_PORT, ExporterProcess
 
 pytestmark = pytest.mark.lab
@@ -23,20 +24,9 @@ pytestmark = pytest.mark.lab
 TOLERANCE = 0.05
 
 
-def _skip_reason() -> str | None:
-    if sys.platform != "linux" or os.geteuid() != 0:
-        return "needs Linux and root (loop devices, a FUSE mount)"
-    missing = [t for t in ("losetup", "fusermount3", "fio") if shutil.which(t) is None]
-    if missing:
-        return f"missing tools: {', '.join(missing)} (Debian: util-linux, fuse3, fio)"
-    if not Path("/dev/fuse").exists() or not Path("/dev/loop-control").exists():
-        return "no /dev/fuse or /dev/loop-control"
-    return None
-
-
 @pytest.fixture(autouse=True)
 def _lab_host() -> None:
-    reason = _skip_reason()
+    reason = lab_skip_reason()
     if reason:
         pytest.skip(reason)
 

@@ -1,4 +1,4 @@
-"""The `lunlat` command: `serve` the exporter, `check-config` a config file.
+"""The `lunlat` command: `serve` the exporter, `check-config` a config file, run the `lab`, generate `rules`.
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
 Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
@@ -32,6 +32,13 @@ log = logging.getLogger("lunlat.cli")
 # full; registrations continue above 10000). See README "Port".
 DEFAULT_PORT = 10431
 EXIT_USAGE = 2
+# Paths relative to a checkout of the repository, where `lunlat rules generate` is run.
+DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
+DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
+GENERATE_HELP = (
+    "Write the recording and alert rules generated from the goals file. With --check, write nothing and "
+    "exit 1 when the rules file is stale (CI runs this). A bad goals file exits 2 naming the key and line."
+)
 
 
 def _positive_float(text: str) -> float:
@@ -135,7 +142,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("file", type=Path)
     _lab_parser(commands)
+    _rules_parser(commands)
     return parser
+
+
+def _rules_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rules = commands.add_parser(
+        "rules",
+        help="Prometheus rules from the latency goals",
+        description="Recording and alert rules generated from the goal definition (alerts/goals.yaml).",
+    )
+    actions = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    generate = actions.add_parser(
+        "generate", help="write the rules file (or, with --check, compare it)", description=GENERATE_HELP
+    )
+    generate.add_argument(
+        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help="default alerts/goals.yaml"
+    )
+    generate.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_RULES_FILE,
+        metavar="FILE",
+        help="default alerts/lunlat.rules.yml",
+    )
+    generate.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when FILE differs from what would be written",
+    )
 
 
 def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -309,12 +344,48 @@ def check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def generate_rules(args: argparse.Namespace) -> int:
+    from lunlat.alerting.goals import load_goals  # noqa: PLC0415 - the exporter does not load the rules
+    from lunlat.alerting.rules import render  # noqa: PLC0415
+
+    try:
+        text = render(load_goals(args.goals))
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"lunlat: goals error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.check:
+        try:
+            current = args.output.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(
+                f"{args.output}: cannot read ({exc.strerror}); run `lunlat rules generate`", file=sys.stderr
+            )
+            return 1
+        if current != text:
+            print(
+                f"{args.output} is stale: it differs from {args.goals}; run `lunlat rules generate`",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"{args.output}: up to date with {args.goals}")
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    temporary = args.output.with_name(f".{args.output.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(args.output)  # atomic: Prometheus never reads half a file
+    print(f"{args.output}: written from {args.goals}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
     if args.command == "lab":
         return run_lab(args)
+    if args.command == "rules":
+        return generate_rules(args)
     return check_config(args)
 
 

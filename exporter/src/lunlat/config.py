@@ -7,14 +7,15 @@ used: every LUN of the host, no database.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lunlat.lab.config import LabConfig
+from lunlat.yamlmodel import ConfigError, ConfigProblem, load_model, parse_model
+
+__all__ = ["Config", "ConfigError", "ConfigProblem", "load_config", "parse_config"]
 
 Role = Literal["data", "log", "temp", "control", "other"]
 
@@ -113,105 +114,16 @@ class Config(_Strict):
         return [*self.luns, *derived]
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigProblem:
-    source: str
-    line: int | None
-    key: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.source}:{self.line}" if self.line else self.source
-        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
-
-
-class ConfigError(Exception):
-    def __init__(self, problems: list[ConfigProblem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML keeps the last of two equal keys silently; a config must not."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first on line {seen[key]})",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """Line (1-based) of the key or list item deepest along `loc`: where a reader looks first."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line + 1, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def parse_config(text: str, source: str = "<config>") -> Config:
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError([ConfigProblem(source, line, "", f"invalid YAML: {exc.problem or exc}")]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([ConfigProblem(source, None, "", f"invalid YAML: {exc}")]) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError([ConfigProblem(source, 1, "", "the config must be a mapping of sections")])
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            message = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                message = (
-                    "this lunlat version has no database sources yet; remove the section"
-                    if loc in (("oracle",), ("mssql",))
-                    else "unknown key"
-                )
-            elif "input" in err and err["type"] not in ("missing",) and not isinstance(err["input"], dict):
-                message += f" (got {err['input']!r})"
-            problems.append(ConfigProblem(source, _line_of(root, loc), _key_path(loc), message))
-        raise ConfigError(problems) from None
+    return parse_model(text, source, Config, _explain_extra)
+
+
+def _explain_extra(loc: tuple[int | str, ...]) -> str:
+    if loc in (("oracle",), ("mssql",)):
+        return "this lunlat version has no database sources yet; remove the section"
+    return "unknown key"
 
 
 def load_config(path: Path | None) -> Config:
     """The config in `path`, or the embedded default when no path is given."""
-    if path is None:
-        return Config()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([ConfigProblem(str(path), None, "", f"cannot read: {exc}")]) from None
-    return parse_config(text, str(path))
+    return Config() if path is None else load_model(path, Config, _explain_extra)

@@ -1,0 +1,83 @@
+"""Time to page and time to resolve, end to end on the lab, median over several breaches.
+
+The real parts as in tests/alerting/test_e2e_paging.py: the lab's loop LUNs under the reference
+OLTP phase, the lunlat exporter, the Debian Prometheus (15 s scrape and evaluation) with
+alerts/lunlat.rules.yml, the Debian Alertmanager with alerts/alertmanager.yml's routing and timers,
+and a webhook receiver. Each run raises the SQL Server 1 data LUN to 2 ms, waits for its page,
+restores it and waits for the resolved notification; each run on a fresh Prometheus and Alertmanager.
+
+Needs root (loop devices, FUSE), fio, prometheus and prometheus-alertmanager. Prints each run and
+the medians against the goals (page ≤ 60 s after onset, resolve ≤ 120 s after restore); asserts nothing.
+
+    .venv/bin/python bench/time_to_page.py --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
+
+from lunlat.lab import commands
+from tests.alerting import e2e
+from tests.alerting.stack import AlertingStack, WebhookReceiver, missing_binaries
+from tests.labhost import lab_skip_reason, memory_backed_dir
+
+PAGE_GOAL_S = 60.0
+RESOLVE_GOAL_S = 120.0
+SETTLE_S = 60.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="breach/restore cycles (default 5)")
+    args = parser.parse_args()
+    problem = lab_skip_reason() or (
+        f"missing {', '.join(missing_binaries())}" if missing_binaries() else None
+    )
+    if problem:
+        print(f"cannot run: {problem}", file=sys.stderr)
+        return 2
+    state_dir = Path(tempfile.mkdtemp(prefix="lunlat-bench-", dir=memory_backed_dir()))
+    pages: list[float] = []
+    resolves: list[float] = []
+    try:
+        commands.up(e2e.LAB_CONFIG, state_dir)
+        commands.phase(state_dir, "oltp")
+        for run in range(1, args.runs + 1):
+            # A fresh Prometheus and Alertmanager per run: after a breach the LUN's budget burn alert
+            # fires for up to an hour, and its open notification group would change the next timing.
+            with (
+                tempfile.TemporaryDirectory(prefix="lunlat-stack-") as workdir,
+                WebhookReceiver() as hook,
+                AlertingStack(Path(workdir), e2e.LAB_CONFIG, hook.url) as stack,
+            ):
+                stack.wait_for_series("lunlat:latency_above_goal:bool", 9, timeout=180)
+                time.sleep(SETTLE_S)  # every 1m window full of OLTP before the onset
+                cycle = e2e.breach_and_restore(state_dir, hook)
+            pages.append(cycle.seconds_to_page)
+            resolves.append(cycle.seconds_to_resolve)
+            print(
+                f"run {run}: onset → page {cycle.seconds_to_page:5.1f} s, "
+                f"restore → resolved {cycle.seconds_to_resolve:5.1f} s",
+                flush=True,
+            )
+    finally:
+        commands.down(state_dir)
+    page, resolve = statistics.median(pages), statistics.median(resolves)
+    print(
+        f"median of {len(pages)}: onset → page {page:.1f} s (goal ≤ {PAGE_GOAL_S:.0f} s, "
+        f"{page / PAGE_GOAL_S:.2f} of it; range {min(pages):.1f} to {max(pages):.1f}); "
+        f"restore → resolved {resolve:.1f} s (goal ≤ {RESOLVE_GOAL_S:.0f} s, {resolve / RESOLVE_GOAL_S:.2f} of it; "
+        f"range {min(resolves):.1f} to {max(resolves):.1f})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Alerting: the latency goal definition and the Prometheus rules generated from it."""

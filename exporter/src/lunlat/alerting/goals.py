@@ -1,0 +1,217 @@
+"""The latency goal definition (`alerts/goals.yaml`): default goal, overrides, breach, SLO and health.
+
+Rules, dashboards and docs are generated from this one file (design §6: the goal is not exporter
+config). Validation is strict like the exporter config: unknown keys, bad durations, regexes or
+matchers are errors naming file, line and key.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lunlat.yamlmodel import load_model, parse_model
+
+Severity = Literal["page", "warning"]
+# Labels of a judged latency series an override can match on.
+MatchLabel = Literal["workload", "database", "role"]
+
+# Prometheus durations: one or more <number><unit>, largest unit first ("1h30m").
+_DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
+_UNIT_SECONDS = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1, 0.001)
+# One PromQL label matcher: name, operator, double- or single-quoted value.
+_MATCHER = re.compile(
+    r"""\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')\s*"""
+)
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds in a Prometheus duration; ValueError names what is wrong."""
+    match = _DURATION.match(text)
+    if not text or match is None or not any(match.groups()):
+        raise ValueError(f"not a Prometheus duration like 30s, 5m or 1h30m: {text!r}")
+    return sum(int(n) * unit for n, unit in zip(match.groups(), _UNIT_SECONDS, strict=True) if n)
+
+
+def _duration(text: str) -> str:
+    if duration_seconds(text) <= 0:
+        raise ValueError(f"must be longer than zero: {text!r}")
+    return text
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)  # RE2 (Prometheus) accepts a subset of Python's syntax; the common part is checked
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return text
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tier(_Strict):
+    """What the default sets and an override may change."""
+
+    goal_ms: float | None = Field(default=None, gt=0, description="Average latency objective, ms.")
+    severity: Severity | None = None
+    min_iops: float | None = Field(default=None, ge=0, description="Idle guard, operations per second.")
+
+
+class DefaultTier(Tier):
+    goal_ms: float = Field(default=1.0, gt=0)
+    severity: Severity = "page"
+    min_iops: float = Field(default=10.0, ge=0)
+
+
+class Override(Tier):
+    match: dict[MatchLabel, str]
+
+    @field_validator("match")
+    @classmethod
+    def _match(cls, value: dict[MatchLabel, str]) -> dict[MatchLabel, str]:
+        if not value:
+            raise ValueError("name at least one of workload, database, role")
+        for pattern in value.values():
+            _regex(pattern)
+        return value
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Override:
+        if self.goal_ms is None and self.severity is None and self.min_iops is None:
+            raise ValueError("an override must set goal_ms, severity or min_iops")
+        return self
+
+
+class Breach(_Strict):
+    for_: str = Field(default="15s", alias="for")
+
+    @field_validator("for_")
+    @classmethod
+    def _for(cls, value: str) -> str:
+        duration_seconds(value)  # 0s is allowed: fire on the first evaluation above goal
+        return value
+
+
+class BurnWindow(_Strict):
+    long: str
+    short: str
+    burn_rate: float = Field(gt=0)
+
+    _durations = field_validator("long", "short")(_duration)
+
+    @model_validator(mode="after")
+    def _short_is_shorter(self) -> BurnWindow:
+        if duration_seconds(self.short) >= duration_seconds(self.long):
+            raise ValueError(f"short window {self.short} must be shorter than long window {self.long}")
+        return self
+
+
+class Slo(_Strict):
+    objective: float = Field(
+        default=0.99, gt=0, lt=1, description="Fraction of judged minutes at or below goal."
+    )
+    period: str = "30d"
+    fast: list[BurnWindow] = Field(
+        default_factory=lambda: [
+            BurnWindow(long="1h", short="5m", burn_rate=14.4),
+            BurnWindow(long="6h", short="30m", burn_rate=6),
+        ]
+    )
+    slow: list[BurnWindow] = Field(
+        default_factory=lambda: [
+            BurnWindow(long="1d", short="2h", burn_rate=3),
+            BurnWindow(long="3d", short="6h", burn_rate=1),
+        ]
+    )
+
+    _period = field_validator("period")(_duration)
+
+    @model_validator(mode="after")
+    def _windows(self) -> Slo:
+        if not self.fast or not self.slow:
+            raise ValueError("fast and slow each need at least one window pair")
+        period = duration_seconds(self.period)
+        for pair in (*self.fast, *self.slow):
+            if duration_seconds(pair.long) > period:
+                raise ValueError(f"window {pair.long} is longer than the SLO period {self.period}")
+        return self
+
+    @property
+    def error_budget(self) -> float:
+        return round(1 - self.objective, 12)
+
+    def windows(self) -> list[str]:
+        """Every window a burn alert reads, shortest first."""
+        return sorted(
+            {w for pair in (*self.fast, *self.slow) for w in (pair.long, pair.short)}, key=duration_seconds
+        )
+
+
+class Health(_Strict):
+    exporter_down_for: str = "2m"
+    exporter_absent_for: str = "5m"
+    source_down_for: str = "2m"
+    source_errors_window: str = "15m"
+
+    _durations = field_validator("*")(_duration)
+
+
+class Goals(_Strict):
+    selector: str = Field(
+        default='job="lunlat"', description="PromQL matchers picking lunlat's scrape job(s)."
+    )
+    runbook_base_url: str = "https://github.com/lunlat/lunlat/blob/main/alerts/runbooks"
+    default: DefaultTier = Field(default_factory=DefaultTier)
+    overrides: list[Override] = Field(default_factory=list)
+    breach: Breach = Field(default_factory=Breach)
+    slo: Slo = Field(default_factory=Slo)
+    health: Health = Field(default_factory=Health)
+
+    @field_validator("selector")
+    @classmethod
+    def _selector(cls, value: str) -> str:
+        parts = value.split(",")
+        # A comma inside a quoted value splits wrongly; rejoin until each part is a whole matcher.
+        matchers, pending = [], ""
+        for part in parts:
+            pending = f"{pending},{part}" if pending else part
+            if _MATCHER.fullmatch(pending):
+                matchers.append(pending)
+                pending = ""
+        if pending or not matchers:
+            raise ValueError(f'not a list of PromQL label matchers like job="lunlat": {value!r}')
+        return value
+
+    @field_validator("runbook_base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://\S+$", value):
+            raise ValueError(f"not an http(s) URL: {value!r}")
+        return value.rstrip("/")
+
+    def tier(self, labels: dict[str, str]) -> DefaultTier:
+        """The goal a series with these labels is judged against (first matching override wins)."""
+        for override in self.overrides:
+            if all(re.fullmatch(p, labels.get(k, "")) for k, p in override.match.items()):
+                return self.resolve(override)
+        return self.default
+
+    def resolve(self, override: Override) -> DefaultTier:
+        return DefaultTier(
+            goal_ms=override.goal_ms if override.goal_ms is not None else self.default.goal_ms,
+            severity=override.severity or self.default.severity,
+            min_iops=override.min_iops if override.min_iops is not None else self.default.min_iops,
+        )
+
+
+def parse_goals(text: str, source: str = "<goals>") -> Goals:
+    return parse_model(text, source, Goals)
+
+
+def load_goals(path: Path) -> Goals:
+    return load_model(path, Goals)

@@ -1,0 +1,89 @@
+"""One breach-and-restore cycle on the lab, timed: shared by the end-to-end test and the benchmark."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lunlat.lab import commands
+from lunlat.lab.state import LabState
+from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver
+
+LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
+BREACH_LUN = "sqlserver1_data"  # the lab's name; the exporter's `lun` label is its loop device
+BREACH_LABELS = {"database": "SQL Server 1", "role": "data", "workload": "oltp"}
+BREACH_MS = 2.0
+PAGE_TIMEOUT = 240.0
+RESOLVE_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    page: Notification
+    resolved: Notification
+    seconds_to_page: float
+    seconds_to_resolve: float
+
+
+BREACH_ALERTS = ("LunLatencyDataReadHigh", "LunLatencyDataWriteHigh")
+
+
+def breach_alerts(notification: Notification, status: str) -> list[dict[str, Any]]:
+    """The breached LUN's breach alerts in this notification with that status. (Its group may also
+    carry a budget burn alert: after a breach on a young TSDB the 1h ratio is high for a while.)"""
+    return [
+        a
+        for a in notification.alerts
+        if a.get("status") == status
+        and a["labels"].get("alertname") in BREACH_ALERTS
+        and all(a["labels"].get(k) == v for k, v in BREACH_LABELS.items())
+    ]
+
+
+def page_after(wall_time: float) -> Callable[[Notification], bool]:
+    """Matches a notification paging a breach alert of the LUN that started firing after `wall_time`."""
+
+    def matches(notification: Notification) -> bool:
+        return any(
+            a["labels"].get("severity") == "page" and _started_after(a, wall_time)
+            for a in breach_alerts(notification, "firing")
+        )
+
+    return matches
+
+
+def is_resolved(notification: Notification) -> bool:
+    """Matches the notification saying the LUN's breach alerts resolved, none still firing."""
+    return bool(breach_alerts(notification, "resolved")) and not breach_alerts(notification, "firing")
+
+
+def _started_after(alert: dict[str, Any], wall_time: float) -> bool:
+    return Notification(0.0, {"alerts": [alert]}).fired_since(wall_time)
+
+
+def breach_and_restore(state_dir: Path, hook: WebhookReceiver) -> Cycle:
+    """Raise the data LUN to BREACH_MS, wait for its page; restore it, wait for the resolution."""
+    _, lab = commands.load_lab(LAB_CONFIG)
+    normal = next(lun.latency for lun in lab.luns if lun.name == BREACH_LUN)
+    onset, onset_wall = time.monotonic(), time.time()
+    commands.set_latency(state_dir, BREACH_LUN, BREACH_MS, BREACH_MS, None)
+    page = hook.wait_for(page_after(onset_wall), PAGE_TIMEOUT, since=onset)
+    restore = time.monotonic()
+    commands.set_latency(state_dir, BREACH_LUN, normal.read_ms, normal.write_ms, None)
+    resolved = hook.wait_for(is_resolved, RESOLVE_TIMEOUT, since=restore)
+    return Cycle(page, resolved, page.received - onset, resolved.received - restore)
+
+
+def device_of(state_dir: Path, lun: str) -> str:
+    """The kernel name (the exporter's `lun` label) of a lab LUN's loop device."""
+    state = LabState.load(state_dir)
+    assert state is not None, f"no lab in {state_dir}"
+    return Path(state.loops[lun]).name
+
+
+def judged_series(stack: AlertingStack) -> int:
+    """How many (LUN, op) pairs the OLTP phase keeps above the idle guard (so are judged)."""
+    return len(stack.query("lunlat:latency_above_goal:bool"))

@@ -1,0 +1,303 @@
+"""The paging path with real parts: lunlat exporter → Prometheus (the repo's rules) → Alertmanager
+(the repo's routing, grouping and inhibition) → a webhook receiver that records every notification.
+
+Used by the end-to-end alerting test and by bench/time_to_page.py:
+
+    with WebhookReceiver() as hook, AlertingStack(workdir, exporter_config, hook.url) as stack:
+        hook.wait_for(lambda n: ..., timeout=180)
+
+Prometheus and Alertmanager are the Debian binaries (`prometheus`, `prometheus-alertmanager`); each
+listens on a port the kernel picks. Scrape and rule evaluation run every 15 s, as the issue asks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, scrape
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = REPO / "alerts" / "lunlat.rules.yml"
+ALERTMANAGER_CONFIG = REPO / "alerts" / "alertmanager.yml"
+INTERVAL = "15s"
+
+PROMETHEUS = "prometheus"
+ALERTMANAGER = "prometheus-alertmanager"  # Debian's name; upstream calls it alertmanager
+
+
+def missing_binaries() -> list[str]:
+    found = [shutil.which(PROMETHEUS), shutil.which(ALERTMANAGER) or shutil.which("alertmanager")]
+    return [name for name, path in zip((PROMETHEUS, ALERTMANAGER), found, strict=True) if path is None]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """One webhook call from Alertmanager: when it arrived and what it said."""
+
+    received: float  # time.monotonic()
+    payload: dict[str, Any]
+
+    @property
+    def status(self) -> str:
+        return str(self.payload.get("status", ""))
+
+    @property
+    def receiver(self) -> str:
+        return str(self.payload.get("receiver", ""))
+
+    @property
+    def alerts(self) -> list[dict[str, Any]]:
+        return list(self.payload.get("alerts", []))
+
+    def fired_since(self, wall_time: float) -> bool:
+        """An alert in this notification that started firing at or after `wall_time` (epoch s)."""
+        return any(
+            a.get("status") == "firing" and _epoch(a.get("startsAt", "")) >= wall_time for a in self.alerts
+        )
+
+    def has(self, status: str, **labels: str) -> bool:
+        """An alert in this notification with that status and those labels."""
+        return any(
+            a.get("status") == status and all(a.get("labels", {}).get(k) == v for k, v in labels.items())
+            for a in self.alerts
+        )
+
+
+def _epoch(rfc3339: str) -> float:
+    """Alertmanager's timestamps (RFC 3339, nanoseconds) as epoch seconds; 0 when unparsable."""
+    trimmed = re.sub(r"(\.\d{6})\d+", r"\1", rfc3339).replace("Z", "+00:00")
+    try:
+        return datetime.fromisoformat(trimmed).timestamp()
+    except ValueError:
+        return 0.0
+
+
+@dataclass
+class WebhookReceiver:
+    """Records Alertmanager's webhook notifications (JSON POSTs) with their arrival time."""
+
+    notifications: list[Notification] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
+    _changed: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
+
+    def __enter__(self) -> WebhookReceiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    payload = json.loads(body)
+                except ValueError:
+                    self.send_error(400, "not JSON")
+                    return
+                with receiver._changed:
+                    receiver.notifications.append(Notification(time.monotonic(), payload))
+                    receiver._changed.notify_all()
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        threading.Thread(target=self._server.serve_forever, name="webhook", daemon=True).start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "not started"
+        return f"http://{LOOPBACK}:{self._server.server_address[1]}/alerts"
+
+    def snapshot(self) -> list[Notification]:
+        with self._changed:
+            return list(self.notifications)
+
+    def wait_for(
+        self, matches: Callable[[Notification], bool], timeout: float, since: float = 0.0
+    ) -> Notification:
+        """The first notification received after `since` (monotonic) that `matches`; TimeoutError
+        listing what did arrive when none does within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for notification in self.notifications:
+                    if notification.received >= since and matches(notification):
+                        return notification
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    seen = [
+                        (n.receiver, n.status, [a["labels"].get("alertname") for a in n.alerts])
+                        for n in self.notifications
+                    ]
+                    raise TimeoutError(f"no matching notification within {timeout:g}s; received: {seen}")
+                self._changed.wait(left)
+
+
+def alertmanager_config(webhook_url: str) -> dict[str, Any]:
+    """The repo's Alertmanager config with every receiver replaced by the test webhook. Routing,
+    grouping, timers and inhibition are kept as they are: they are what is under test."""
+    config: dict[str, Any] = yaml.safe_load(ALERTMANAGER_CONFIG.read_text(encoding="utf-8"))
+    config["global"] = {"resolve_timeout": config.get("global", {}).get("resolve_timeout", "5m")}
+    config["receivers"] = [
+        {"name": r["name"], "webhook_configs": [{"url": webhook_url, "send_resolved": True}]}
+        for r in config["receivers"]
+    ]
+    return config
+
+
+def prometheus_config(exporter_port: int, alertmanager_port: int) -> dict[str, Any]:
+    return {
+        "global": {"scrape_interval": INTERVAL, "evaluation_interval": INTERVAL},
+        "rule_files": [str(RULES)],
+        "alerting": {
+            "alertmanagers": [{"static_configs": [{"targets": [f"{LOOPBACK}:{alertmanager_port}"]}]}]
+        },
+        "scrape_configs": [
+            {"job_name": "lunlat", "static_configs": [{"targets": [f"{LOOPBACK}:{exporter_port}"]}]}
+        ],
+    }
+
+
+@dataclass
+class AlertingStack:
+    """Exporter, Alertmanager and Prometheus as child processes under `workdir`."""
+
+    workdir: Path
+    exporter_config: Path
+    webhook_url: str
+    processes: list[ExporterProcess] = field(default_factory=list)
+    alertmanager: ExporterProcess = field(init=False)
+    exporter: ExporterProcess = field(init=False)
+    prometheus: ExporterProcess = field(init=False)
+
+    def __enter__(self) -> AlertingStack:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+
+    def _start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        am_config = self.workdir / "alertmanager.yml"
+        am_config.write_text(yaml.safe_dump(alertmanager_config(self.webhook_url), sort_keys=False))
+        binary = shutil.which(ALERTMANAGER) or shutil.which("alertmanager") or ALERTMANAGER
+        self.alertmanager = self._spawn(
+            [
+                binary,
+                f"--config.file={am_config}",
+                f"--storage.path={self.workdir / 'alertmanager-data'}",
+                f"--web.listen-address={LOOPBACK}:0",
+                "--cluster.listen-address=",  # a single instance: no gossip port
+            ],
+            "alertmanager",
+        )
+        self.exporter = self._spawn(
+            [
+                sys.executable,
+                "-m",
+                "lunlat",
+                "serve",
+                f"--web.listen-address={LOOPBACK}:0",
+                f"--config.file={self.exporter_config}",
+            ],
+            "lunlat",
+            port_pattern=True,
+        )
+        prom_config = self.workdir / "prometheus.yml"
+        prom_config.write_text(
+            yaml.safe_dump(prometheus_config(self.exporter.port, self.alertmanager.port), sort_keys=False)
+        )
+        self.prometheus = self._spawn(
+            [
+                PROMETHEUS,
+                f"--config.file={prom_config}",
+                f"--storage.tsdb.path={self.workdir / 'prometheus-data'}",
+                f"--web.listen-address={LOOPBACK}:0",
+            ],
+            "prometheus",
+        )
+        for process in (self.alertmanager, self.prometheus):
+            _wait_ready(process)
+
+    def _spawn(self, argv: list[str], name: str, *, port_pattern: bool = False) -> ExporterProcess:
+        process = ExporterProcess(
+            argv,
+            self.workdir / f"{name}.log",
+            port_pattern=LUNLAT_PORT if port_pattern else None,
+            name=name,
+            start_timeout=60.0,
+        )
+        self.processes.append(process)
+        return process.start()
+
+    # --- Prometheus' HTTP API -------------------------------------------------------------------------
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        """Instant query; the result vector."""
+        from urllib.parse import urlencode  # noqa: PLC0415
+        from urllib.request import urlopen  # noqa: PLC0415
+
+        url = self.prometheus.url("/api/v1/query?" + urlencode({"query": promql}))
+        with urlopen(url, timeout=30) as response:  # noqa: S310 - loopback URL built here
+            answer = json.load(response)
+        if answer.get("status") != "success":
+            raise RuntimeError(f"query {promql!r} failed: {answer}")
+        return list(answer["data"]["result"])
+
+    def values(self, promql: str, label: str) -> dict[str, float]:
+        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql)}
+
+    def wait_for_series(self, promql: str, count: int, timeout: float) -> list[dict[str, Any]]:
+        """Poll until the query returns at least `count` series."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.query(promql)
+            if len(found) >= count:
+                return found
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{promql}: {len(found)} series after {timeout:g}s, wanted {count}")
+            time.sleep(2)
+
+
+def _wait_ready(process: ExporterProcess, timeout: float = 60.0) -> None:
+    """Prometheus answers 503 until its TSDB is open: poll /-/ready (both servers have it)."""
+    deadline = time.monotonic() + timeout
+    while scrape(process.port, "/-/ready", timeout=10).status != 200:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{process.name} not ready after {timeout:g}s\n{process.log_tail()}")
+        time.sleep(0.5)
