@@ -20,10 +20,15 @@ def lab_skip_reason() -> str | None:
     return None
 
 
-def memory_backed_dir() -> Path | None:
-    """A tmpfs directory for lab state when there is one: image files on tmpfs keep the FUSE
-    daemon's own I/O off the disk, whose writeback stalls would show up as LUN latency."""
+def memory_backed_dir(needed_bytes: int = 2 << 30) -> Path | None:
+    """A tmpfs directory for lab state when there is one with room (the sparse LUN images fill as
+    workloads write): on tmpfs the FUSE daemon's own I/O stays off the disk, whose writeback stalls
+    would show up as LUN latency. None (the default temporary directory) otherwise."""
     for candidate in (Path("/dev/shm"), Path("/run")):  # noqa: S108 - callers use mkdtemp in it
-        if candidate.is_dir() and os.access(candidate, os.W_OK):
+        if (
+            candidate.is_dir()
+            and os.access(candidate, os.W_OK)
+            and shutil.disk_usage(candidate).free >= needed_bytes
+        ):
             return candidate
     return None

@@ -64,13 +64,15 @@ def _started_after(alert: dict[str, Any], wall_time: float) -> bool:
     return Notification(0.0, {"alerts": [alert]}).fired_since(wall_time)
 
 
-def breach_and_restore(state_dir: Path, hook: WebhookReceiver) -> Cycle:
-    """Raise the data LUN to BREACH_MS, wait for its page; restore it, wait for the resolution."""
+def breach_and_restore(state_dir: Path, hook: WebhookReceiver, hold: float = 0.0) -> Cycle:
+    """Raise the data LUN to BREACH_MS, wait for its page; `hold` seconds later restore it, wait for
+    the resolution. (Restoring at once would start every resolve on the group's notification tick.)"""
     _, lab = commands.load_lab(LAB_CONFIG)
     normal = next(lun.latency for lun in lab.luns if lun.name == BREACH_LUN)
     onset, onset_wall = time.monotonic(), time.time()
     commands.set_latency(state_dir, BREACH_LUN, BREACH_MS, BREACH_MS, None)
     page = hook.wait_for(page_after(onset_wall), PAGE_TIMEOUT, since=onset)
+    time.sleep(hold)
     restore = time.monotonic()
     commands.set_latency(state_dir, BREACH_LUN, normal.read_ms, normal.write_ms, None)
     resolved = hook.wait_for(is_resolved, RESOLVE_TIMEOUT, since=restore)

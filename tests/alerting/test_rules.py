@@ -249,3 +249,17 @@ def test_alertmanager_inhibits_latency_when_blind_and_warnings_under_a_page() ->
     assert sorted(targets) == sorted(n for n in names if "High" in n or "BudgetBurn" in n)
     assert blind["equal"] == ["instance"]
     assert rules[1]["equal"] == ["instance", "lun", "op"]
+
+
+def test_override_regexes_are_quoted_for_promql(tmp_path: Path) -> None:
+    """A regex with backslashes and quotes survives into valid PromQL that means the same."""
+    goals = parse_goals(
+        "overrides:\n  - match: {database: 'SQL Server \\d+', workload: 'a\"b|snap.*'}\n    severity: warning\n"
+    )
+    rules = tmp_path / "rules.yml"
+    rules.write_text(render(goals))
+    result = subprocess.run(
+        [_tool("promtool"), "check", "rules", str(rules)], check=False, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'database=~"SQL Server \\\\d+"' in rules.read_text()

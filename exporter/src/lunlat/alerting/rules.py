@@ -18,6 +18,7 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -99,7 +100,8 @@ def _number(value: float) -> str:
 
 
 def _matchers(override: Override) -> str:
-    return ", ".join(f'{label}=~"{pattern}"' for label, pattern in override.match.items())
+    # json.dumps quotes and escapes like a PromQL double-quoted string (backslashes of regexes too).
+    return ", ".join(f"{label}=~{json.dumps(pattern)}" for label, pattern in override.match.items())
 
 
 def _series_query(metric: str, *extra: str, scale: str = "") -> str:
@@ -163,10 +165,10 @@ class RuleSet:
         return [_record(GOAL, join.join(goal_branches)), _record(GOAL_MIN_IOPS, join.join(guard_branches))]
 
     @staticmethod
-    def judged(op: str, selector: str = "") -> str:
+    def judged(op: str) -> str:
         """`and` clause keeping series whose operations reach the idle guard."""
         iops = IOPS.format(window=BREACH_WINDOW)
-        return f'and {_on()}\n  ({iops}{{op="{op}"}} >= {_on()} {GOAL_MIN_IOPS}{selector})'
+        return f'and {_on()}\n  ({iops}{{op="{op}"}} >= {_on()} {GOAL_MIN_IOPS})'
 
     def above_goal(self) -> list[dict[str, Any]]:
         rules = []
