@@ -10,7 +10,7 @@ from typing import Any
 
 from lunlat.lab import commands
 from lunlat.lab.state import LabState
-from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver
+from tests.alerting.stack import Notification, WebhookReceiver
 
 LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
 BREACH_LUN = "sqlserver1_data"  # the lab's name; the exporter's `lun` label is its loop device
@@ -84,8 +84,3 @@ def device_of(state_dir: Path, lun: str) -> str:
     state = LabState.load(state_dir)
     assert state is not None, f"no lab in {state_dir}"
     return Path(state.loops[lun]).name
-
-
-def judged_series(stack: AlertingStack) -> int:
-    """How many (LUN, op) pairs the OLTP phase keeps above the idle guard (so are judged)."""
-    return len(stack.query("lunlat:latency_above_goal:bool"))

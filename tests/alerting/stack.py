@@ -69,13 +69,6 @@ class Notification:
             a.get("status") == "firing" and _epoch(a.get("startsAt", "")) >= wall_time for a in self.alerts
         )
 
-    def has(self, status: str, **labels: str) -> bool:
-        """An alert in this notification with that status and those labels."""
-        return any(
-            a.get("status") == status and all(a.get("labels", {}).get(k) == v for k, v in labels.items())
-            for a in self.alerts
-        )
-
 
 def _epoch(rfc3339: str) -> float:
     """Alertmanager's timestamps (RFC 3339, nanoseconds) as epoch seconds; 0 when unparsable."""
