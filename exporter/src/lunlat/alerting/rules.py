@@ -59,6 +59,7 @@ GOAL = "lunlat:latency_goal_seconds"
 GOAL_MIN_IOPS = "lunlat:latency_goal_min_iops"
 ABOVE_GOAL = "lunlat:latency_above_goal:bool"
 ABOVE_GOAL_RATIO = "lunlat:latency_above_goal:ratio{window}"
+JUDGED_SINCE = "lunlat:latency_judged_since:timestamp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +182,9 @@ class RuleSet:
     def ratios(self) -> list[dict[str, Any]]:
         windows = [RATIO_BASE] + [w for w in self.goals.slo.windows() if w != RATIO_BASE]
         limit = duration_seconds(DIRECT_RATIO_MAX)
-        rules = []
+        # When a series was first judged: its own previous value while it lasts (a gap longer than
+        # Prometheus' 5-minute lookback starts it again), else now.
+        rules = [_record(JUDGED_SINCE, f"{JUDGED_SINCE}\nor\ntimestamp({ABOVE_GOAL})")]
         for window in windows:
             source = (
                 ABOVE_GOAL
@@ -242,7 +245,10 @@ class RuleSet:
                 threshold = _number(pair.burn_rate * budget)
                 long = ABOVE_GOAL_RATIO.format(window=pair.long)
                 short = ABOVE_GOAL_RATIO.format(window=pair.short)
-                branches.append(f"  ({long} > {threshold}\n  and\n   {short} > {threshold})")
+                branch = f"  ({long} > {threshold}\n  and\n   {short} > {threshold}"
+                if speed == "Fast":
+                    branch += f"\n  and\n   {self.covered(pair.long)}"
+                branches.append(branch + ")")
             expr = "(\n" + "\nor\n".join(branches) + "\n)"
             labels: dict[str, str] = {}
             if speed == "Fast":
@@ -270,6 +276,12 @@ class RuleSet:
             if not labels:
                 del rules[-1]["labels"]
         return rules
+
+    @staticmethod
+    def covered(window: str) -> str:
+        """Half the long window must hold judged data before a fast burn pages: on a young
+        Prometheus or a new LUN the ratio covers only minutes, and one slow minute would page."""
+        return f"(time() - {JUDGED_SINCE}) >= {_number(duration_seconds(window) / 2)}"
 
     def health_alerts(self) -> list[dict[str, Any]]:
         health, sel, base = self.goals.health, self.goals.selector, self.goals.runbook_base_url
