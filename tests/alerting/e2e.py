@@ -10,7 +10,7 @@ from typing import Any
 
 from lunlat.lab import commands
 from lunlat.lab.state import LabState
-from tests.alerting.stack import Notification, WebhookReceiver
+from tests.alerting.stack import Notification, WebhookReceiver, started_at
 
 LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
 BREACH_LUN = "sqlserver1_data"  # the lab's name; the exporter's `lun` label is its loop device
@@ -48,7 +48,7 @@ def page_after(wall_time: float) -> Callable[[Notification], bool]:
 
     def matches(notification: Notification) -> bool:
         return any(
-            a["labels"].get("severity") == "page" and _started_after(a, wall_time)
+            a["labels"].get("severity") == "page" and started_at(a) >= wall_time
             for a in breach_alerts(notification, "firing")
         )
 
@@ -58,10 +58,6 @@ def page_after(wall_time: float) -> Callable[[Notification], bool]:
 def is_resolved(notification: Notification) -> bool:
     """Matches the notification saying the LUN's breach alerts resolved, none still firing."""
     return bool(breach_alerts(notification, "resolved")) and not breach_alerts(notification, "firing")
-
-
-def _started_after(alert: dict[str, Any], wall_time: float) -> bool:
-    return Notification(0.0, {"alerts": [alert]}).fired_since(wall_time)
 
 
 def breach_and_restore(state_dir: Path, hook: WebhookReceiver, hold: float = 0.0) -> Cycle:

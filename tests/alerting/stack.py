@@ -65,14 +65,13 @@ class Notification:
 
     def fired_since(self, wall_time: float) -> bool:
         """An alert in this notification that started firing at or after `wall_time` (epoch s)."""
-        return any(
-            a.get("status") == "firing" and _epoch(a.get("startsAt", "")) >= wall_time for a in self.alerts
-        )
+        return any(a.get("status") == "firing" and started_at(a) >= wall_time for a in self.alerts)
 
 
-def _epoch(rfc3339: str) -> float:
-    """Alertmanager's timestamps (RFC 3339, nanoseconds) as epoch seconds; 0 when unparsable."""
-    trimmed = re.sub(r"(\.\d{6})\d+", r"\1", rfc3339).replace("Z", "+00:00")
+def started_at(alert: dict[str, Any]) -> float:
+    """An alert's startsAt (RFC 3339 with nanoseconds, from Alertmanager) as epoch seconds; 0 when
+    missing or unparsable."""
+    trimmed = re.sub(r"(\.\d{6})\d+", r"\1", str(alert.get("startsAt", ""))).replace("Z", "+00:00")
     try:
         return datetime.fromisoformat(trimmed).timestamp()
     except ValueError:

@@ -6,14 +6,13 @@ used: every LUN of the host, no database.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lunlat.lab.config import LabConfig
-from lunlat.yamlmodel import ConfigError, ConfigProblem, load_model, parse_model
+from lunlat.yamlmodel import ConfigError, ConfigProblem, check_regex, load_model, parse_model
 
 __all__ = ["Config", "ConfigError", "ConfigProblem", "load_config", "parse_config"]
 
@@ -27,21 +26,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _check_regex(value: str | None) -> str | None:
-    if value is not None:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression: {exc}") from None
-    return value
-
-
 class DiskstatsConfig(_Strict):
     include: str | None = Field(default=None, description="Regex on kernel device names to keep.")
     exclude: str | None = Field(default=DEFAULT_EXCLUDE, description="Regex on kernel device names to drop.")
     show_paths: bool = Field(default=False, description="Also publish multipath path devices and partitions.")
 
-    _regex = field_validator("include", "exclude")(_check_regex)
+    _regex = field_validator("include", "exclude")(check_regex)
 
 
 MATCH_KEYS = ("alias", "wwid", "device", "mount", "loop_file")

@@ -6,6 +6,7 @@ Shared by the exporter config (`--config.file`), the lab description and the lat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,16 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
         else:
             break
     return line
+
+
+def check_regex(value: str | None) -> str | None:
+    """A pydantic validator: the value compiles as a regular expression (None passes)."""
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+    return value
 
 
 def _unknown_key(_loc: tuple[int | str, ...]) -> str:

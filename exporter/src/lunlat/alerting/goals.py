@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lunlat.yamlmodel import load_model, parse_model
+from lunlat.yamlmodel import check_regex, load_model, parse_model
 
 Severity = Literal["page", "warning"]
 # Labels of a judged latency series an override can match on.
@@ -39,14 +39,6 @@ def duration_seconds(text: str) -> float:
 def _duration(text: str) -> str:
     if duration_seconds(text) <= 0:
         raise ValueError(f"must be longer than zero: {text!r}")
-    return text
-
-
-def _regex(text: str) -> str:
-    try:
-        re.compile(text)  # RE2 (Prometheus) accepts a subset of Python's syntax; the common part is checked
-    except re.error as exc:
-        raise ValueError(f"not a valid regular expression: {exc}") from None
     return text
 
 
@@ -77,7 +69,7 @@ class Override(Tier):
         if not value:
             raise ValueError("name at least one of workload, database, role")
         for pattern in value.values():
-            _regex(pattern)
+            check_regex(pattern)  # RE2 (Prometheus) takes a subset of Python's syntax: the common part
         return value
 
     @model_validator(mode="after")
