@@ -216,8 +216,11 @@ def test_lab_refuses_clearly_when_not_root(tmp_path: Path) -> None:
     argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "lunlat", "lab",
             "up", f"--state-dir={tmp_path / 'lab'}"]  # fmt: skip
     result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=tmp_path)
-    if "Permission denied" in result.stderr and "lunlat" not in result.stderr:
-        pytest.skip("the Python environment is not readable by an unprivileged user here")
+    if ("Permission denied" in result.stderr and "lunlat" not in result.stderr) or (
+        "No module named lunlat" in result.stderr
+    ):
+        # e.g. a checkout under a 0700 directory (mktemp -d): the editable install is out of reach
+        pytest.skip("the Python environment or the checkout is not readable by an unprivileged user here")
     assert result.returncode == 2, result.stderr
     assert "must run as root" in result.stderr
     assert "Traceback" not in result.stderr
