@@ -102,9 +102,74 @@ def test_wrong_types_and_top_level_shape() -> None:
     assert key == "luns"
 
 
-def test_database_sections_are_refused_plainly_until_their_sources_exist() -> None:
-    ((line, key, message),) = problems("oracle:\n  - name: Oracle\n")
-    assert (line, key) == (1, "oracle") and "no database sources yet" in message
+def test_sql_server_section_is_refused_plainly_until_its_source_exists() -> None:
+    ((line, key, message),) = problems("mssql:\n  - name: SQL Server 1\n")
+    assert (line, key) == (1, "mssql") and "no SQL Server source yet" in message
+
+
+ORACLE = """\
+oracle:
+  - name: Oracle
+    dsn: db1.example.com:1521/ORCLPDB1
+    user: lunlat
+    password_env: LUNLAT_ORACLE_PASSWORD
+    workload: oltp
+    timeout_seconds: 5
+"""
+
+
+def test_oracle_target_loads_with_its_password_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    (target,) = parse_config(ORACLE).oracle
+    assert (target.name, target.dsn, target.user, target.workload) == (
+        "Oracle",
+        "db1.example.com:1521/ORCLPDB1",
+        "lunlat",
+        "oltp",
+    )
+    monkeypatch.delenv("LUNLAT_ORACLE_PASSWORD", raising=False)
+    with pytest.raises(ValueError, match="LUNLAT_ORACLE_PASSWORD is not set"):
+        target.password.read()
+    monkeypatch.setenv("LUNLAT_ORACLE_PASSWORD", "s3cret")
+    assert target.password.read() == "s3cret"
+
+
+def test_oracle_password_file_loses_one_trailing_newline_only(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("  pass word \n", encoding="utf-8")
+    text = ORACLE.replace("password_env: LUNLAT_ORACLE_PASSWORD", f"password_file: {secret}")
+    (target,) = parse_config(text).oracle
+    assert target.password.read() == "  pass word "
+    secret.unlink()
+    with pytest.raises(ValueError, match=r"cannot read .*pw") as caught:
+        target.password.read()
+    assert "pass word" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "needle"),
+    [
+        (("password_env: LUNLAT_ORACLE_PASSWORD", "password: hunter2"), "oracle[0].password", "never inline"),
+        (("    password_env: LUNLAT_ORACLE_PASSWORD\n", ""), "oracle[0]", "password_env"),
+        (
+            ("password_env: LUNLAT_ORACLE_PASSWORD", "password_env: 'no such var'"),
+            "oracle[0]",
+            "variable name",
+        ),
+        (("timeout_seconds: 5", "timeout_seconds: 0"), "oracle[0].timeout_seconds", "greater than 0"),
+        (("dsn: db1.example.com:1521/ORCLPDB1", "dsn: ' '"), "oracle[0].dsn", "empty"),
+        (("workload: oltp", "workload: oltp\n    bogus: 1"), "oracle[0].bogus", "unknown key"),
+    ],
+)
+def test_bad_oracle_targets_are_named(change: tuple[str, str], key: str, needle: str) -> None:
+    got = problems(ORACLE.replace(*change))
+    assert any(k == key and needle in m for _, k, m in got), got
+
+
+def test_oracle_secret_in_both_places_and_duplicate_names_are_refused() -> None:
+    both = ORACLE.replace("workload: oltp", "password_file: /run/secrets/x\n    workload: oltp")
+    assert any("not both" in m for _, _, m in problems(both))
+    twice = ORACLE + ORACLE.removeprefix("oracle:\n")
+    assert any("unique" in m and "Oracle" in m for _, _, m in problems(twice))
 
 
 def test_several_problems_are_reported_together() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from lunlat import contract
 from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.oracle import OracleSource
 from lunlat.sources.psutil_disks import PsutilDisksSource
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -35,6 +36,12 @@ def test_documented_labels_match() -> None:
     ] == list(contract.LUN_INFO_LABELS)
     for spec in contract.HEALTH_METRICS:
         assert re.findall(r"`([a-z_]+)`", rows[spec.name][1].split("|")[0]) == list(spec.labels)
+    oracle_intro = README.read_text().split("Oracle layer, per configured database", 1)[1].split("|", 1)[0]
+    assert re.findall(r"`([a-z_]+)`", oracle_intro) == list(contract.ORACLE_FILE_LABELS)
+    for spec in (contract.ORACLE_WAITS, contract.ORACLE_ASM_READS):
+        assert re.findall(r"labels ((?:`[a-z_]+`(?:, )?)+)", rows[spec.name][1])[0].replace("`", "").split(
+            ", "
+        ) == list(spec.labels)
 
 
 def test_documented_error_reasons_are_the_ones_sources_count() -> None:
@@ -43,6 +50,7 @@ def test_documented_error_reasons_are_the_ones_sources_count() -> None:
     assert reasons == {
         *DiskstatsSource.error_reasons,
         *PsutilDisksSource.error_reasons,
+        *OracleSource.error_reasons,
         "timeout",
         "internal",
     }

@@ -19,11 +19,13 @@ from types import FrameType
 
 from lunlat import __version__, logs
 from lunlat.config import Config, ConfigError, load_config
+from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.lab.state import DEFAULT_STATE_DIR
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.base import Source
 from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.oracle import OracleSource, connect_oracledb
 from lunlat.sources.psutil_disks import PsutilDisksSource
 
 log = logging.getLogger("lunlat.cli")
@@ -263,16 +265,32 @@ def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
         and not (args.procfs / "diskstats").exists()
         and not sys.platform.startswith("linux")
     )
+    # Database sources tell the host layer which LUNs hold which database files (Linux: sysfs).
+    db_labels = None if use_psutil else DbLunLabels()
+    databases: list[Source] = [
+        OracleSource(
+            target,
+            connect_oracledb(target),
+            None if use_psutil else FileLocator(args.procfs, args.sysfs),
+            db_labels,
+            names_refresh=args.refresh_interval,
+        )
+        for target in config.oracle
+    ]
     if use_psutil:
         log.info("host counters from psutil", extra={"kv": {"platform": sys.platform}})
-        return [PsutilDisksSource(diskstats_config, config.lun_entries())]
+        return [PsutilDisksSource(diskstats_config, config.lun_entries()), *databases]
     if not (args.procfs / "diskstats").is_file():
         raise SystemExit(_usage_error(f"--path.procfs: {args.procfs / 'diskstats'} does not exist"))
-    return [
-        DiskstatsSource(
-            args.procfs, args.sysfs, diskstats_config, config.lun_entries(), args.refresh_interval
-        )
-    ]
+    host = DiskstatsSource(
+        args.procfs,
+        args.sysfs,
+        diskstats_config,
+        config.lun_entries(),
+        args.refresh_interval,
+        db_labels=db_labels,
+    )
+    return [host, *databases]
 
 
 def _usage_error(message: str) -> int:
@@ -340,7 +358,8 @@ def serve(args: argparse.Namespace) -> int:
 def check_config(args: argparse.Namespace) -> int:
     config = _load(args.file)
     lab = f", lab with {len(config.lab.luns)} LUNs" if config.lab else ""
-    print(f"{args.file}: valid ({len(config.luns)} luns entries{lab})")
+    databases = f", {len(config.oracle)} Oracle targets" if config.oracle else ""
+    print(f"{args.file}: valid ({len(config.luns)} luns entries{lab}{databases})")
     return 0
 
 

@@ -6,6 +6,8 @@ used: every LUN of the host, no database.
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -82,12 +84,102 @@ class LunEntry(_Strict):
         return self
 
 
+class Secret(_Strict):
+    """Where a password comes from: an environment variable or a file, never the config or a flag."""
+
+    env: str | None = None
+    file: Path | None = None
+
+    def read(self) -> str:
+        """The secret's value, read now (a rotated file is picked up at the next connect).
+
+        Raises ValueError naming the variable or file, never the value.
+        """
+        if self.env is not None:
+            value = os.environ.get(self.env)
+            if value is None:
+                raise ValueError(f"environment variable {self.env} is not set")
+            return value
+        if self.file is None:
+            return ""
+        try:
+            text = self.file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read {self.file}: {getattr(exc, 'strerror', None) or exc}") from None
+        # Secret files are usually written by `echo` or a template: one trailing newline is not the password.
+        return text.removesuffix("\n").removesuffix("\r")
+
+
+def _one_secret(env: str | None, file: Path | None, what: str, required: bool) -> Secret | None:
+    if env is not None and file is not None:
+        raise ValueError(f"give {what}_env or {what}_file, not both")
+    if env is None and file is None:
+        if required:
+            raise ValueError(f"give {what}_env (an environment variable) or {what}_file (a file)")
+        return None
+    if env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env):
+        raise ValueError(f"{what}_env must be an environment variable name, got {env!r}")
+    return Secret(env=env, file=file)
+
+
+class OracleTarget(_Strict):
+    """One Oracle database (a CDB root, a PDB or a non-CDB; RAC through its GV$ views)."""
+
+    name: str = Field(description="The `database` label of everything this target publishes.")
+    dsn: str = Field(description="Easy Connect (host:port/service, tcps://… for TLS) or a TNS alias.")
+    user: str
+    password_env: str | None = None
+    password_file: Path | None = None
+    wallet_location: Path | None = Field(
+        default=None, description="Directory with ewallet.pem for TLS / mTLS (tcps:// DSNs)."
+    )
+    wallet_password_env: str | None = None
+    wallet_password_file: Path | None = None
+    config_dir: Path | None = Field(default=None, description="Directory of tnsnames.ora for TNS aliases.")
+    workload: str | None = None
+    timeout_seconds: float = Field(
+        default=5.0, gt=0, le=300, description="Bounds the connect and every query."
+    )
+
+    @field_validator("name", "dsn", "user")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _secrets(self) -> OracleTarget:
+        _one_secret(self.password_env, self.password_file, "password", required=True)
+        _one_secret(self.wallet_password_env, self.wallet_password_file, "wallet_password", required=False)
+        return self
+
+    @property
+    def password(self) -> Secret:
+        secret = _one_secret(self.password_env, self.password_file, "password", required=True)
+        assert secret is not None  # checked by _secrets
+        return secret
+
+    @property
+    def wallet_password(self) -> Secret | None:
+        return _one_secret(self.wallet_password_env, self.wallet_password_file, "wallet_password", False)
+
+
 class Config(_Strict):
     diskstats: DiskstatsConfig = DiskstatsConfig()
     luns: list[LunEntry] = Field(default_factory=list)
+    oracle: list[OracleTarget] = Field(default_factory=list)
     lab: LabConfig | None = Field(
         default=None, description="The lab's LUNs and workloads (deploy/lab/lab.yaml)."
     )
+
+    @model_validator(mode="after")
+    def _unique_databases(self) -> Config:
+        names = [t.name for t in self.oracle]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"database names must be unique, repeated: {', '.join(duplicates)}")
+        return self
 
     def lun_entries(self) -> list[LunEntry]:
         """`luns:` entries, then one per lab LUN matching its loop device by backing file (so an
@@ -109,8 +201,10 @@ def parse_config(text: str, source: str = "<config>") -> Config:
 
 
 def _explain_extra(loc: tuple[int | str, ...]) -> str:
-    if loc in (("oracle",), ("mssql",)):
-        return "this lunlat version has no database sources yet; remove the section"
+    if loc == ("mssql",):
+        return "this lunlat version has no SQL Server source yet; remove the section"
+    if len(loc) == 3 and loc[0] == "oracle" and loc[2] == "password":
+        return "passwords are never inline: use password_env or password_file"
     return "unknown key"
 
 

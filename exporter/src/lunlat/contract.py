@@ -127,6 +127,98 @@ DEVICE_METRICS: tuple[MetricSpec, ...] = (
     DEVICE_IO_WEIGHTED_TIME,
 )
 
+# --- database layer: Oracle ----------------------------------------------------------------------
+# `db_instance` rather than the design's `instance`: Prometheus owns `instance` (the scrape target)
+# and would rename an exporter's `instance` to `exported_instance` at every scrape.
+# `workload` (from the target's config) is on the file series too, so the db-layer recording rules
+# carry it like the host layer's and the goal overrides by workload apply to both layers.
+ORACLE_FILE_LABELS: tuple[str, ...] = ("database", "workload", "db", "db_instance", "file", "role", "lun")
+ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role")
+ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
+
+ORACLE_FILE_READS = MetricSpec(
+    "lunlat_oracle_file_reads_total",
+    "counter",
+    "Read requests of a database file, small + large (V$IOSTAT_FILE). Redo logs and control files are one row each.",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_WRITES = MetricSpec(
+    "lunlat_oracle_file_writes_total",
+    "counter",
+    "Write requests of a database file, small + large (V$IOSTAT_FILE).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_READ_TIME = MetricSpec(
+    "lunlat_oracle_file_read_time_seconds_total",
+    "counter",
+    "Service time summed over the file's reads (V$IOSTAT_FILE small + large read service time, ms).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_WRITE_TIME = MetricSpec(
+    "lunlat_oracle_file_write_time_seconds_total",
+    "counter",
+    "Service time summed over the file's writes (V$IOSTAT_FILE small + large write service time, ms).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_WAITS = MetricSpec(
+    "lunlat_oracle_wait_event_waits_total",
+    "counter",
+    "Waits for an I/O wait event (V$SYSTEM_EVENT.TOTAL_WAITS).",
+    ORACLE_EVENT_LABELS,
+)
+ORACLE_WAIT_TIME = MetricSpec(
+    "lunlat_oracle_wait_event_time_seconds_total",
+    "counter",
+    "Time waited for an I/O wait event, in µs precision (V$SYSTEM_EVENT.TIME_WAITED_MICRO).",
+    ORACLE_EVENT_LABELS,
+)
+ORACLE_WAIT_DURATION = MetricSpec(
+    "lunlat_oracle_wait_event_duration_seconds",
+    "histogram",
+    "Distribution of an I/O wait event's durations (V$EVENT_HISTOGRAM_MICRO, power-of-two µs buckets; "
+    "le is Oracle's exclusive upper bound). _sum is estimated as 3/4 of each bucket's bound per wait: "
+    "for the exact average use the _time_seconds_total and _waits_total counters.",
+    ORACLE_EVENT_LABELS,
+)
+ORACLE_ASM_READS = MetricSpec(
+    "lunlat_oracle_asm_disk_reads_total",
+    "counter",
+    "Reads of an ASM disk (V$ASM_DISK_STAT.READS).",
+    ORACLE_ASM_LABELS,
+)
+ORACLE_ASM_WRITES = MetricSpec(
+    "lunlat_oracle_asm_disk_writes_total",
+    "counter",
+    "Writes of an ASM disk (V$ASM_DISK_STAT.WRITES).",
+    ORACLE_ASM_LABELS,
+)
+ORACLE_ASM_READ_TIME = MetricSpec(
+    "lunlat_oracle_asm_disk_read_time_seconds_total",
+    "counter",
+    "Time summed over an ASM disk's reads (V$ASM_DISK_STAT.READ_TIME, seconds).",
+    ORACLE_ASM_LABELS,
+)
+ORACLE_ASM_WRITE_TIME = MetricSpec(
+    "lunlat_oracle_asm_disk_write_time_seconds_total",
+    "counter",
+    "Time summed over an ASM disk's writes (V$ASM_DISK_STAT.WRITE_TIME, seconds).",
+    ORACLE_ASM_LABELS,
+)
+
+ORACLE_METRICS: tuple[MetricSpec, ...] = (
+    ORACLE_FILE_READS,
+    ORACLE_FILE_WRITES,
+    ORACLE_FILE_READ_TIME,
+    ORACLE_FILE_WRITE_TIME,
+    ORACLE_WAITS,
+    ORACLE_WAIT_TIME,
+    ORACLE_WAIT_DURATION,
+    ORACLE_ASM_READS,
+    ORACLE_ASM_WRITES,
+    ORACLE_ASM_READ_TIME,
+    ORACLE_ASM_WRITE_TIME,
+)
+
 # --- exporter health -----------------------------------------------------------------------------
 SOURCE_UP = MetricSpec(
     "lunlat_source_up",
@@ -155,4 +247,4 @@ BUILD_INFO = MetricSpec(
 
 HEALTH_METRICS: tuple[MetricSpec, ...] = (SOURCE_UP, SOURCE_DURATION, SOURCE_ERRORS, BUILD_INFO)
 
-ALL_METRICS: tuple[MetricSpec, ...] = (*DEVICE_METRICS, LUN_INFO, *HEALTH_METRICS)
+ALL_METRICS: tuple[MetricSpec, ...] = (*DEVICE_METRICS, LUN_INFO, *ORACLE_METRICS, *HEALTH_METRICS)

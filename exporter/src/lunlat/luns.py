@@ -26,6 +26,12 @@ class LunLabels:
             self.workload or (entry.workload or ""),
         )
 
+    def merge(self, other: LunLabels) -> LunLabels:
+        """Keep what is set; take the rest from `other`."""
+        return LunLabels(
+            self.database or other.database, self.role or other.role, self.workload or other.workload
+        )
+
 
 NO_LABELS = LunLabels()
 
@@ -44,7 +50,7 @@ def normalize_wwid(wwid: str) -> str:
     return w
 
 
-def _mount_devices(mounts: MountTable, devices: dict[str, BlockDevice], path: str) -> list[str]:
+def mount_devices(mounts: MountTable, devices: dict[str, BlockDevice], path: str) -> list[str]:
     """Devices holding `path`: those of the longest mountpoint that contains it."""
     target = PurePosixPath(path)
     best: list[tuple[str, str]] = []
@@ -87,7 +93,7 @@ def matched_devices(  # noqa: PLR0911 - one return per kind of match
         want = normalize_wwid(match.wwid)
         return [v.device for v in views.values() if v.wwid and normalize_wwid(v.wwid) == want]
     if match.mount is not None:
-        return _mount_devices(mounts, devices, match.mount)
+        return mount_devices(mounts, devices, match.mount)
     if match.loop_file is not None:
         want = match.loop_file
         # The kernel appends " (deleted)" when the file was removed while attached.

@@ -97,7 +97,7 @@ class Scraper:
             outcome = Outcome(result.families, True, 0.0, result.errors)
         except SourceError as exc:
             problem = f"{exc.reason}: {exc}"
-            outcome = Outcome([], False, 0.0, Counter({exc.reason: 1}))
+            outcome = Outcome([], False, 0.0, Counter({exc.reason: exc.count}))
         except Exception as exc:  # a bug in a source must not take the exporter down
             problem = f"internal: {type(exc).__name__}: {exc}"
             log.debug("traceback", exc_info=True)

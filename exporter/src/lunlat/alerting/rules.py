@@ -87,9 +87,39 @@ class HostLayer:
         spec = contract.DEVICE_READ_TIME if op == "read" else contract.DEVICE_WRITE_TIME
         return self._per_lun(spec.name, window)
 
-    def bytes(self, op: str, window: str) -> str:
+    def bytes(self, op: str, window: str) -> str | None:
         spec = contract.DEVICE_READ_BYTES if op == "read" else contract.DEVICE_WRITE_BYTES
         return self._per_lun(spec.name, window)
+
+
+@dataclass(frozen=True, slots=True)
+class OracleLayer:
+    """Oracle's own view (V$IOSTAT_FILE per file), summed per LUN, database and role.
+
+    Files whose LUN the exporter could not find (lun="") still form one series per database and
+    role: the database's latency matters even when the mapping is unknown.
+    """
+
+    selector: str
+    name: str = "db"
+
+    def _per_lun(self, counter: str, window: str) -> str:
+        by = ", ".join(label for label in SERIES_LABELS if label != "layer")
+        return f"sum by ({by}) (\n    rate({counter}{{{self.selector}}}[{window}])\n)"
+
+    def operations(self, op: str, window: str) -> str:
+        spec = contract.ORACLE_FILE_READS if op == "read" else contract.ORACLE_FILE_WRITES
+        return self._per_lun(spec.name, window)
+
+    def time(self, op: str, window: str) -> str:
+        spec = contract.ORACLE_FILE_READ_TIME if op == "read" else contract.ORACLE_FILE_WRITE_TIME
+        return self._per_lun(spec.name, window)
+
+    def bytes(self, op: str, window: str) -> str | None:
+        return None  # V$IOSTAT_FILE counts whole megabytes: too coarse for a throughput rate
+
+
+Layer = HostLayer | OracleLayer
 
 
 def _on(labels: Sequence[str] = SERIES_LABELS) -> str:
@@ -121,7 +151,7 @@ class RuleSet:
 
     def __init__(self, goals: Goals) -> None:
         self.goals = goals
-        self.layers = [HostLayer(goals.selector)]
+        self.layers: list[Layer] = [HostLayer(goals.selector), OracleLayer(goals.selector)]
 
     # --- recording rules ---------------------------------------------------------------------------
 
@@ -136,11 +166,11 @@ class RuleSet:
                         )
                     )
                 for op in OPS:
-                    rules.append(
-                        _record(
-                            THROUGHPUT.format(window=window), layer.bytes(op, window), layer=layer.name, op=op
+                    throughput = layer.bytes(op, window)
+                    if throughput is not None:
+                        rules.append(
+                            _record(THROUGHPUT.format(window=window), throughput, layer=layer.name, op=op)
                         )
-                    )
                 for op in OPS:
                     iops = IOPS.format(window=window)
                     expr = (
@@ -228,7 +258,7 @@ class RuleSet:
                             '{{ printf "%.2f" $value }} ms',
                             "description": f"The {BREACH_WINDOW} average {op} latency of {where} is "
                             f'{{{{ printf "%.2f" $value }}}} ms, above its goal of {goal_ms} ms, '
-                            f"at {iops} {op}s/s.{_ROLE_HINT[role_anchor][op]}",
+                            f"at {iops} {op}s/s.{_ROLE_HINT[role_anchor][op]}{_LAYER_HINT}",
                             "runbook_url": f"{self.goals.runbook_base_url}/latency-high.md#{name.lower()}",
                         },
                     }
@@ -381,6 +411,15 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
     },
     "other": {"read": "", "write": ""},
 }
+
+
+# The host-vs-db hint: where the time goes when the two layers disagree.
+_LAYER_HINT = (
+    '{{ if eq $labels.layer "db" }} Measured by the database: if layer host of this LUN is below goal, '
+    "the time is spent above the block layer (host CPU, I/O scheduling, HBA queueing); if both are "
+    "high, look at the array and fabric.{{ else }} Measured at the host's block layer (the array, "
+    "fabric and HBA queue below the database).{{ end }}"
+)
 
 
 def _record(name: str, expr: str, **labels: str) -> dict[str, Any]:

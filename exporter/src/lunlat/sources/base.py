@@ -12,9 +12,12 @@ from lunlat.model import Family
 class SourceError(Exception):
     """A collection that failed as a whole: the source is down for this scrape, counted by `reason`."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, count: int = 1) -> None:
         super().__init__(message)
         self.reason = reason
+        # 0 when the failure was already counted (e.g. a source waiting to reconnect after a
+        # failed attempt): the source is down, but no new error happened.
+        self.count = count
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry
+from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
@@ -252,6 +253,7 @@ class _Published:
     majors: list[int]
     minors: list[int]
     mount_text: str
+    db_version: int  # of the labels the database sources published (DbLunLabels.version)
     labels: LabelList  # (lun, device) of each published device, in table order
     mask: list[bool] | None  # which table rows are published; None when all are
     info: list[Sample]
@@ -272,8 +274,10 @@ class DiskstatsSource:
         luns: Sequence[LunEntry] = (),
         refresh_interval: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        db_labels: DbLunLabels | None = None,
     ) -> None:
         self._procfs = procfs
+        self._db_labels = db_labels
         self._sysfs = sysfs
         self._config = config
         self._include = re.compile(config.include) if config.include else None
@@ -356,7 +360,14 @@ class DiskstatsSource:
             and cached.minors == table.minors
         )
         stale = now - self._sysfs_read_at >= self._refresh_interval
-        if cached is not None and same_devices and cached.mount_text == mount_text and not stale:
+        db_version = self._db_labels.version if self._db_labels is not None else 0
+        if (
+            cached is not None
+            and same_devices
+            and cached.mount_text == mount_text
+            and cached.db_version == db_version
+            and not stale
+        ):
             return cached
         devices = self._block_devices(table, same_devices, stale)
         if stale:
@@ -364,6 +375,11 @@ class DiskstatsSource:
         views = resolve(devices, mounts)
         lun_labels, unmatched = assign(self._luns, devices, views, mounts)
         self._warn_unmatched(unmatched)
+        if self._db_labels is not None:
+            # What the databases report fills in; an explicit `luns:` entry wins label by label.
+            db_version, from_databases = self._db_labels.merged()
+            for name, found in from_databases.items():
+                lun_labels[name] = lun_labels.get(name, NO_LABELS).merge(found)
         labels: list[LabelSet] = []
         mask: list[bool] = []
         info: list[Sample] = []
@@ -394,6 +410,7 @@ class DiskstatsSource:
             table.majors,
             table.minors,
             mount_text,
+            db_version,
             LabelList(labels),
             None if all(mask) else mask,
             info,

@@ -1,0 +1,592 @@
+"""Oracle: the database's own view of I/O latency per file, per wait event and per ASM disk (design §4).
+
+One source per configured target, through python-oracledb in thin mode (no Instant Client). The
+connection is kept between scrapes (a login costs the database far more than the queries) and
+reopened with backoff when lost. Each scrape runs four static queries (oracle_sql); file names,
+instance and container names are looked up on connect, every `names_refresh` seconds, and when a
+file number appears that the last lookup did not know.
+
+A missing grant (ORA-00942/ORA-01031) switches that one query off for ten minutes, counted as
+`no_grant`; the rest of the source keeps publishing. A lost connection or a query past the call
+timeout fails this scrape of this source only (`lunlat_source_up` 0), never the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lunlat import contract
+from lunlat.config import OracleTarget
+from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
+from lunlat.model import Family, LabelSet
+from lunlat.sources import oracle_sql as sql
+from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
+
+log = logging.getLogger(__name__)
+
+ROLE_OF_FILETYPE = {"Data File": "data", "Temp File": "temp", "Log File": "log", "Control File": "control"}
+# V$IOSTAT_FILE has one row for all redo logs and one for all control files (FILE_NO 0).
+ALL_REDO = "(all redo logs)"
+ALL_CONTROL = "(all control files)"
+
+# Histogram buckets: Oracle's power-of-two bounds from 1 µs to 2^25 µs (33.6 s). A fixed set, so
+# every series exists from the first scrape and histogram_quantile sees the same buckets always.
+# 512 µs and 1024 µs bracket the 1 ms goal; Oracle has no finer bounds to offer.
+BUCKET_BOUNDS_MICRO: tuple[int, ...] = tuple(1 << k for k in range(26))
+
+# Error codes whose meaning the collector acts on (python-oracledb raises ORA- codes from the
+# server and DPY- codes of its own).
+NO_GRANT_CODES = frozenset({"ORA-00942", "ORA-01031"})
+TIMEOUT_CODES = frozenset({"DPY-4024", "ORA-01013"})
+LOST_CODES = frozenset(
+    {
+        "ORA-00028",  # session killed
+        "ORA-01012",  # not logged on
+        "ORA-01033",  # initialization or shutdown in progress (instance restarting)
+        "ORA-01034",  # not available
+        "ORA-01089",  # immediate shutdown
+        "ORA-01092",  # instance terminated
+        "ORA-03113",  # end-of-file on communication channel
+        "ORA-03114",  # not connected
+        "ORA-03135",  # connection lost contact
+        "ORA-12170",
+        "ORA-12505",
+        "ORA-12514",
+        "ORA-12537",
+        "ORA-12541",  # no listener
+        "ORA-12543",
+        "ORA-12547",
+        "DPY-1001",  # not connected
+        "DPY-4011",  # the database or network closed the connection
+    }
+)
+_CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
+NAMES_REFRESH_SECONDS = 300.0
+# A file number the lookup does not know triggers a new lookup, at most this often.
+UNKNOWN_FILE_RECHECK_SECONDS = 30.0
+
+
+class Cursor(Protocol):
+    arraysize: int
+
+    def execute(self, statement: str) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Connection(Protocol):
+    """The part of oracledb.Connection the source uses (tests pass an emulation)."""
+
+    call_timeout: int
+
+    def cursor(self) -> Cursor: ...
+
+    def close(self) -> None: ...
+
+
+def error_code(exc: BaseException) -> str:
+    """ORA-/DPY- code of a python-oracledb error ('' when it has none)."""
+    inner = exc.args[0] if exc.args else None
+    code = getattr(inner, "full_code", None)
+    if isinstance(code, str) and code:
+        return code
+    match = _CODE.search(str(exc))
+    return match.group(1) if match else ""
+
+
+def classify(exc: BaseException) -> Classified:
+    code = error_code(exc)
+    message = " ".join(str(exc).split())[:300]
+    if code in NO_GRANT_CODES:
+        return Classified(Kind.NO_GRANT, code, message)
+    if code in TIMEOUT_CODES:
+        return Classified(Kind.TIMEOUT, code, message)
+    # The driver's own connection-level classes: whatever the code, the session is unusable.
+    if code in LOST_CODES or type(exc).__name__ in ("OperationalError", "InterfaceError"):
+        return Classified(Kind.LOST, code, message)
+    if code.startswith("DPY-6") or code.startswith("TNS-") or isinstance(exc, OSError):
+        return Classified(Kind.LOST, code, message)  # DPY-6xxx: cannot connect
+    return Classified(Kind.QUERY_FAILED, code, message)
+
+
+def connect_oracledb(target: OracleTarget) -> Callable[[], Connection]:
+    """A connect function for `target` through python-oracledb thin."""
+    try:
+        import oracledb  # noqa: PLC0415 - optional dependency, only for configured Oracle targets
+    except ImportError:
+        raise SystemExit(
+            "lunlat: error: the oracle source needs python-oracledb: pip install 'lunlat[oracle]'"
+        ) from None
+
+    def connect() -> Connection:
+        try:
+            password = target.password.read()
+            wallet = target.wallet_password
+            wallet_password = wallet.read() if wallet is not None else None
+        except ValueError as exc:
+            raise SourceError("connect_failed", f"password: {exc}") from None
+        return oracledb.connect(
+            user=target.user,
+            password=password,
+            dsn=target.dsn,
+            tcp_connect_timeout=target.timeout_seconds,
+            retry_count=0,  # the session's backoff retries, not the driver inside one scrape
+            config_dir=str(target.config_dir) if target.config_dir else None,
+            wallet_location=str(target.wallet_location) if target.wallet_location else None,
+            wallet_password=wallet_password,
+            program="lunlat",
+        )
+
+    return connect
+
+
+@dataclass(slots=True)
+class Names:
+    """What the lookups said: names of instances, containers and files, and where the files are."""
+
+    instances: dict[int, str] = field(default_factory=dict)
+    containers: dict[int, str] = field(default_factory=dict)
+    datafiles: dict[tuple[int, int], str] = field(default_factory=dict)  # (con_id, file#) -> path
+    tempfiles: dict[tuple[int, int], str] = field(default_factory=dict)
+    logfiles: list[str] = field(default_factory=list)
+    controlfiles: list[str] = field(default_factory=list)
+    diskgroups: dict[int, str] = field(default_factory=dict)
+    locations: dict[str, Location] = field(default_factory=dict)
+    looked_up_at: float = -float("inf")
+
+    def files_of(self, role: str) -> Iterable[str]:
+        if role == "data":
+            return self.datafiles.values()
+        if role == "temp":
+            return self.tempfiles.values()
+        if role == "log":
+            return self.logfiles
+        if role == "control":
+            return self.controlfiles
+        return ()
+
+
+class BadRowError(ValueError):
+    pass
+
+
+def _count(value: object, column: str) -> int:
+    """A counter column: a non-negative whole number (NUMBER arrives as int, or float if the
+    driver was told so)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRowError(f"{column} is {value!r}, not a number")
+    if value < 0 or value != value or (isinstance(value, float) and not value.is_integer()):  # noqa: PLR0124
+        raise BadRowError(f"{column} is {value!r}, not a whole number >= 0")
+    return int(value)
+
+
+def _seconds(value: object, column: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise BadRowError(f"{column} is {value!r}, not a number of seconds >= 0")
+    return float(value)
+
+
+def _text(value: object, column: str) -> str:
+    if not isinstance(value, str):
+        raise BadRowError(f"{column} is {value!r}, not text")
+    return value
+
+
+def _id(value: object, column: str) -> int:
+    return 0 if value is None else _count(value, column)  # CON_ID is NULL in some older views
+
+
+def format_le(bound_micro: int) -> str:
+    """`le` label of a bound in µs, in seconds with every digit (0.000512, 1.048576)."""
+    return f"{bound_micro / 1_000_000:.6f}".rstrip("0").rstrip(".")
+
+
+class OracleSource:
+    """The Oracle layer of one configured database."""
+
+    error_reasons: tuple[str, ...] = (
+        "connect_failed",
+        "connect_timeout",
+        "connection_lost",
+        "query_timeout",
+        "no_grant",
+        "query_failed",
+        "bad_row",
+    )
+
+    def __init__(
+        self,
+        target: OracleTarget,
+        connect: Callable[[], Connection],
+        locator: FileLocator | None = None,
+        db_labels: DbLunLabels | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        names_refresh: float = NAMES_REFRESH_SECONDS,
+    ) -> None:
+        self._target = target
+        self.name = f"oracle:{target.name}"
+        # The connect and each query are bounded by timeout_seconds; the collection as a whole by
+        # twice that (a connect and a slow query), and always by the scrape's own deadline.
+        self.timeout: float | None = 2 * target.timeout_seconds
+        self._session: Session[Connection] = Session(
+            self.name, connect, classify, target.timeout_seconds, clock
+        )
+        self._locator = locator
+        self._db_labels = db_labels
+        if db_labels is not None:
+            db_labels.register(self.name)
+        self._clock = clock
+        self._names_refresh = names_refresh
+        self._gates = QueryGates(clock=clock)
+        self._names = Names()
+        self._seen_connects = 0
+        self._warned: set[tuple[str, str]] = set()
+        self._asm_disks: tuple[tuple[int, str], ...] = ()
+        self._labels: dict[tuple[object, ...], LabelSet] = {}
+
+    def close(self) -> None:
+        self._session.close()
+
+    # --- collection -----------------------------------------------------------------------------
+
+    def collect(self) -> SourceResult:
+        conn = self._session.connection()
+        if self._session.connects != self._seen_connects:
+            # A new session: bound its calls, and look names up again (the database may have
+            # restarted with other files).
+            self._seen_connects = self._session.connects
+            conn.call_timeout = int(self._target.timeout_seconds * 1000)
+            self._names.looked_up_at = -float("inf")
+        errors: Counter[str] = Counter()
+        now = self._clock()
+        if now - self._names.looked_up_at >= self._names_refresh:
+            self._look_up_names(conn, errors)
+        iostat = self._query(conn, sql.IOSTAT_FILE, errors)
+        if (
+            iostat
+            and self._unknown_files(iostat)
+            and now - self._names.looked_up_at >= UNKNOWN_FILE_RECHECK_SECONDS
+        ):
+            self._look_up_names(conn, errors)
+        events = self._query(conn, sql.SYSTEM_EVENT, errors)
+        histogram = self._query(conn, sql.EVENT_HISTOGRAM, errors)
+        asm = self._query(conn, sql.ASM_DISK, errors)
+        families = [
+            *self._file_families(iostat or [], errors),
+            *self._event_families(events or [], errors),
+            self._histogram_family(histogram or [], errors),
+            *self._asm_families(asm or [], errors),
+        ]
+        self._publish_lun_labels()
+        return SourceResult(families, errors)
+
+    def _query(self, conn: Connection, query: sql.Query, errors: Counter[str]) -> list[Any] | None:
+        if not self._gates.open(query.name):
+            return None
+        try:
+            cursor = conn.cursor()
+            try:
+                cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
+                cursor.execute(query.sql)
+                rows = cursor.fetchall()
+            finally:
+                cursor.close()
+        except Exception as exc:  # noqa: BLE001 - every driver error is classified below
+            found = classify(exc)
+            detail = f"{query.name}: {found.code}: {found.message}" if found.code else found.message
+            if found.kind is Kind.LOST:
+                self._session.lost(detail)
+                raise SourceError(found.kind.value, detail) from None
+            if found.kind is Kind.TIMEOUT:
+                # The session may still be busy on the server: never reuse it.
+                self._session.drop(detail)
+                raise SourceError(found.kind.value, detail) from None
+            errors[found.kind.value] += 1
+            if found.kind is Kind.NO_GRANT:
+                self._gates.close(query.name)
+                log.warning(
+                    "query disabled: missing grant (see deploy/oracle/grants.sql); retried in 10 minutes",
+                    extra={"kv": {"source": self.name, "query": query.name, "err": found.code}},
+                )
+            else:
+                self._warn_once(query.name, found.code or found.message, "query failed", detail)
+            return None
+        if self._gates.reopen(query.name):
+            log.info("query enabled again", extra={"kv": {"source": self.name, "query": query.name}})
+        return rows
+
+    def _warn_once(self, where: str, key: str, what: str, detail: str) -> None:
+        if (where, key) in self._warned or len(self._warned) > 256:
+            return
+        self._warned.add((where, key))
+        log.warning(what, extra={"kv": {"source": self.name, "query": where, "err": detail[:300]}})
+
+    def _rows(
+        self, rows: Sequence[Any], query: sql.Query, errors: Counter[str], parse: Callable[[Any], Any]
+    ) -> list[Any]:
+        """Parsed rows; a row with an unexpected value is skipped and counted, never published."""
+        out = []
+        for row in rows:
+            try:
+                out.append(parse(row))
+            except (BadRowError, ValueError, TypeError, IndexError) as exc:
+                errors["bad_row"] += 1
+                self._warn_once(query.name, str(exc), "skipping row", f"{exc} in {row!r}"[:300])
+        return out
+
+    # --- names --------------------------------------------------------------------------------
+
+    def _look_up_names(self, conn: Connection, errors: Counter[str]) -> None:
+        names = Names(looked_up_at=self._clock())
+        for row in self._query(conn, sql.INSTANCES, errors) or []:
+            names.instances[_id(row[0], "inst_id")] = _text(row[1], "instance_name")
+        for row in self._query(conn, sql.CONTAINERS, errors) or []:
+            names.containers[_id(row[0], "con_id")] = _text(row[1], "name")
+        for query, into in ((sql.DATAFILES, names.datafiles), (sql.TEMPFILES, names.tempfiles)):
+            for row in self._query(conn, query, errors) or []:
+                into[(_id(row[1], "con_id"), _id(row[0], "file#"))] = _text(row[2], "name")
+        names.logfiles = sorted(
+            {_text(r[2], "member") for r in self._query(conn, sql.LOGFILES, errors) or []}
+        )
+        names.controlfiles = sorted(
+            {_text(r[1], "name") for r in self._query(conn, sql.CONTROLFILES, errors) or []}
+        )
+        for row in self._query(conn, sql.ASM_DISKGROUPS, errors) or []:
+            names.diskgroups[_id(row[0], "group_number")] = _text(row[1], "name")
+        if self._locator is not None:
+            self._locator.refresh()
+        names.locations = {}
+        self._names = names
+        log.debug(
+            "names looked up",
+            extra={
+                "kv": {
+                    "source": self.name,
+                    "datafiles": len(names.datafiles),
+                    "tempfiles": len(names.tempfiles),
+                    "instances": len(names.instances),
+                }
+            },
+        )
+
+    def _locate(self, path: str) -> Location:
+        if self._locator is None:
+            return NOWHERE
+        found = self._names.locations.get(path)
+        if found is None:
+            found = self._locator.locate(path)
+            self._names.locations[path] = found
+            if not found.luns and not path.startswith("+"):
+                self._warn_once("locate", path, "database file on no known LUN", path)
+        return found
+
+    def _unknown_files(self, rows: Sequence[Any]) -> bool:
+        for row in rows:
+            try:
+                role = ROLE_OF_FILETYPE.get(row[3])
+                key = (_id(row[1], "con_id"), _id(row[2], "file_no"))
+            except BadRowError:
+                continue
+            if role == "data" and not self._file_path(self._names.datafiles, key):
+                return True
+            if role == "temp" and not self._file_path(self._names.tempfiles, key):
+                return True
+        return False
+
+    @staticmethod
+    def _file_path(files: dict[tuple[int, int], str], key: tuple[int, int]) -> str:
+        path = files.get(key)
+        if path is None:  # the root sees PDB files under their own CON_ID; numbers are CDB-wide
+            path = next((p for (_, n), p in files.items() if n == key[1]), "")
+        return path
+
+    def _db(self, con_id: int) -> str:
+        return self._names.containers.get(con_id) or (str(con_id) if con_id else "")
+
+    def _instance(self, inst_id: int) -> str:
+        return self._names.instances.get(inst_id) or str(inst_id)
+
+    def _label_set(self, names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
+        key = (names, values)
+        found = self._labels.get(key)
+        if found is None:
+            if len(self._labels) > 100_000:  # files come and go; never grow without bound
+                self._labels.clear()
+            found = self._labels[key] = LabelSet(names, values)
+        return found
+
+    # --- families -----------------------------------------------------------------------------
+
+    def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+        reads = Family(contract.ORACLE_FILE_READS)
+        writes = Family(contract.ORACLE_FILE_WRITES)
+        read_time = Family(contract.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
+        write_time = Family(contract.ORACLE_FILE_WRITE_TIME, exponent=-3)
+
+        def parse(row: Any) -> tuple[LabelSet, int, int, int, int]:
+            inst, con, file_no = _id(row[0], "inst_id"), _id(row[1], "con_id"), _id(row[2], "file_no")
+            role = ROLE_OF_FILETYPE.get(_text(row[3], "filetype_name"), "other")
+            values = (
+                _count(row[4], "reads"),
+                _count(row[5], "writes"),
+                _count(row[6], "read_ms"),
+                _count(row[7], "write_ms"),
+            )
+            file, lun = self._file_and_lun(role, con, file_no)
+            labels = self._label_set(
+                contract.ORACLE_FILE_LABELS,
+                (
+                    self._target.name,
+                    self._target.workload or "",
+                    self._db(con),
+                    self._instance(inst),
+                    file,
+                    role,
+                    lun,
+                ),
+            )
+            return (labels, *values)
+
+        for labels, r, w, rms, wms in self._rows(rows, sql.IOSTAT_FILE, errors, parse):
+            reads.add(labels, r)
+            writes.add(labels, w)
+            read_time.add(labels, rms)
+            write_time.add(labels, wms)
+        return [reads, writes, read_time, write_time]
+
+    def _file_and_lun(self, role: str, con: int, file_no: int) -> tuple[str, str]:
+        if role in ("log", "control"):
+            paths = list(self._names.files_of(role))
+            luns = sorted({lun for p in paths for lun in self._locate(p).luns})
+            return (ALL_REDO if role == "log" else ALL_CONTROL), ",".join(luns)
+        files = self._names.datafiles if role == "data" else self._names.tempfiles
+        path = self._file_path(files, (con, file_no))
+        if not path:
+            return f"file#{file_no}", ""
+        return path, self._locate(path).lun
+
+    def _event_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+        waits = Family(contract.ORACLE_WAITS)
+        time_waited = Family(contract.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
+
+        def parse(row: Any) -> tuple[LabelSet, int, int]:
+            labels = self._event_labels(row)
+            return labels, _count(row[3], "total_waits"), _count(row[4], "time_waited_micro")
+
+        for labels, count, micro in self._rows(rows, sql.SYSTEM_EVENT, errors, parse):
+            waits.add(labels, count)
+            time_waited.add(labels, micro)
+        return [waits, time_waited]
+
+    def _event_labels(self, row: Any) -> LabelSet:
+        event = _text(row[2], "event")
+        role = sql.IO_EVENTS.get(event, ("other", ""))[0]
+        return self._label_set(
+            contract.ORACLE_EVENT_LABELS,
+            (
+                self._target.name,
+                self._db(_id(row[1], "con_id")),
+                self._instance(_id(row[0], "inst_id")),
+                event,
+                role,
+            ),
+        )
+
+    def _histogram_family(self, rows: Sequence[Any], errors: Counter[str]) -> Family:
+        family = Family(contract.ORACLE_WAIT_DURATION)
+
+        def parse(row: Any) -> tuple[LabelSet, int, int]:
+            bound = _count(row[3], "wait_time_micro")
+            if bound < 1 or bound & (bound - 1):
+                raise BadRowError(f"wait_time_micro is {bound}, not a power of two")
+            return self._event_labels(row), bound, _count(row[4], "wait_count")
+
+        buckets: dict[LabelSet, dict[int, int]] = {}
+        for labels, bound, count in self._rows(rows, sql.EVENT_HISTOGRAM, errors, parse):
+            per_bound = buckets.setdefault(labels, {})
+            per_bound[bound] = per_bound.get(bound, 0) + count
+        for labels, per_bound in buckets.items():
+            cumulative = 0
+            total = sum(per_bound.values())
+            # Oracle's bucket b holds waits in [b/2, b): 3/4 of b is its middle (1 µs: half of it).
+            estimate = sum(c * (0.5 if b == 1 else 0.75 * b) for b, c in per_bound.items())
+            for bound in BUCKET_BOUNDS_MICRO:
+                cumulative += per_bound.get(bound, 0)
+                family.add(
+                    self._label_set((*labels.names, "le"), (*labels.values, format_le(bound))),
+                    cumulative,
+                    "_bucket",
+                )
+            family.add(self._label_set((*labels.names, "le"), (*labels.values, "+Inf")), total, "_bucket")
+            family.add(labels, total, "_count")
+            family.add(labels, estimate / 1_000_000, "_sum")
+        return family
+
+    def _asm_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+        reads = Family(contract.ORACLE_ASM_READS)
+        writes = Family(contract.ORACLE_ASM_WRITES)
+        read_time = Family(contract.ORACLE_ASM_READ_TIME)  # seconds (fractional)
+        write_time = Family(contract.ORACLE_ASM_WRITE_TIME)
+        disks: set[tuple[int, str]] = set()
+
+        def parse(row: Any) -> tuple[LabelSet, int, int, float, float]:
+            group = _id(row[1], "group_number")
+            path = _text(row[4], "path")
+            disks.add((group, path))
+            labels = self._label_set(
+                contract.ORACLE_ASM_LABELS,
+                (
+                    self._target.name,
+                    self._instance(_id(row[0], "inst_id")),
+                    self._names.diskgroups.get(group, str(group)),
+                    row[3] if isinstance(row[3], str) else "",
+                    path,
+                    self._locate(path).lun,
+                ),
+            )
+            return (
+                labels,
+                _count(row[5], "reads"),
+                _count(row[6], "writes"),
+                _seconds(row[7], "read_time"),
+                _seconds(row[8], "write_time"),
+            )
+
+        for labels, r, w, rt, wt in self._rows(rows, sql.ASM_DISK, errors, parse):
+            reads.add(labels, r)
+            writes.add(labels, w)
+            read_time.add(labels, rt)
+            write_time.add(labels, wt)
+        self._asm_disks = tuple(sorted(disks))
+        return [reads, writes, read_time, write_time]
+
+    # --- labels for the host layer -----------------------------------------------------------
+
+    def _publish_lun_labels(self) -> None:
+        if self._db_labels is None or self._locator is None:
+            return
+        files: list[tuple[Location, str]] = []
+        for role in ("data", "temp", "log", "control"):
+            for path in self._names.files_of(role):
+                if path.startswith("+"):
+                    # ASM: the file is on every disk of its disk group (+DATA/… → group DATA).
+                    group = path[1:].split("/", 1)[0].upper()
+                    files.extend(
+                        (self._locate(disk_path), role)
+                        for number, disk_path in self._asm_disks
+                        if self._names.diskgroups.get(number, "").upper() == group
+                    )
+                else:
+                    files.append((self._locate(path), role))
+        self._db_labels.publish(
+            self.name, device_labels(files, self._target.name, self._target.workload or "")
+        )

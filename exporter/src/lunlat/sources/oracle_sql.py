@@ -1,0 +1,129 @@
+"""The Oracle source's SQL: static text only, nothing built from input (design §4).
+
+Every statement reads GV$ views, which work the same on a single instance (INST_ID 1) and on RAC
+(one row per instance), and names every column it reads, so the collector unpacks rows by position.
+Tests run these exact strings on an emulation of the views, translated by sqlglot from the Oracle
+dialect (whose parser also rejects what Oracle would not accept).
+
+Units: V$IOSTAT_FILE service times are milliseconds, V$SYSTEM_EVENT.TIME_WAITED_MICRO and
+V$EVENT_HISTOGRAM_MICRO.WAIT_TIME_MICRO microseconds, V$ASM_DISK_STAT.READ_TIME/WRITE_TIME seconds.
+The rounded centisecond/millisecond columns (TIME_WAITED, AVERAGE_WAIT, V$FILESTAT) are never read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The wait events that are I/O, with the role and direction each one measures.
+IO_EVENTS: dict[str, tuple[str, str]] = {
+    "db file sequential read": ("data", "read"),  # single-block reads: the OLTP read latency
+    "db file scattered read": ("data", "read"),  # multiblock reads into the buffer cache
+    "db file parallel read": ("data", "read"),
+    "direct path read": ("data", "read"),  # DSS scans bypassing the cache
+    "direct path read temp": ("temp", "read"),
+    "direct path write": ("data", "write"),
+    "direct path write temp": ("temp", "write"),
+    "db file parallel write": ("data", "write"),  # DBWR
+    "db file single write": ("data", "write"),
+    "log file parallel write": ("log", "write"),  # LGWR: the redo LUN's write latency
+    "log file sync": ("log", "commit"),  # what a committing session waits: log write + CPU + IPC
+    "log file sequential read": ("log", "read"),  # archiver, Data Guard
+    "control file sequential read": ("control", "read"),
+    "control file parallel write": ("control", "write"),
+}
+
+_EVENT_LIST = ", ".join(f"'{event}'" for event in IO_EVENTS)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    name: str  # used in logs and in the per-query error handling
+    sql: str
+    per_scrape: bool  # False: a name lookup, cached and refreshed when files change
+
+
+IOSTAT_FILE = Query(
+    "iostat_file",
+    """SELECT inst_id, con_id, file_no, filetype_name,
+       small_read_reqs + large_read_reqs AS reads,
+       small_write_reqs + large_write_reqs AS writes,
+       small_read_servicetime + large_read_servicetime AS read_ms,
+       small_write_servicetime + large_write_servicetime AS write_ms
+FROM gv$iostat_file
+WHERE filetype_name IN ('Data File', 'Temp File', 'Log File', 'Control File')""",
+    per_scrape=True,
+)
+
+SYSTEM_EVENT = Query(
+    "system_event",
+    f"""SELECT inst_id, con_id, event, total_waits, time_waited_micro
+FROM gv$system_event
+WHERE event IN ({_EVENT_LIST})""",  # noqa: S608 - a constant list, no input
+    per_scrape=True,
+)
+
+EVENT_HISTOGRAM = Query(
+    "event_histogram_micro",
+    f"""SELECT inst_id, con_id, event, wait_time_micro, wait_count
+FROM gv$event_histogram_micro
+WHERE event IN ({_EVENT_LIST})""",  # noqa: S608 - a constant list, no input
+    per_scrape=True,
+)
+
+# Disk group 0 holds candidate and former disks, which no database file lives on.
+ASM_DISK = Query(
+    "asm_disk_stat",
+    """SELECT inst_id, group_number, disk_number, name, path, reads, writes, read_time, write_time
+FROM gv$asm_disk_stat
+WHERE group_number <> 0""",
+    per_scrape=True,
+)
+
+INSTANCES = Query("instance", "SELECT inst_id, instance_name FROM gv$instance", per_scrape=False)
+
+# V$CONTAINERS lists the CDB root and its PDBs (a non-CDB shows one row, CON_ID 0).
+CONTAINERS = Query("containers", "SELECT con_id, name FROM v$containers", per_scrape=False)
+
+DATAFILES = Query("datafile", "SELECT file# AS file_no, con_id, name FROM v$datafile", per_scrape=False)
+
+TEMPFILES = Query("tempfile", "SELECT file# AS file_no, con_id, name FROM v$tempfile", per_scrape=False)
+
+LOGFILES = Query("logfile", "SELECT group# AS group_no, con_id, member FROM v$logfile", per_scrape=False)
+
+CONTROLFILES = Query("controlfile", "SELECT con_id, name FROM v$controlfile", per_scrape=False)
+
+# ASM datafile names start with the disk group (+DATA/…): this maps them to the group's disks.
+# The _STAT view answers from memory; V$ASM_DISKGROUP would rescan every disk.
+ASM_DISKGROUPS = Query(
+    "asm_diskgroup_stat", "SELECT group_number, name FROM v$asm_diskgroup_stat", per_scrape=False
+)
+
+ALL_QUERIES: tuple[Query, ...] = (
+    IOSTAT_FILE,
+    SYSTEM_EVENT,
+    EVENT_HISTOGRAM,
+    ASM_DISK,
+    INSTANCES,
+    CONTAINERS,
+    DATAFILES,
+    TEMPFILES,
+    LOGFILES,
+    CONTROLFILES,
+    ASM_DISKGROUPS,
+)
+
+# Exactly the views the statements read: deploy/oracle/grants.sql grants SELECT on these (a test
+# checks both against each other).
+VIEWS: tuple[str, ...] = (
+    "gv$iostat_file",
+    "gv$system_event",
+    "gv$event_histogram_micro",
+    "gv$asm_disk_stat",
+    "gv$instance",
+    "v$containers",
+    "v$datafile",
+    "v$tempfile",
+    "v$logfile",
+    "v$controlfile",
+    "v$asm_diskgroup_stat",
+)

@@ -1,0 +1,131 @@
+"""The database session: bounded connect, backoff after failures, abandoned connects closed, gates."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+from lunlat.sources.base import SourceError
+from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Conn:
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def classify(exc: BaseException) -> Classified:
+    return Classified(Kind.LOST, "ORA-12541", str(exc))
+
+
+def test_connect_failures_back_off_doubling_up_to_the_cap_and_waiting_is_not_counted() -> None:
+    clock = Clock()
+    attempts: list[float] = []
+
+    def refuse() -> Conn:
+        attempts.append(clock.now)
+        raise ConnectionRefusedError("ORA-12541: TNS:no listener")
+
+    session: Session[Conn] = Session("oracle:X", refuse, classify, 1.0, clock, backoff_max=4.0)
+    waits = []
+    for _ in range(40):
+        try:
+            session.connection()
+        except SourceError as exc:
+            waits.append((exc.reason, exc.count))
+            assert "ORA-12541" in str(exc)
+        clock.now += 0.5
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
+    assert gaps[:4] == [1.0, 2.0, 4.0, 4.0]  # 1 s, doubling, capped at backoff_max
+    assert sum(count for _, count in waits) == len(attempts)
+    assert {reason for reason, _ in waits} == {"connect_failed"}
+
+
+def test_success_resets_the_backoff() -> None:
+    clock = Clock()
+    fail = [True]
+
+    def connect() -> Conn:
+        if fail[0]:
+            raise OSError("down")
+        return Conn()
+
+    session: Session[Conn] = Session("s", connect, classify, 1.0, clock)
+    with pytest.raises(SourceError):
+        session.connection()
+    fail[0] = False
+    clock.now += 1.0
+    session.connection()
+    session.lost("ORA-03113")
+    with pytest.raises(SourceError) as waiting:  # lost: wait the first backoff step again, not a longer one
+        session.connection()
+    assert waiting.value.count == 0
+    clock.now += 1.0
+    assert session.connection() is not None
+    assert session.connects == 2
+
+
+def test_a_hung_connect_is_abandoned_at_the_timeout_and_its_late_connection_closed() -> None:
+    release = threading.Event()
+    late = Conn()
+
+    def hang() -> Conn:
+        release.wait(10)
+        return late
+
+    session: Session[Conn] = Session("s", hang, classify, 0.2)
+    with pytest.raises(SourceError) as caught:
+        session.connection()
+    assert caught.value.reason == "connect_timeout" and "0.2 s" in str(caught.value)
+    release.set()
+    assert late.closed.wait(5), "a connection that arrives after the timeout must be closed, not leaked"
+    assert not session.connected
+
+
+def test_a_source_error_from_connect_keeps_its_reason() -> None:
+    def no_password() -> Conn:
+        raise SourceError("connect_failed", "password: environment variable X is not set")
+
+    session: Session[Conn] = Session("s", no_password, classify, 1.0)
+    with pytest.raises(SourceError, match="X is not set"):
+        session.connection()
+
+
+def test_drop_closes_the_connection_and_the_next_call_reconnects_at_once() -> None:
+    made: list[Conn] = []
+
+    def connect() -> Conn:
+        made.append(Conn())
+        return made[-1]
+
+    session: Session[Conn] = Session("s", connect, classify, 1.0)
+    first = session.connection()
+    session.drop("query timeout")
+    assert made[0].closed.is_set()
+    assert session.connection() is not first
+
+
+def test_query_gates_close_for_a_while_and_report_reopening() -> None:
+    clock = Clock()
+    gates = QueryGates(retry_after=600, clock=clock)
+    assert gates.open("asm") and not gates.reopen("asm")
+    gates.close("asm")
+    assert not gates.open("asm")
+    clock.now += 599
+    assert not gates.open("asm")
+    clock.now += 1
+    assert gates.open("asm")
+    assert gates.reopen("asm") and not gates.reopen("asm")
