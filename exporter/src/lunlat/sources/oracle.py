@@ -110,8 +110,9 @@ def classify(exc: BaseException) -> Classified:
         return Classified(Kind.NO_GRANT, code, message)
     if code in TIMEOUT_CODES:
         return Classified(Kind.TIMEOUT, code, message)
-    # The driver's own connection-level classes: whatever the code, the session is unusable.
-    if code in LOST_CODES or type(exc).__name__ in ("OperationalError", "InterfaceError"):
+    # InterfaceError is the driver's "not connected" family (DPY-1xxx). OperationalError is not
+    # enough by itself: python-oracledb also gives it to ORA-00604 (recursive SQL), a query error.
+    if code in LOST_CODES or type(exc).__name__ == "InterfaceError":
         return Classified(Kind.LOST, code, message)
     if code.startswith("DPY-6") or code.startswith("TNS-") or isinstance(exc, OSError):
         return Classified(Kind.LOST, code, message)  # DPY-6xxx: cannot connect

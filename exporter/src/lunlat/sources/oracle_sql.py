@@ -88,7 +88,12 @@ DATAFILES = Query("datafile", "SELECT file# AS file_no, con_id, name FROM v$data
 
 TEMPFILES = Query("tempfile", "SELECT file# AS file_no, con_id, name FROM v$tempfile", per_scrape=False)
 
-LOGFILES = Query("logfile", "SELECT group# AS group_no, con_id, member FROM v$logfile", per_scrape=False)
+# Online redo only: standby redo logs (TYPE 'STANDBY') see no LGWR writes on a primary.
+LOGFILES = Query(
+    "logfile",
+    "SELECT group# AS group_no, con_id, member FROM v$logfile WHERE type = 'ONLINE'",
+    per_scrape=False,
+)
 
 CONTROLFILES = Query("controlfile", "SELECT con_id, name FROM v$controlfile", per_scrape=False)
 

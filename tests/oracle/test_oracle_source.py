@@ -1,0 +1,493 @@
+"""The Oracle source against the emulated views: its real SQL, real python-oracledb errors.
+
+Latencies, roles and LUNs per file; µs precision; histograms consistent with the waits; instance
+restarts; RAC and CDB; ASM; and every fault while the host layer keeps being served.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lunlat import contract
+from lunlat.config import DiskstatsConfig, OracleTarget
+from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.model import Family
+from lunlat.scrape import Scraper
+from lunlat.sources import oracle_sql as sql
+from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.oracle import ALL_CONTROL, ALL_REDO, OracleSource
+from tests.fakesys import FakeHost
+from tests.oracle.emulation import EmulatedConnection, OracleEmulation
+from tests.oracle.simulator import IO, Choice, Commits, Constant, Load
+
+DATA_READ = Load(
+    IO("data", "read", 400, Constant(425)),
+    IO("data", "write", 100, Constant(800)),
+    IO("log", "write", 200, Constant(300)),
+    commits=Commits(200),
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def mpath(h: FakeHost, name: str, alias: str, path: str, wwid_tail: str) -> str:
+    wwid = "3600a09803830363472" + wwid_tail.rjust(13, "0")
+    h.add_scsi_disk(path, wwid="naa." + wwid[1:])
+    return h.add_multipath(name, alias=alias, wwid=wwid, paths=[path])
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> FakeHost:
+    """Datafiles on an LV on ora_data; redo members multiplexed over ora_redo_a and ora_redo_b; a
+    control file copy on each of ora_data and ora_redo_b; three ASM disks as multipath maps."""
+    h = FakeHost(tmp_path)
+    h.add_scsi_disk("sda", wwid="naa.5000c500a1b2c3d4")
+    h.add_partition("sda", 1)
+    mpath(h, "dm-3", "ora_data", "sdb", "1")
+    h.add_lvm("dm-4", vg="vgora", lv="oradata", on=["dm-3"])
+    mpath(h, "dm-5", "ora_redo_a", "sdc", "2")
+    mpath(h, "dm-6", "ora_redo_b", "sdd", "3")
+    mpath(h, "dm-7", "asm_data1", "sde", "4")
+    mpath(h, "dm-8", "asm_data2", "sdf", "5")
+    mpath(h, "dm-9", "asm_fra1", "sdg", "6")
+    h.mount("/", "sda1")
+    h.mount("/u02/oradata", "dm-4")
+    h.mount("/u03/redo", "dm-5")
+    h.mount("/u04/redo", "dm-6")
+    h.write()
+    return h
+
+
+def target(**changes: Any) -> OracleTarget:
+    values: dict[str, Any] = {
+        "name": "Oracle",
+        "dsn": "db1:1521/ORCL",
+        "user": "lunlat",
+        "password_env": "LUNLAT_TEST_UNUSED",
+        "workload": "oltp",
+        "timeout_seconds": 2,
+    }
+    values.update(changes)
+    return OracleTarget(**values)
+
+
+def source_for(
+    emu: OracleEmulation,
+    host: FakeHost | None = None,
+    labels: DbLunLabels | None = None,
+    clock: Callable[[], float] | None = None,
+    connect: Callable[[], EmulatedConnection] | None = None,
+    **changes: Any,
+) -> OracleSource:
+    locator = FileLocator(host.procfs, host.sysfs) if host is not None else None
+    return OracleSource(target(**changes), connect or emu.connect, locator, labels, clock or time.monotonic)
+
+
+def families(result: SourceResult) -> dict[str, Family]:
+    return {f.spec.name: f for f in result.families}
+
+
+def values(result: SourceResult, spec: contract.MetricSpec) -> dict[tuple[str, ...], float]:
+    return families(result)[spec.name].by_labels()
+
+
+def by(
+    spec_labels: tuple[str, ...], values: dict[tuple[str, ...], float], **want: str
+) -> dict[tuple[str, ...], float]:
+    index = {name: spec_labels.index(name) for name in want}
+    return {k: v for k, v in values.items() if all(k[index[n]] == w for n, w in want.items())}
+
+
+def delta(
+    before: SourceResult, after: SourceResult, spec: contract.MetricSpec
+) -> dict[tuple[str, ...], float]:
+    old, new = values(before, spec), values(after, spec)
+    return {k: new[k] - old.get(k, 0.0) for k in new}
+
+
+# --- values, roles, LUNs ---------------------------------------------------------------------
+
+
+def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: FakeHost) -> None:
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    emu.advance(60, DATA_READ)
+    first = source.collect()
+    emu.advance(60, DATA_READ)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    labels = contract.ORACLE_FILE_LABELS
+    reads = delta(first, second, contract.ORACLE_FILE_READS)
+    read_time = delta(first, second, contract.ORACLE_FILE_READ_TIME)
+    data = by(labels, reads, role="data")
+    assert len(data) == 3 and sum(data.values()) == 400 * 60
+    for key, n in data.items():
+        file, lun = key[labels.index("file")], key[labels.index("lun")]
+        assert file.startswith("/u02/oradata/ORCL/") and lun == "ora_data"
+        assert (key[labels.index("database")], key[labels.index("workload")]) == ("Oracle", "oltp")
+        assert read_time[key] / n == pytest.approx(425e-6, abs=1e-6 / n * 2)  # ms counters: ±1 ms per delta
+    writes = delta(first, second, contract.ORACLE_FILE_WRITES)
+    write_time = delta(first, second, contract.ORACLE_FILE_WRITE_TIME)
+    ((log_key, log_writes),) = by(labels, writes, role="log").items()
+    assert log_key[labels.index("file")] == ALL_REDO
+    assert log_key[labels.index("lun")] == "ora_redo_a,ora_redo_b"  # multiplexed members
+    assert write_time[log_key] / log_writes == pytest.approx(300e-6, rel=1e-3)
+    ((control_key, _),) = by(labels, writes, role="control").items()
+    assert control_key[labels.index("file")] == ALL_CONTROL
+    assert control_key[labels.index("lun")] == "ora_data,ora_redo_b"
+    # Wait events are µs counters: the average is exact, not rounded to a millisecond.
+    events = contract.ORACLE_EVENT_LABELS
+    waits = delta(first, second, contract.ORACLE_WAITS)
+    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    ((seq_key, seq_waits),) = by(events, waits, event="db file sequential read").items()
+    assert seq_key[events.index("role")] == "data" and seq_waits == 400 * 60
+    assert waited[seq_key] / seq_waits == pytest.approx(425e-6, rel=1e-12)
+    ((lgwr_key, lgwr),) = by(events, waits, event="log file parallel write").items()
+    assert waited[lgwr_key] / lgwr == pytest.approx(300e-6, rel=1e-12)
+    # Idle events the instance also reports are not published.
+    assert all(k[events.index("event")] in sql.IO_EVENTS for k in waits)
+
+
+def test_the_oracle_text_exposes_microseconds_exactly(host: FakeHost) -> None:
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    emu.advance(1, Load(IO("data", "read", 3, Constant(425)), background=False))
+    scraper = Scraper([source])
+    body = scraper.scrape(5)
+    scraper.close()
+    line = next(
+        x
+        for x in body.splitlines()
+        if x.startswith("lunlat_oracle_wait_event_time_seconds_total{") and "sequential" in x
+    )
+    assert line.endswith(" 1275e-6")  # 3 waits of 425 µs, as Oracle counted them
+
+
+def test_histograms_are_consistent_with_the_waits_and_resolve_the_goal(host: FakeHost) -> None:
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    mix = Choice([(300, 6), (700, 3), (2500, 1)])  # 10 % of reads above the 1 ms goal (sampled, seeded)
+    emu.advance(60, Load(IO("data", "read", 500, mix), background=False))
+    result = source.collect()
+    waits = values(result, contract.ORACLE_WAITS)
+    histogram = families(result)[contract.ORACLE_WAIT_DURATION.name]
+    buckets: dict[tuple[str, ...], dict[str, float]] = {}
+    counts: dict[tuple[str, ...], float] = {}
+    sums: dict[tuple[str, ...], float] = {}
+    for suffix, labels, value in histogram.all_samples():
+        if suffix == "_bucket":
+            buckets.setdefault(labels.values[:-1], {})[labels.values[-1]] = value
+        elif suffix == "_count":
+            counts[labels.values] = value
+        else:
+            sums[labels.values] = value
+    assert set(buckets) == set(counts) == set(sums) == set(waits)
+    for key, per_le in buckets.items():
+        cumulative = list(per_le.values())
+        assert cumulative == sorted(cumulative), "buckets must be monotonic"
+        assert per_le["+Inf"] == counts[key] == waits[key], "_count is the waits"
+        assert len(per_le) == 27  # the same 26 bounds + +Inf for every event, always
+    (seq,) = [
+        k for k in buckets if k[contract.ORACLE_EVENT_LABELS.index("event")] == "db file sequential read"
+    ]
+    total = counts[seq]
+    assert buckets[seq]["0.000256"] == 0
+    assert buckets[seq]["0.000512"] == pytest.approx(0.6 * total, rel=0.02)  # the 300 µs reads
+    assert buckets[seq]["0.001024"] == pytest.approx(0.9 * total, rel=0.02)  # …and the 700 µs ones
+    assert buckets[seq]["0.002048"] == buckets[seq]["0.001024"]
+    assert total - buckets[seq]["0.001024"] == pytest.approx(0.1 * total, rel=0.1)  # above the goal
+    # _sum is an estimate from the bucket bounds: close to the true total, documented as such.
+    true_sum = values(result, contract.ORACLE_WAIT_TIME)[seq]
+    assert sums[seq] == pytest.approx(true_sum, rel=0.35)
+
+
+# --- host layer labels --------------------------------------------------------------------------
+
+
+def test_database_files_label_the_host_layer_luns(host: FakeHost) -> None:
+    emu = OracleEmulation()
+    registry = DbLunLabels()
+    oracle = source_for(emu, host, registry)
+    disks = DiskstatsSource(host.procfs, host.sysfs, DiskstatsConfig(), db_labels=registry)
+    oracle.collect()
+    (info,) = [f for f in disks.collect().families if f.spec is contract.LUN_INFO]
+    got = {
+        s[1].as_dict()["lun"]: (s[1].as_dict()["database"], s[1].as_dict()["role"])
+        for s in info.all_samples()
+    }
+    assert got["ora_data"] == ("Oracle", "data")  # datafiles, tempfile and a control file copy
+    assert got["ora_redo_a"] == ("Oracle", "log")
+    assert got["ora_redo_b"] == ("Oracle", "log")  # redo members and a control file copy
+    assert got["asm_data1"] == ("", "")
+    assert got["vgora-oradata"] == ("Oracle", "data")
+
+
+def test_asm_disks_are_published_per_lun_and_their_luns_labelled(host: FakeHost) -> None:
+    emu = OracleEmulation(asm=True)
+    registry = DbLunLabels()
+    source = source_for(emu, host, registry)
+    emu.advance(60, DATA_READ)
+    first = source.collect()
+    emu.advance(60, DATA_READ)
+    second = source.collect()
+    asm = contract.ORACLE_ASM_LABELS
+    reads = delta(first, second, contract.ORACLE_ASM_READS)
+    read_time = delta(first, second, contract.ORACLE_ASM_READ_TIME)
+    data_disks = by(asm, reads, diskgroup="DATA")
+    assert {k[asm.index("lun")] for k in data_disks} == {"asm_data1", "asm_data2"}
+    assert sum(data_disks.values()) == 400 * 60
+    for key, n in data_disks.items():
+        assert read_time[key] / n == pytest.approx(425e-6, rel=1e-6)
+    assert {k[asm.index("diskgroup")] for k in reads} == {"DATA", "FRA"}  # candidates (group 0) left out
+    _, labels = registry.merged()
+    assert (labels["dm-7"].database, labels["dm-7"].role) == ("Oracle", "data")
+    assert labels["dm-9"].role == "log"  # FRA holds the second redo members and a control file
+
+
+def test_a_database_without_asm_publishes_no_asm_series_and_no_error(host: FakeHost) -> None:
+    emu = OracleEmulation()
+    result = source_for(emu, host).collect()
+    assert not result.errors
+    assert values(result, contract.ORACLE_ASM_READS) == {}
+
+
+# --- RAC and CDB ---------------------------------------------------------------------------------
+
+
+def test_rac_instances_and_cdb_containers_become_labels(host: FakeHost) -> None:
+    emu = OracleEmulation(instances=2, cdb=True, pdbs=("SALES",))
+    source = source_for(emu, host)
+    emu.advance(30, DATA_READ, inst_id=1)
+    emu.advance(30, Load(IO("data", "read", 100, Constant(900))), inst_id=2)
+    result = source.collect()
+    assert not result.errors
+    labels = contract.ORACLE_FILE_LABELS
+    reads = values(result, contract.ORACLE_FILE_READS)
+    assert {k[labels.index("db_instance")] for k in reads} == {"orcl1", "orcl2"}
+    assert {k[labels.index("db")] for k in by(labels, reads, role="data")} >= {"CDB$ROOT", "SALES"}
+    per_instance = Counter[str]()
+    for key, n in by(labels, reads, role="data").items():
+        per_instance[key[labels.index("db_instance")]] += int(n)
+    assert per_instance == {"orcl1": 400 * 30, "orcl2": 100 * 30}
+    sales = by(labels, reads, role="data", db="SALES")
+    assert all(k[labels.index("file")].startswith("/u02/oradata/ORCL/sales/") for k in sales)
+
+
+def test_a_new_datafile_gets_its_name_without_waiting_for_the_refresh(host: FakeHost) -> None:
+    clock = Clock()
+    emu = OracleEmulation()
+    source = source_for(emu, host, clock=clock)
+    source.collect()
+    emu.add_datafile("/u02/oradata/ORCL/users02.dbf")
+    emu.advance(10, Load(IO("data", "read", 100, Constant(500), files=("/u02/oradata/ORCL/users02.dbf",))))
+    clock.now += 31  # lookups for unknown files are rate-limited to one per 30 s
+    result = source.collect()
+    files = {k[contract.ORACLE_FILE_LABELS.index("file")] for k in values(result, contract.ORACLE_FILE_READS)}
+    assert "/u02/oradata/ORCL/users02.dbf" in files
+    assert not any(f.startswith("file#") for f in files)
+
+
+# --- restarts and faults -------------------------------------------------------------------------
+
+
+def test_instance_restart_drops_the_session_then_counters_start_again(host: FakeHost) -> None:
+    clock = Clock()
+    emu = OracleEmulation()
+    source = source_for(emu, host, clock=clock)
+    emu.advance(60, DATA_READ)
+    before = source.collect()
+    emu.restart()
+    with pytest.raises(SourceError) as lost:
+        source.collect()
+    assert lost.value.reason == "connection_lost" and "DPY-4011" in str(lost.value)
+    emu.advance(30, DATA_READ)
+    clock.now += 1  # the first backoff step
+    lookups = sum("v$datafile" in s.lower() for s in emu.executed)
+    after = source.collect()
+    assert sum("v$datafile" in s.lower() for s in emu.executed) == lookups + 1, "names looked up again"
+    old, new = values(before, contract.ORACLE_FILE_READS), values(after, contract.ORACLE_FILE_READS)
+    # Every counter of the restarted instance is lower: Prometheus sees a reset, never a negative rate.
+    assert old.keys() == new.keys()
+    assert all(new[k] < old[k] for k in old if old[k] > 0)
+
+
+def scrape_both(
+    host: FakeHost, source: OracleSource, timeout: float = 5.0
+) -> tuple[dict[str, bool], dict[tuple[str, str], float]]:
+    """One scrape with the host layer beside the Oracle source: who was up, and the error counters."""
+    disks = DiskstatsSource(host.procfs, host.sysfs, DiskstatsConfig())
+    scraper = Scraper([disks, source])
+    try:
+        outcomes = scraper.collect(timeout)
+        up = {s.name: o.up for s, o in outcomes}
+        assert any(f.spec is contract.DEVICE_READS for f in outcomes[0][1].families), "host layer served"
+        errors = families_errors(scraper.health_families(outcomes))
+    finally:
+        scraper.close()
+    return up, errors
+
+
+def families_errors(health: list[Family]) -> dict[tuple[str, str], float]:
+    (errors,) = [f for f in health if f.spec is contract.SOURCE_ERRORS]
+    return {(k[0], k[1]): v for k, v in errors.by_labels().items()}
+
+
+@pytest.fixture
+def emu() -> Iterator[OracleEmulation]:
+    e = OracleEmulation()
+    yield e
+    e.release()
+
+
+def test_a_login_that_hangs_is_cut_at_the_timeout_and_the_host_layer_is_served(
+    host: FakeHost, emu: OracleEmulation
+) -> None:
+    emu.connect_delay = 30
+    source = source_for(emu, host, timeout_seconds=0.3)
+    up, errors = scrape_both(host, source)
+    assert up == {"diskstats": True, "oracle:Oracle": False}
+    assert errors[("oracle:Oracle", "connect_timeout")] == 1
+
+
+def test_a_query_past_the_call_timeout_fails_this_scrape_and_the_next_reconnects(
+    host: FakeHost, emu: OracleEmulation
+) -> None:
+    emu.advance(10, DATA_READ)
+    source = source_for(emu, host, timeout_seconds=0.3)
+    source.collect()
+    emu.hang("gv\\$system_event", 30)
+    with pytest.raises(SourceError) as caught:
+        source.collect()
+    assert caught.value.reason == "query_timeout" and "DPY-4024" in str(caught.value)
+    emu.clear_hangs()
+    connects = emu.connects
+    result = source.collect()  # a timeout drops the session but needs no backoff
+    assert emu.connects == connects + 1 and values(result, contract.ORACLE_WAITS)
+
+
+def test_a_hung_query_never_delays_the_scrape_past_its_deadline(host: FakeHost, emu: OracleEmulation) -> None:
+    emu.hang("gv\\$iostat_file", 30, breakable=False)
+    source = source_for(emu, host, timeout_seconds=5)
+    up, errors = scrape_both(host, source, timeout=0.5)
+    assert up == {"diskstats": True, "oracle:Oracle": False}
+    assert errors[("oracle:Oracle", "timeout")] == 1
+
+
+def test_a_connection_lost_mid_scrape_is_reopened_after_the_backoff(
+    host: FakeHost, emu: OracleEmulation
+) -> None:
+    clock = Clock()
+    source = source_for(emu, host, clock=clock)
+    source.collect()
+    emu.lose_connection_after(1)  # the second query of the next scrape finds the socket closed
+    up, errors = scrape_both(host, source)
+    assert up == {"diskstats": True, "oracle:Oracle": False}
+    assert errors[("oracle:Oracle", "connection_lost")] == 1
+    up, errors = scrape_both(host, source)  # within the backoff: still down, nothing new counted
+    assert up["oracle:Oracle"] is False and errors[("oracle:Oracle", "connection_lost")] == 0
+    clock.now += 1
+    up, _ = scrape_both(host, source)
+    assert up == {"diskstats": True, "oracle:Oracle": True}
+
+
+def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
+    host: FakeHost, emu: OracleEmulation, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    emu.advance(10, DATA_READ)
+    emu.revoke("gv$event_histogram_micro")
+    source = source_for(emu, host, clock=clock)
+    first = source.collect()
+    assert first.errors == Counter({"no_grant": 1})
+    assert families(first)[contract.ORACLE_WAIT_DURATION.name].samples == []
+    assert values(first, contract.ORACLE_FILE_READS) and values(first, contract.ORACLE_WAITS)
+    assert sum("grants.sql" in r.getMessage() for r in caplog.records) == 1
+    queried = sum("event_histogram_micro" in s for s in emu.executed)
+    second = source.collect()
+    assert not second.errors and sum("event_histogram_micro" in s for s in emu.executed) == queried
+    emu.grant("gv$event_histogram_micro")
+    clock.now += 600
+    third = source.collect()
+    assert not third.errors and families(third)[contract.ORACLE_WAIT_DURATION.name].samples
+
+
+def test_a_restarting_database_is_retried_with_backoff_until_it_opens(
+    host: FakeHost, emu: OracleEmulation
+) -> None:
+    clock = Clock()
+    source = source_for(emu, host, clock=clock)
+    source.collect()
+    emu.restart(hold=True)
+    attempts = []
+    for _ in range(12):
+        before = emu.connect_attempts
+        try:
+            source.collect()
+        except SourceError as exc:
+            assert exc.reason in ("connection_lost", "connect_failed")
+        attempts.append(emu.connect_attempts - before)
+        clock.now += 1
+    # The lost session starts the backoff (1 s), then 2, 4, 8 s: attempts at 1, 3 and 7 s.
+    assert [i for i, n in enumerate(attempts) if n] == [1, 3, 7]
+    assert emu.connect_attempts - emu.connects >= 3  # each one refused with ORA-01033
+    emu.open()
+    clock.now += 8
+    assert source.collect().families
+
+
+class Corrupting:
+    """A connection whose V$SYSTEM_EVENT rows carry values a driver should never return."""
+
+    def __init__(self, inner: EmulatedConnection) -> None:
+        self._inner = inner
+        self.call_timeout = 0
+
+    def cursor(self) -> Any:
+        inner = self._inner.cursor()
+        outer = self
+
+        class Cursor:
+            arraysize = 100
+
+            def execute(self, statement: str) -> None:
+                outer._inner.call_timeout = outer.call_timeout
+                self._gv = "gv$system_event" in statement
+                inner.execute(statement)
+
+            def fetchall(self) -> list[Any]:
+                rows = inner.fetchall()
+                if self._gv and rows:
+                    rows[0] = (*rows[0][:3], None, rows[0][4])
+                    rows[1] = (*rows[1][:3], -5, rows[1][4])
+                return rows
+
+            def close(self) -> None:
+                inner.close()
+
+        return Cursor()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def test_bad_rows_are_skipped_and_counted_never_published(host: FakeHost, emu: OracleEmulation) -> None:
+    emu.advance(10, DATA_READ)
+    source = source_for(emu, host, connect=lambda: Corrupting(emu.connect()))  # type: ignore[arg-type,return-value]
+    result = source.collect()
+    assert result.errors == Counter({"bad_row": 2})
+    good = emu.query(sql.SYSTEM_EVENT.sql)
+    assert len(values(result, contract.ORACLE_WAITS)) == len(good) - 2
+    assert all(v >= 0 for v in values(result, contract.ORACLE_WAITS).values())
