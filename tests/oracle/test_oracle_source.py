@@ -418,6 +418,8 @@ def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
     queried = sum("event_histogram_micro" in s for s in emu.executed)
     second = source.collect()
     assert not second.errors and sum("event_histogram_micro" in s for s in emu.executed) == queried
+    up, _ = scrape_both(host, source)  # partial data is still data: the source stays up
+    assert up == {"diskstats": True, "oracle:Oracle": True}
     emu.grant("gv$event_histogram_micro")
     clock.now += 600
     third = source.collect()
@@ -431,6 +433,9 @@ def test_a_restarting_database_is_retried_with_backoff_until_it_opens(
     source = source_for(emu, host, clock=clock)
     source.collect()
     emu.restart(hold=True)
+    up, errors = scrape_both(host, source)
+    assert up == {"diskstats": True, "oracle:Oracle": False}
+    assert errors[("oracle:Oracle", "connection_lost")] == 1
     attempts = []
     for _ in range(12):
         before = emu.connect_attempts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -87,6 +88,41 @@ def test_serve_scrapes_logs_json_and_stops_on_sigterm(procfs: Path, tmp_path: Pa
             assert proc.wait(timeout=10) == 0
             rest = [json.loads(line) for line in proc.stderr.read().splitlines() if line.strip()]
             assert any(r["msg"] == "shutting down" and r["signal"] == "SIGTERM" for r in rest)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def test_serve_with_an_unreachable_oracle_target_still_serves_the_host_layer(
+    procfs: Path, tmp_path: Path
+) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "lunlat.yaml"
+    config.write_text(
+        f"oracle:\n  - name: Oracle\n    dsn: 127.0.0.1:{port}/ORCL\n    user: lunlat\n"
+        "    password_env: LUNLAT_TEST_CLI_ORACLE_PASSWORD\n    timeout_seconds: 1\n"
+    )
+    checked = lunlat("check-config", str(config))
+    assert checked.returncode == 0 and "1 Oracle targets" in checked.stdout
+    argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0", f"--path.procfs={procfs}",
+            f"--path.sysfs={tmp_path / 'sys'}", "--log.format=json", f"--config.file={config}"]  # fmt: skip
+    env = {**os.environ, "LUNLAT_TEST_CLI_ORACLE_PASSWORD": "cli-secret-value"}
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            assert proc.stderr is not None
+            first = json.loads(proc.stderr.readline())
+            assert first["sources"] == "diskstats,oracle:Oracle"
+            with urllib.request.urlopen(f"http://127.0.0.1:{first['port']}/metrics", timeout=10) as resp:
+                body = resp.read().decode()
+            assert 'lunlat_device_reads_completed_total{lun="sda",device="sda"} 4245' in body
+            assert 'lunlat_source_up{source="oracle:Oracle"} 0' in body
+            assert 'lunlat_source_errors_total{source="oracle:Oracle",reason="connect_failed"} 1' in body
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+            logs = proc.stderr.read()
+            assert "DPY-6005" in logs and "cli-secret-value" not in logs
         finally:
             if proc.poll() is None:
                 proc.kill()
