@@ -14,7 +14,8 @@ import pytest
 import sqlglot
 from oracledb import errors as oerr
 
-from lunlat.sources.oracle_sql import ALL_QUERIES, IO_EVENTS, Query
+from lunlat.sources.dbsource import Query
+from lunlat.sources.oracle_sql import ALL_QUERIES, IO_EVENTS
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation, oracle_error
 from tests.oracle.simulator import IO, Choice, Commits, Constant, Load, bucket_micro
 

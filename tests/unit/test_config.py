@@ -102,9 +102,32 @@ def test_wrong_types_and_top_level_shape() -> None:
     assert key == "luns"
 
 
-def test_sql_server_section_is_refused_plainly_until_its_source_exists() -> None:
-    ((line, key, message),) = problems("mssql:\n  - name: SQL Server 1\n")
-    assert (line, key) == (1, "mssql") and "no SQL Server source yet" in message
+MSSQL = """\
+mssql:
+  - name: SQL Server 1
+    server: sql1.example.com,1433
+    driver: FreeTDS
+    user: lunlat
+    password_file: /run/secrets/mssql
+    encrypt: true
+    trust_server_certificate: false
+    workload: oltp
+    timeout_seconds: 5
+"""
+
+
+def test_sql_server_target_loads_and_bad_ones_are_named() -> None:
+    (target,) = parse_config(MSSQL).mssql
+    assert (target.name, target.server, target.driver, target.encrypt) == (
+        "SQL Server 1",
+        "sql1.example.com,1433",
+        "FreeTDS",
+        True,
+    )
+    assert any(k == "mssql[0].server" and "';'" in m for _, k, m in problems(MSSQL.replace("1433", "1433;x=1")))
+    assert any(k == "mssql[0].password" for _, k, _ in problems(MSSQL.replace("password_file: /run/secrets/mssql", "password: x")))
+    both = MSSQL + ORACLE.replace("name: Oracle", "name: SQL Server 1")
+    assert any("unique" in m and "SQL Server 1" in m for _, _, m in problems(both))
 
 
 ORACLE = """\

@@ -25,6 +25,7 @@ from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.base import Source
 from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from lunlat.sources.oracle import OracleSource, connect_oracledb
 from lunlat.sources.psutil_disks import PsutilDisksSource
 
@@ -277,6 +278,15 @@ def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
         )
         for target in config.oracle
     ]
+    databases += [
+        MssqlSource(
+            target,
+            connect_pyodbc(target),
+            None if use_psutil else FileLocator(args.procfs, args.sysfs),
+            db_labels,
+        )
+        for target in config.mssql
+    ]
     if use_psutil:
         log.info("host counters from psutil", extra={"kv": {"platform": sys.platform}})
         return [PsutilDisksSource(diskstats_config, config.lun_entries()), *databases]
@@ -358,7 +368,11 @@ def serve(args: argparse.Namespace) -> int:
 def check_config(args: argparse.Namespace) -> int:
     config = _load(args.file)
     lab = f", lab with {len(config.lab.luns)} LUNs" if config.lab else ""
-    databases = f", {len(config.oracle)} Oracle targets" if config.oracle else ""
+    databases = "".join(
+        f", {len(targets)} {kind} targets"
+        for kind, targets in (("Oracle", config.oracle), ("SQL Server", config.mssql))
+        if targets
+    )
     print(f"{args.file}: valid ({len(config.luns)} luns entries{lab}{databases})")
     return 0
 

@@ -165,17 +165,57 @@ class OracleTarget(_Strict):
         return _one_secret(self.wallet_password_env, self.wallet_password_file, "wallet_password", False)
 
 
+class MssqlTarget(_Strict):
+    """One SQL Server instance (every database it hosts; Always On secondaries included)."""
+
+    name: str = Field(description="The `database` label of everything this target publishes.")
+    server: str = Field(description="host, host,port or host\\instance, as in an ODBC connection string.")
+    driver: str = Field(
+        default="ODBC Driver 18 for SQL Server",
+        description="The ODBC driver name as odbcinst knows it ('FreeTDS' where Microsoft's is not installed).",
+    )
+    user: str
+    password_env: str | None = None
+    password_file: Path | None = None
+    encrypt: bool = True
+    trust_server_certificate: bool = False
+    workload: str | None = None
+    timeout_seconds: float = Field(default=5.0, gt=0, le=300, description="Bounds the login and every query.")
+
+    @field_validator("name", "server", "user", "driver")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        # These go into an ODBC connection string, where ; and braces delimit attributes.
+        if any(c in value for c in ";{}"):
+            raise ValueError("must not contain ';', '{' or '}'")
+        return value
+
+    @model_validator(mode="after")
+    def _secrets(self) -> MssqlTarget:
+        _one_secret(self.password_env, self.password_file, "password", required=True)
+        return self
+
+    @property
+    def password(self) -> Secret:
+        secret = _one_secret(self.password_env, self.password_file, "password", required=True)
+        assert secret is not None  # checked by _secrets
+        return secret
+
+
 class Config(_Strict):
     diskstats: DiskstatsConfig = DiskstatsConfig()
     luns: list[LunEntry] = Field(default_factory=list)
     oracle: list[OracleTarget] = Field(default_factory=list)
+    mssql: list[MssqlTarget] = Field(default_factory=list)
     lab: LabConfig | None = Field(
         default=None, description="The lab's LUNs and workloads (deploy/lab/lab.yaml)."
     )
 
     @model_validator(mode="after")
     def _unique_databases(self) -> Config:
-        names = [t.name for t in self.oracle]
+        names = [t.name for t in self.oracle] + [t.name for t in self.mssql]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"database names must be unique, repeated: {', '.join(duplicates)}")
@@ -201,9 +241,7 @@ def parse_config(text: str, source: str = "<config>") -> Config:
 
 
 def _explain_extra(loc: tuple[int | str, ...]) -> str:
-    if loc == ("mssql",):
-        return "this lunlat version has no SQL Server source yet; remove the section"
-    if len(loc) == 3 and loc[0] == "oracle" and loc[2] == "password":
+    if len(loc) == 3 and loc[0] in ("oracle", "mssql") and loc[2] == "password":
         return "passwords are never inline: use password_env or password_file"
     return "unknown key"
 

@@ -219,6 +219,71 @@ ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_ASM_WRITE_TIME,
 )
 
+# --- database layer: SQL Server ------------------------------------------------------------------
+# Same shape as Oracle's: `db` is the database inside the instance, `db_instance` the server name.
+MSSQL_FILE_LABELS: tuple[str, ...] = ORACLE_FILE_LABELS
+MSSQL_WAIT_LABELS: tuple[str, ...] = ("database", "db_instance", "wait_type", "role")
+
+MSSQL_FILE_READS = MetricSpec(
+    "lunlat_mssql_file_reads_total",
+    "counter",
+    "Reads of a database file (sys.dm_io_virtual_file_stats.num_of_reads).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITES = MetricSpec(
+    "lunlat_mssql_file_writes_total",
+    "counter",
+    "Writes of a database file (num_of_writes).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_READ_STALL = MetricSpec(
+    "lunlat_mssql_file_read_stall_seconds_total",
+    "counter",
+    "Time users waited for reads of the file (io_stall_read_ms).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITE_STALL = MetricSpec(
+    "lunlat_mssql_file_write_stall_seconds_total",
+    "counter",
+    "Time users waited for writes of the file (io_stall_write_ms).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_READ_BYTES = MetricSpec(
+    "lunlat_mssql_file_read_bytes_total",
+    "counter",
+    "Bytes read from the file (num_of_bytes_read).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITE_BYTES = MetricSpec(
+    "lunlat_mssql_file_write_bytes_total",
+    "counter",
+    "Bytes written to the file (num_of_bytes_written).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_WAITS = MetricSpec(
+    "lunlat_mssql_wait_waits_total",
+    "counter",
+    "Waits of an I/O wait type (sys.dm_os_wait_stats.waiting_tasks_count).",
+    MSSQL_WAIT_LABELS,
+)
+MSSQL_WAIT_TIME = MetricSpec(
+    "lunlat_mssql_wait_time_seconds_total",
+    "counter",
+    "Time waited for an I/O wait type (wait_time_ms).",
+    MSSQL_WAIT_LABELS,
+)
+
+MSSQL_METRICS: tuple[MetricSpec, ...] = (
+    MSSQL_FILE_READS,
+    MSSQL_FILE_WRITES,
+    MSSQL_FILE_READ_STALL,
+    MSSQL_FILE_WRITE_STALL,
+    MSSQL_FILE_READ_BYTES,
+    MSSQL_FILE_WRITE_BYTES,
+    MSSQL_WAITS,
+    MSSQL_WAIT_TIME,
+)
+
 # --- exporter health -----------------------------------------------------------------------------
 SOURCE_UP = MetricSpec(
     "lunlat_source_up",
@@ -247,4 +312,10 @@ BUILD_INFO = MetricSpec(
 
 HEALTH_METRICS: tuple[MetricSpec, ...] = (SOURCE_UP, SOURCE_DURATION, SOURCE_ERRORS, BUILD_INFO)
 
-ALL_METRICS: tuple[MetricSpec, ...] = (*DEVICE_METRICS, LUN_INFO, *ORACLE_METRICS, *HEALTH_METRICS)
+ALL_METRICS: tuple[MetricSpec, ...] = (
+    *DEVICE_METRICS,
+    LUN_INFO,
+    *ORACLE_METRICS,
+    *MSSQL_METRICS,
+    *HEALTH_METRICS,
+)

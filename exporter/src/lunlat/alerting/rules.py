@@ -93,14 +93,21 @@ class HostLayer:
 
 
 @dataclass(frozen=True, slots=True)
-class OracleLayer:
-    """Oracle's own view (V$IOSTAT_FILE per file), summed per LUN, database and role.
+class DbLayer:
+    """A database's own view (Oracle V$IOSTAT_FILE, SQL Server dm_io_virtual_file_stats per file),
+    summed per LUN, database and role.
 
     Files whose LUN the exporter could not find (lun="") still form one series per database and
     role: the database's latency matters even when the mapping is unknown.
     """
 
     selector: str
+    reads: contract.MetricSpec
+    writes: contract.MetricSpec
+    read_time: contract.MetricSpec
+    write_time: contract.MetricSpec
+    read_bytes: contract.MetricSpec | None = None
+    write_bytes: contract.MetricSpec | None = None
     name: str = "db"
 
     def _per_lun(self, counter: str, window: str) -> str:
@@ -108,18 +115,40 @@ class OracleLayer:
         return f"sum by ({by}) (\n    rate({counter}{{{self.selector}}}[{window}])\n)"
 
     def operations(self, op: str, window: str) -> str:
-        spec = contract.ORACLE_FILE_READS if op == "read" else contract.ORACLE_FILE_WRITES
-        return self._per_lun(spec.name, window)
+        return self._per_lun((self.reads if op == "read" else self.writes).name, window)
 
     def time(self, op: str, window: str) -> str:
-        spec = contract.ORACLE_FILE_READ_TIME if op == "read" else contract.ORACLE_FILE_WRITE_TIME
-        return self._per_lun(spec.name, window)
+        return self._per_lun((self.read_time if op == "read" else self.write_time).name, window)
 
     def bytes(self, op: str, window: str) -> str | None:
-        return None  # V$IOSTAT_FILE counts whole megabytes: too coarse for a throughput rate
+        spec = self.read_bytes if op == "read" else self.write_bytes
+        return None if spec is None else self._per_lun(spec.name, window)
 
 
-Layer = HostLayer | OracleLayer
+def oracle_layer(selector: str) -> DbLayer:
+    # No bytes: V$IOSTAT_FILE counts whole megabytes, too coarse for a throughput rate.
+    return DbLayer(
+        selector,
+        contract.ORACLE_FILE_READS,
+        contract.ORACLE_FILE_WRITES,
+        contract.ORACLE_FILE_READ_TIME,
+        contract.ORACLE_FILE_WRITE_TIME,
+    )
+
+
+def mssql_layer(selector: str) -> DbLayer:
+    return DbLayer(
+        selector,
+        contract.MSSQL_FILE_READS,
+        contract.MSSQL_FILE_WRITES,
+        contract.MSSQL_FILE_READ_STALL,
+        contract.MSSQL_FILE_WRITE_STALL,
+        contract.MSSQL_FILE_READ_BYTES,
+        contract.MSSQL_FILE_WRITE_BYTES,
+    )
+
+
+Layer = HostLayer | DbLayer
 
 
 def _on(labels: Sequence[str] = SERIES_LABELS) -> str:
@@ -151,7 +180,11 @@ class RuleSet:
 
     def __init__(self, goals: Goals) -> None:
         self.goals = goals
-        self.layers: list[Layer] = [HostLayer(goals.selector), OracleLayer(goals.selector)]
+        self.layers: list[Layer] = [
+            HostLayer(goals.selector),
+            oracle_layer(goals.selector),
+            mssql_layer(goals.selector),
+        ]
 
     # --- recording rules ---------------------------------------------------------------------------
 

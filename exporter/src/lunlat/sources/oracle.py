@@ -27,7 +27,8 @@ from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_l
 from lunlat.model import Family, LabelSet
 from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
+from lunlat.sources.dbsession import Classified, Kind
+from lunlat.sources.dbsource import BadRowError, DbSource, count_value, id_value, seconds_value, text_value
 
 log = logging.getLogger(__name__)
 
@@ -73,22 +74,12 @@ NAMES_REFRESH_SECONDS = 300.0
 UNKNOWN_FILE_RECHECK_SECONDS = 30.0
 
 
-class Cursor(Protocol):
-    arraysize: int
-
-    def execute(self, statement: str) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def close(self) -> None: ...
-
-
 class Connection(Protocol):
     """The part of oracledb.Connection the source uses (tests pass an emulation)."""
 
     call_timeout: int
 
-    def cursor(self) -> Cursor: ...
+    def cursor(self) -> Any: ...
 
     def close(self) -> None: ...
 
@@ -176,53 +167,15 @@ class Names:
         return ()
 
 
-class BadRowError(ValueError):
-    pass
-
-
-def _count(value: object, column: str) -> int:
-    """A counter column: a non-negative whole number (NUMBER arrives as int, or float if the
-    driver was told so)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadRowError(f"{column} is {value!r}, not a number")
-    if value < 0 or value != value or (isinstance(value, float) and not value.is_integer()):  # noqa: PLR0124
-        raise BadRowError(f"{column} is {value!r}, not a whole number >= 0")
-    return int(value)
-
-
-def _seconds(value: object, column: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise BadRowError(f"{column} is {value!r}, not a number of seconds >= 0")
-    return float(value)
-
-
-def _text(value: object, column: str) -> str:
-    if not isinstance(value, str):
-        raise BadRowError(f"{column} is {value!r}, not text")
-    return value
-
-
-def _id(value: object, column: str) -> int:
-    return 0 if value is None else _count(value, column)  # CON_ID is NULL in some older views
-
-
 def format_le(bound_micro: int) -> str:
     """`le` label of a bound in µs, in seconds with every digit (0.000512, 1.048576)."""
     return f"{bound_micro / 1_000_000:.6f}".rstrip("0").rstrip(".")
 
 
-class OracleSource:
+class OracleSource(DbSource[Connection]):
     """The Oracle layer of one configured database."""
 
-    error_reasons: tuple[str, ...] = (
-        "connect_failed",
-        "connect_timeout",
-        "connection_lost",
-        "query_timeout",
-        "no_grant",
-        "query_failed",
-        "bad_row",
-    )
+    grants_hint = "deploy/oracle/grants.sql"
 
     def __init__(
         self,
@@ -233,29 +186,19 @@ class OracleSource:
         clock: Callable[[], float] = time.monotonic,
         names_refresh: float = NAMES_REFRESH_SECONDS,
     ) -> None:
+        super().__init__(f"oracle:{target.name}", connect, classify, target.timeout_seconds, clock)
         self._target = target
-        self.name = f"oracle:{target.name}"
-        # The connect and each query are bounded by timeout_seconds; the collection as a whole by
-        # twice that (a connect and a slow query), and always by the scrape's own deadline.
-        self.timeout: float | None = 2 * target.timeout_seconds
-        self._session: Session[Connection] = Session(
-            self.name, connect, classify, target.timeout_seconds, clock
-        )
         self._locator = locator
         self._db_labels = db_labels
         if db_labels is not None:
             db_labels.register(self.name)
-        self._clock = clock
         self._names_refresh = names_refresh
-        self._gates = QueryGates(clock=clock)
         self._names = Names()
         self._seen_connects = 0
-        self._warned: set[tuple[str, str]] = set()
         self._asm_disks: tuple[tuple[int, str], ...] = ()
-        self._labels: dict[tuple[object, ...], LabelSet] = {}
 
-    def close(self) -> None:
-        self._session.close()
+    def _prepare(self, cursor: Any) -> None:
+        cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
 
     # --- collection -----------------------------------------------------------------------------
 
@@ -290,79 +233,25 @@ class OracleSource:
         self._publish_lun_labels()
         return SourceResult(families, errors)
 
-    def _query(self, conn: Connection, query: sql.Query, errors: Counter[str]) -> list[Any] | None:
-        if not self._gates.open(query.name):
-            return None
-        try:
-            cursor = conn.cursor()
-            try:
-                cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
-                cursor.execute(query.sql)
-                rows = cursor.fetchall()
-            finally:
-                cursor.close()
-        except Exception as exc:  # noqa: BLE001 - every driver error is classified below
-            found = classify(exc)
-            detail = f"{query.name}: {found.code}: {found.message}" if found.code else found.message
-            if found.kind is Kind.LOST:
-                self._session.lost(detail)
-                raise SourceError(found.kind.value, detail) from None
-            if found.kind is Kind.TIMEOUT:
-                # The session may still be busy on the server: never reuse it.
-                self._session.drop(detail)
-                raise SourceError(found.kind.value, detail) from None
-            errors[found.kind.value] += 1
-            if found.kind is Kind.NO_GRANT:
-                self._gates.close(query.name)
-                log.warning(
-                    "query disabled: missing grant (see deploy/oracle/grants.sql); retried in 10 minutes",
-                    extra={"kv": {"source": self.name, "query": query.name, "err": found.code}},
-                )
-            else:
-                self._warn_once(query.name, found.code or found.message, "query failed", detail)
-            return None
-        if self._gates.reopen(query.name):
-            log.info("query enabled again", extra={"kv": {"source": self.name, "query": query.name}})
-        return rows
-
-    def _warn_once(self, where: str, key: str, what: str, detail: str) -> None:
-        if (where, key) in self._warned or len(self._warned) > 256:
-            return
-        self._warned.add((where, key))
-        log.warning(what, extra={"kv": {"source": self.name, "query": where, "err": detail[:300]}})
-
-    def _rows(
-        self, rows: Sequence[Any], query: sql.Query, errors: Counter[str], parse: Callable[[Any], Any]
-    ) -> list[Any]:
-        """Parsed rows; a row with an unexpected value is skipped and counted, never published."""
-        out = []
-        for row in rows:
-            try:
-                out.append(parse(row))
-            except (BadRowError, ValueError, TypeError, IndexError) as exc:
-                errors["bad_row"] += 1
-                self._warn_once(query.name, str(exc), "skipping row", f"{exc} in {row!r}"[:300])
-        return out
-
     # --- names --------------------------------------------------------------------------------
 
     def _look_up_names(self, conn: Connection, errors: Counter[str]) -> None:
         names = Names(looked_up_at=self._clock())
         for row in self._query(conn, sql.INSTANCES, errors) or []:
-            names.instances[_id(row[0], "inst_id")] = _text(row[1], "instance_name")
+            names.instances[id_value(row[0], "inst_id")] = text_value(row[1], "instance_name")
         for row in self._query(conn, sql.CONTAINERS, errors) or []:
-            names.containers[_id(row[0], "con_id")] = _text(row[1], "name")
+            names.containers[id_value(row[0], "con_id")] = text_value(row[1], "name")
         for query, into in ((sql.DATAFILES, names.datafiles), (sql.TEMPFILES, names.tempfiles)):
             for row in self._query(conn, query, errors) or []:
-                into[(_id(row[1], "con_id"), _id(row[0], "file#"))] = _text(row[2], "name")
+                into[(id_value(row[1], "con_id"), id_value(row[0], "file#"))] = text_value(row[2], "name")
         names.logfiles = sorted(
-            {_text(r[2], "member") for r in self._query(conn, sql.LOGFILES, errors) or []}
+            {text_value(r[2], "member") for r in self._query(conn, sql.LOGFILES, errors) or []}
         )
         names.controlfiles = sorted(
-            {_text(r[1], "name") for r in self._query(conn, sql.CONTROLFILES, errors) or []}
+            {text_value(r[1], "name") for r in self._query(conn, sql.CONTROLFILES, errors) or []}
         )
         for row in self._query(conn, sql.ASM_DISKGROUPS, errors) or []:
-            names.diskgroups[_id(row[0], "group_number")] = _text(row[1], "name")
+            names.diskgroups[id_value(row[0], "group_number")] = text_value(row[1], "name")
         if self._locator is not None:
             self._locator.refresh()
         names.locations = {}
@@ -394,7 +283,7 @@ class OracleSource:
         for row in rows:
             try:
                 role = ROLE_OF_FILETYPE.get(row[3])
-                key = (_id(row[1], "con_id"), _id(row[2], "file_no"))
+                key = (id_value(row[1], "con_id"), id_value(row[2], "file_no"))
             except BadRowError:
                 continue
             if role == "data" and not self._file_path(self._names.datafiles, key):
@@ -416,15 +305,6 @@ class OracleSource:
     def _instance(self, inst_id: int) -> str:
         return self._names.instances.get(inst_id) or str(inst_id)
 
-    def _label_set(self, names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
-        key = (names, values)
-        found = self._labels.get(key)
-        if found is None:
-            if len(self._labels) > 100_000:  # files come and go; never grow without bound
-                self._labels.clear()
-            found = self._labels[key] = LabelSet(names, values)
-        return found
-
     # --- families -----------------------------------------------------------------------------
 
     def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
@@ -434,13 +314,17 @@ class OracleSource:
         write_time = Family(contract.ORACLE_FILE_WRITE_TIME, exponent=-3)
 
         def parse(row: Any) -> tuple[LabelSet, int, int, int, int]:
-            inst, con, file_no = _id(row[0], "inst_id"), _id(row[1], "con_id"), _id(row[2], "file_no")
-            role = ROLE_OF_FILETYPE.get(_text(row[3], "filetype_name"), "other")
+            inst, con, file_no = (
+                id_value(row[0], "inst_id"),
+                id_value(row[1], "con_id"),
+                id_value(row[2], "file_no"),
+            )
+            role = ROLE_OF_FILETYPE.get(text_value(row[3], "filetype_name"), "other")
             values = (
-                _count(row[4], "reads"),
-                _count(row[5], "writes"),
-                _count(row[6], "read_ms"),
-                _count(row[7], "write_ms"),
+                count_value(row[4], "reads"),
+                count_value(row[5], "writes"),
+                count_value(row[6], "read_ms"),
+                count_value(row[7], "write_ms"),
             )
             file, lun = self._file_and_lun(role, con, file_no)
             labels = self._label_set(
@@ -481,7 +365,7 @@ class OracleSource:
 
         def parse(row: Any) -> tuple[LabelSet, int, int]:
             labels = self._event_labels(row)
-            return labels, _count(row[3], "total_waits"), _count(row[4], "time_waited_micro")
+            return labels, count_value(row[3], "total_waits"), count_value(row[4], "time_waited_micro")
 
         for labels, count, micro in self._rows(rows, sql.SYSTEM_EVENT, errors, parse):
             waits.add(labels, count)
@@ -489,14 +373,14 @@ class OracleSource:
         return [waits, time_waited]
 
     def _event_labels(self, row: Any) -> LabelSet:
-        event = _text(row[2], "event")
+        event = text_value(row[2], "event")
         role = sql.IO_EVENTS.get(event, ("other", ""))[0]
         return self._label_set(
             contract.ORACLE_EVENT_LABELS,
             (
                 self._target.name,
-                self._db(_id(row[1], "con_id")),
-                self._instance(_id(row[0], "inst_id")),
+                self._db(id_value(row[1], "con_id")),
+                self._instance(id_value(row[0], "inst_id")),
                 event,
                 role,
             ),
@@ -506,10 +390,10 @@ class OracleSource:
         family = Family(contract.ORACLE_WAIT_DURATION)
 
         def parse(row: Any) -> tuple[LabelSet, int, int]:
-            bound = _count(row[3], "wait_time_micro")
+            bound = count_value(row[3], "wait_time_micro")
             if bound < 1 or bound & (bound - 1):
                 raise BadRowError(f"wait_time_micro is {bound}, not a power of two")
-            return self._event_labels(row), bound, _count(row[4], "wait_count")
+            return self._event_labels(row), bound, count_value(row[4], "wait_count")
 
         buckets: dict[LabelSet, dict[int, int]] = {}
         for labels, bound, count in self._rows(rows, sql.EVENT_HISTOGRAM, errors, parse):
@@ -540,14 +424,14 @@ class OracleSource:
         disks: set[tuple[int, str]] = set()
 
         def parse(row: Any) -> tuple[LabelSet, int, int, float, float]:
-            group = _id(row[1], "group_number")
-            path = _text(row[4], "path")
+            group = id_value(row[1], "group_number")
+            path = text_value(row[4], "path")
             disks.add((group, path))
             labels = self._label_set(
                 contract.ORACLE_ASM_LABELS,
                 (
                     self._target.name,
-                    self._instance(_id(row[0], "inst_id")),
+                    self._instance(id_value(row[0], "inst_id")),
                     self._names.diskgroups.get(group, str(group)),
                     row[3] if isinstance(row[3], str) else "",
                     path,
@@ -556,10 +440,10 @@ class OracleSource:
             )
             return (
                 labels,
-                _count(row[5], "reads"),
-                _count(row[6], "writes"),
-                _seconds(row[7], "read_time"),
-                _seconds(row[8], "write_time"),
+                count_value(row[5], "reads"),
+                count_value(row[6], "writes"),
+                seconds_value(row[7], "read_time"),
+                seconds_value(row[8], "write_time"),
             )
 
         for labels, r, w, rt, wt in self._rows(rows, sql.ASM_DISK, errors, parse):

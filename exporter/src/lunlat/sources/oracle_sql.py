@@ -12,7 +12,7 @@ The rounded centisecond/millisecond columns (TIME_WAITED, AVERAGE_WAIT, V$FILEST
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from lunlat.sources.dbsource import Query
 
 # The wait events that are I/O, with the role and direction each one measures.
 IO_EVENTS: dict[str, tuple[str, str]] = {
@@ -33,13 +33,6 @@ IO_EVENTS: dict[str, tuple[str, str]] = {
 }
 
 _EVENT_LIST = ", ".join(f"'{event}'" for event in IO_EVENTS)
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    name: str  # used in logs and in the per-query error handling
-    sql: str
-    per_scrape: bool  # False: a name lookup, cached and refreshed when files change
 
 
 IOSTAT_FILE = Query(

@@ -1,0 +1,177 @@
+"""What every database source shares: a session kept between scrapes, queries run under gates,
+rows checked before they become samples, warnings logged once, label sets reused.
+
+Driver specifics come from the subclass: its `classify` (what an exception means) and its SQL.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from lunlat.model import LabelSet
+from lunlat.sources.base import SourceError
+from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    name: str  # used in logs and in the per-query error handling
+    sql: str
+    per_scrape: bool  # False: a lookup, cached and refreshed now and then
+
+
+class Cursor(Protocol):
+    def execute(self, statement: str) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Connection(Protocol):
+    def cursor(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+Conn = TypeVar("Conn", bound=Connection)
+
+
+class BadRowError(ValueError):
+    pass
+
+
+def count_value(value: object, column: str) -> int:
+    """A counter column: a non-negative whole number (NUMBER arrives as int, or float if the
+    driver was told so)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRowError(f"{column} is {value!r}, not a number")
+    if value < 0 or value != value or (isinstance(value, float) and not value.is_integer()):  # noqa: PLR0124
+        raise BadRowError(f"{column} is {value!r}, not a whole number >= 0")
+    return int(value)
+
+
+def seconds_value(value: object, column: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise BadRowError(f"{column} is {value!r}, not a number of seconds >= 0")
+    return float(value)
+
+
+def text_value(value: object, column: str) -> str:
+    if not isinstance(value, str):
+        raise BadRowError(f"{column} is {value!r}, not text")
+    return value
+
+
+def id_value(value: object, column: str) -> int:
+    return 0 if value is None else count_value(value, column)  # NULL ids (CON_ID in older views) are 0
+
+
+class DbSource(Generic[Conn]):
+    """Base of the database sources; see the module docstring."""
+
+    error_reasons: tuple[str, ...] = (
+        "connect_failed",
+        "connect_timeout",
+        "connection_lost",
+        "query_timeout",
+        "no_grant",
+        "query_failed",
+        "bad_row",
+    )
+    grants_hint = ""  # where a missing grant is explained (deploy/…/grants.sql)
+
+    def __init__(
+        self,
+        name: str,
+        connect: Callable[[], Conn],
+        classify: Callable[[BaseException], Classified],
+        timeout: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        # The connect and each query are bounded by `timeout`; the collection as a whole by
+        # twice that (a connect and a slow query), and always by the scrape's own deadline.
+        self.timeout: float | None = 2 * timeout
+        self._session: Session[Conn] = Session(name, connect, classify, timeout, clock)
+        self._classify = classify
+        self._clock = clock
+        self._gates = QueryGates(clock=clock)
+        self._warned: set[tuple[str, str]] = set()
+        self._labels: dict[tuple[object, ...], LabelSet] = {}
+
+    def close(self) -> None:
+        self._session.close()
+
+    def _prepare(self, cursor: Any) -> None:
+        """Driver-specific cursor settings (fetch size …) before a query runs."""
+
+    def _query(self, conn: Conn, query: Query, errors: Counter[str]) -> list[Any] | None:
+        if not self._gates.open(query.name):
+            return None
+        try:
+            cursor = conn.cursor()
+            try:
+                self._prepare(cursor)
+                cursor.execute(query.sql)
+                rows: list[Any] = cursor.fetchall()
+            finally:
+                cursor.close()
+        except Exception as exc:  # noqa: BLE001 - every driver error is classified below
+            found = self._classify(exc)
+            detail = f"{query.name}: {found.code}: {found.message}" if found.code else found.message
+            if found.kind is Kind.LOST:
+                self._session.lost(detail)
+                raise SourceError(found.kind.value, detail) from None
+            if found.kind is Kind.TIMEOUT:
+                # The session may still be busy on the server: never reuse it.
+                self._session.drop(detail)
+                raise SourceError(found.kind.value, detail) from None
+            errors[found.kind.value] += 1
+            if found.kind is Kind.NO_GRANT:
+                self._gates.close(query.name)
+                log.warning(
+                    f"query disabled: missing grant (see {self.grants_hint}); retried in 10 minutes",
+                    extra={"kv": {"source": self.name, "query": query.name, "err": found.code}},
+                )
+            else:
+                self._warn_once(query.name, found.code or found.message, "query failed", detail)
+            return None
+        if self._gates.reopen(query.name):
+            log.info("query enabled again", extra={"kv": {"source": self.name, "query": query.name}})
+        return rows
+
+    def _warn_once(self, where: str, key: str, what: str, detail: str) -> None:
+        if (where, key) in self._warned or len(self._warned) > 256:
+            return
+        self._warned.add((where, key))
+        log.warning(what, extra={"kv": {"source": self.name, "query": where, "err": detail[:300]}})
+
+    def _rows(
+        self, rows: Sequence[Any], query: Query, errors: Counter[str], parse: Callable[[Any], Any]
+    ) -> list[Any]:
+        """Parsed rows; a row with an unexpected value is skipped and counted, never published."""
+        out = []
+        for row in rows:
+            try:
+                out.append(parse(row))
+            except (BadRowError, ValueError, TypeError, IndexError) as exc:
+                errors["bad_row"] += 1
+                self._warn_once(query.name, str(exc), "skipping row", f"{exc} in {row!r}"[:300])
+        return out
+
+    def _label_set(self, names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
+        key = (names, values)
+        found = self._labels.get(key)
+        if found is None:
+            if len(self._labels) > 100_000:  # files come and go; never grow without bound
+                self._labels.clear()
+            found = self._labels[key] = LabelSet(names, values)
+        return found

@@ -1,0 +1,237 @@
+"""SQL Server: the database's own view of I/O latency per file (ROWS/LOG) and per I/O wait type.
+
+One source per configured instance, through pyodbc and the ODBC driver named in the config
+(Microsoft's ODBC Driver 18, or FreeTDS). The connection is kept between scrapes and reopened
+with backoff when lost; each scrape runs two static batches (mssql_sql). What pyodbc raises is
+classified by SQLSTATE and the server's error number (design §5): a lost connection first shows as
+the base class pyodbc.Error (01000 "Unexpected EOF" mid-query, HY000 after an idle drop), only
+later as 08S01; HYT00 is a query past `Connection.timeout`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from lunlat import contract
+from lunlat.config import MssqlTarget
+from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
+from lunlat.model import Family, LabelSet
+from lunlat.sources import mssql_sql as sql
+from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.dbsession import Classified, Kind
+from lunlat.sources.dbsource import DbSource, count_value, id_value, text_value
+
+log = logging.getLogger(__name__)
+
+TEMPDB_ID = 2
+ROLE_OF_TYPE = {0: "data", 1: "log"}
+LOST_STATES = frozenset({"08S01", "08001", "08003", "08004", "08007", "01000"})
+TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
+# Server error numbers: permission denied on the DMVs (VIEW SERVER STATE, or VIEW SERVER
+# PERFORMANCE STATE on 2022+), and an Always On secondary that is not readable.
+NO_GRANT_NUMBERS = frozenset({297, 300, 229})
+_NUMBER = re.compile(r"\((\d{3,5})\)")  # drivers put the native error number in parentheses
+LOGIN_FAILED = 18456
+
+
+class Connection(Protocol):
+    """The part of pyodbc.Connection the source uses."""
+
+    timeout: int
+
+    def cursor(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def sqlstate(exc: BaseException) -> str:
+    first = exc.args[0] if exc.args else ""
+    return first if isinstance(first, str) and len(first) == 5 else ""
+
+
+def classify(exc: BaseException) -> Classified:
+    state = sqlstate(exc)
+    text = " ".join(str(exc.args[1] if len(exc.args) > 1 else exc).split())[:300]
+    numbers = {int(n) for n in _NUMBER.findall(text)}
+    if state in TIMEOUT_STATES:
+        return Classified(Kind.TIMEOUT, state, text)
+    if numbers & NO_GRANT_NUMBERS:
+        return Classified(Kind.NO_GRANT, f"{state} ({min(numbers & NO_GRANT_NUMBERS)})", text)
+    # The base class itself (not ProgrammingError etc.) is what a dropped socket raises first.
+    if state in LOST_STATES or type(exc).__name__ in ("Error", "InterfaceError") or isinstance(exc, OSError):
+        return Classified(Kind.LOST, state, text)
+    return Classified(Kind.QUERY_FAILED, state, text)
+
+
+def connection_string(target: MssqlTarget, password: str) -> str:
+    """The ODBC connection string: values braced (a '}' doubled), TLS keywords per driver."""
+
+    def braced(value: str) -> str:
+        return "{" + value.replace("}", "}}") + "}"
+
+    freetds = "freetds" in target.driver.lower()
+    host, _, port = target.server.partition(",")
+    parts = [f"DRIVER={braced(target.driver)}"]
+    if freetds:
+        # FreeTDS reads SERVER and PORT apart, and `Encryption=`, not ODBC Driver 18's `Encrypt=`.
+        parts += [f"SERVER={host.strip()}", *([f"PORT={port.strip()}"] if port else []), "TDS_Version=7.4"]
+        parts.append(f"Encryption={'require' if target.encrypt else 'off'}")
+    else:
+        parts.append(f"SERVER={target.server}")
+        parts.append(f"Encrypt={'yes' if target.encrypt else 'no'}")
+        parts.append(f"TrustServerCertificate={'yes' if target.trust_server_certificate else 'no'}")
+    parts += [f"UID={braced(target.user)}", f"PWD={braced(password)}", "APP=lunlat"]
+    return ";".join(parts)
+
+
+def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
+    try:
+        import pyodbc  # noqa: PLC0415 - optional dependency, only for configured SQL Server targets
+    except ImportError:
+        raise SystemExit(
+            "lunlat: error: the mssql source needs pyodbc and an ODBC driver: pip install 'lunlat[mssql]'"
+        ) from None
+    # Pooled connections outlive close(): a dead one would come back from the pool.
+    pyodbc.pooling = False
+
+    def connect() -> Connection:
+        try:
+            password = target.password.read()
+        except ValueError as exc:
+            raise SourceError("connect_failed", f"password: {exc}") from None
+        conn = pyodbc.connect(
+            connection_string(target, password),
+            timeout=max(1, round(target.timeout_seconds)),
+            autocommit=True,
+        )
+        # Applies to cursors created from now on (pyodbc sets SQL_ATTR_QUERY_TIMEOUT per statement).
+        conn.timeout = max(1, round(target.timeout_seconds))
+        return conn  # type: ignore[no-any-return]
+
+    return connect
+
+
+class MssqlSource(DbSource[Connection]):
+    """The SQL Server layer of one configured instance."""
+
+    grants_hint = "deploy/mssql/grants.sql"
+
+    def __init__(
+        self,
+        target: MssqlTarget,
+        connect: Callable[[], Connection],
+        locator: FileLocator | None = None,
+        db_labels: DbLunLabels | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(f"mssql:{target.name}", connect, classify, target.timeout_seconds, clock)
+        self._target = target
+        self._locator = locator
+        self._db_labels = db_labels
+        if db_labels is not None:
+            db_labels.register(self.name)
+        self._seen_connects = 0
+        self._server = ""
+        self._started: int | None = None
+        self._locations: dict[str, Location] = {}
+
+    def collect(self) -> SourceResult:
+        conn = self._session.connection()
+        errors: Counter[str] = Counter()
+        if self._session.connects != self._seen_connects:
+            self._seen_connects = self._session.connects
+            self._identify(conn, errors)
+            if self._locator is not None:
+                self._locator.refresh()
+                self._locations = {}
+        files = self._query(conn, sql.FILE_STATS, errors)
+        waits = self._query(conn, sql.WAIT_STATS, errors)
+        families = [*self._file_families(files or [], errors), *self._wait_families(waits or [], errors)]
+        return SourceResult(families, errors)
+
+    def _identify(self, conn: Connection, errors: Counter[str]) -> None:
+        rows = self._query(conn, sql.SERVER, errors) or []
+        if not rows:
+            return
+        row = rows[0]
+        self._server = row[0] if isinstance(row[0], str) else ""
+        started = row[2] if isinstance(row[2], int) else None
+        if self._started is not None and started is not None and started != self._started:
+            log.info("SQL Server restarted: counters start again", extra={"kv": {"source": self.name}})
+        self._started = started
+
+    def _locate(self, path: str) -> Location:
+        if self._locator is None:
+            return NOWHERE
+        found = self._locations.get(path)
+        if found is None:
+            found = self._locations[path] = self._locator.locate(path)
+            if not found.luns:
+                self._warn_once("locate", path, "database file on no known LUN", path)
+        return found
+
+    def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+        specs = (
+            contract.MSSQL_FILE_READS,
+            contract.MSSQL_FILE_READ_BYTES,
+            contract.MSSQL_FILE_READ_STALL,
+            contract.MSSQL_FILE_WRITES,
+            contract.MSSQL_FILE_WRITE_BYTES,
+            contract.MSSQL_FILE_WRITE_STALL,
+        )
+        # Stalls are integer milliseconds: published exactly (see Family.exponent).
+        families = [Family(s, exponent=-3 if "stall" in s.name else 0) for s in specs]
+        located: list[tuple[Location, str]] = []
+
+        def parse(row: Any) -> tuple[LabelSet, tuple[int, ...]]:
+            database_id = id_value(row[0], "database_id")
+            kind = id_value(row[3], "type")
+            role = "temp" if database_id == TEMPDB_ID else ROLE_OF_TYPE.get(kind, "other")
+            path = text_value(row[4], "physical_name")
+            db = row[2] if isinstance(row[2], str) else str(database_id)
+            counts = (
+                count_value(row[5], "num_of_reads"),
+                count_value(row[6], "num_of_bytes_read"),
+                count_value(row[7], "io_stall_read_ms"),
+                count_value(row[9], "num_of_writes"),
+                count_value(row[10], "num_of_bytes_written"),
+                count_value(row[11], "io_stall_write_ms"),
+            )
+            location = self._locate(path)
+            located.append((location, role))
+            labels = self._label_set(
+                contract.MSSQL_FILE_LABELS,
+                (self._target.name, self._target.workload or "", db, self._server, path, role, location.lun),
+            )
+            return labels, counts
+
+        for labels, counts in self._rows(rows, sql.FILE_STATS, errors, parse):
+            for family, value in zip(families, counts, strict=True):
+                family.add(labels, value)
+        if self._db_labels is not None and self._locator is not None:
+            self._db_labels.publish(
+                self.name, device_labels(located, self._target.name, self._target.workload or "")
+            )
+        return families
+
+    def _wait_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+        waits = Family(contract.MSSQL_WAITS)
+        waited = Family(contract.MSSQL_WAIT_TIME, exponent=-3)
+
+        def parse(row: Any) -> tuple[LabelSet, int, int]:
+            wait_type = text_value(row[0], "wait_type")
+            labels = self._label_set(
+                contract.MSSQL_WAIT_LABELS,
+                (self._target.name, self._server, wait_type, sql.IO_WAITS.get(wait_type, ("other", ""))[0]),
+            )
+            return labels, count_value(row[1], "waiting_tasks_count"), count_value(row[2], "wait_time_ms")
+
+        for labels, count, ms in self._rows(rows, sql.WAIT_STATS, errors, parse):
+            waits.add(labels, count)
+            waited.add(labels, ms)
+        return [waits, waited]

@@ -1,0 +1,89 @@
+"""SQL Server: what each pyodbc error means for the collector, and the connection string per driver."""
+
+from __future__ import annotations
+
+import pytest
+
+from lunlat.config import MssqlTarget
+from lunlat.sources.dbsession import Kind
+from lunlat.sources.mssql import classify, connection_string
+
+pyodbc = pytest.importorskip("pyodbc", reason="pyodbc is not installed (pip install 'lunlat[mssql]')")
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind"),
+    [
+        # What pyodbc + FreeTDS raise, as measured against a TDS server (design §5).
+        (
+            pyodbc.OperationalError(
+                "HYT00", "[HYT00] [FreeTDS][SQL Server]Query timeout expired (0) (SQLExecDirectW)"
+            ),
+            Kind.TIMEOUT,
+        ),
+        (
+            pyodbc.Error(
+                "01000",
+                "[01000] [FreeTDS][SQL Server]Unexpected EOF from the server (20017) (SQLExecDirectW)",
+            ),
+            Kind.LOST,
+        ),
+        (pyodbc.Error("HY000", "[HY000] [FreeTDS][SQL Server]Unknown error (0) (SQLExecDirectW)"), Kind.LOST),
+        (
+            pyodbc.OperationalError("08S01", "[08S01] [FreeTDS][SQL Server]Communication link failure (0)"),
+            Kind.LOST,
+        ),
+        (
+            pyodbc.OperationalError(
+                "08001", "[08001] [FreeTDS][SQL Server]Unable to connect to data source (0)"
+            ),
+            Kind.LOST,
+        ),
+        (
+            pyodbc.ProgrammingError(
+                "42000",
+                "[42000] [FreeTDS][SQL Server]VIEW SERVER STATE permission was denied on object 'server', "
+                "database 'master'. (300) (SQLExecDirectW)",
+            ),
+            Kind.NO_GRANT,
+        ),
+        (
+            pyodbc.ProgrammingError(
+                "42000",
+                "[42000] [FreeTDS][SQL Server]The target database, 'sales', is participating in an availability "
+                "group and is currently not accessible for queries. (976) (SQLExecDirectW)",
+            ),
+            Kind.QUERY_FAILED,
+        ),
+        (
+            pyodbc.ProgrammingError(
+                "42S02", "[42S02] Invalid object name 'sys.dm_x'. (208) (SQLExecDirectW)"
+            ),
+            Kind.QUERY_FAILED,
+        ),
+    ],
+)
+def test_pyodbc_errors_are_classified_by_sqlstate_and_number(exc: Exception, kind: Kind) -> None:
+    assert classify(exc).kind is kind
+
+
+def target(**changes: object) -> MssqlTarget:
+    values: dict[str, object] = {"name": "SQL Server 1", "server": "sql1.example.com,1433", "user": "lunlat",
+                                 "password_env": "X"}  # fmt: skip
+    values.update(changes)
+    return MssqlTarget.model_validate(values)
+
+
+def test_odbc_driver_18_gets_encrypt_and_trust_keywords_and_a_braced_password() -> None:
+    text = connection_string(target(encrypt=True, trust_server_certificate=False), "p;a}ss")
+    assert text == (
+        "DRIVER={ODBC Driver 18 for SQL Server};SERVER=sql1.example.com,1433;Encrypt=yes;"
+        "TrustServerCertificate=no;UID={lunlat};PWD={p;a}}ss};APP=lunlat"
+    )
+
+
+def test_freetds_gets_server_and_port_apart_and_its_own_encryption_keyword() -> None:
+    text = connection_string(target(driver="FreeTDS", encrypt=False), "pw")
+    assert "SERVER=sql1.example.com;PORT=1433;TDS_Version=7.4;Encryption=off" in text
+    assert "Encrypt=" not in text
+    assert "Encryption=require" in connection_string(target(driver="FreeTDS", encrypt=True), "pw")
