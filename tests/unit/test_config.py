@@ -124,8 +124,13 @@ def test_sql_server_target_loads_and_bad_ones_are_named() -> None:
         "FreeTDS",
         True,
     )
-    assert any(k == "mssql[0].server" and "';'" in m for _, k, m in problems(MSSQL.replace("1433", "1433;x=1")))
-    assert any(k == "mssql[0].password" for _, k, _ in problems(MSSQL.replace("password_file: /run/secrets/mssql", "password: x")))
+    assert any(
+        k == "mssql[0].server" and "';'" in m for _, k, m in problems(MSSQL.replace("1433", "1433;x=1"))
+    )
+    assert any(
+        k == "mssql[0].password"
+        for _, k, _ in problems(MSSQL.replace("password_file: /run/secrets/mssql", "password: x"))
+    )
     both = MSSQL + ORACLE.replace("name: Oracle", "name: SQL Server 1")
     assert any("unique" in m and "SQL Server 1" in m for _, _, m in problems(both))
 

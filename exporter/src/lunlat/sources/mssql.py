@@ -36,7 +36,6 @@ TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
 # PERFORMANCE STATE on 2022+), and an Always On secondary that is not readable.
 NO_GRANT_NUMBERS = frozenset({297, 300, 229})
 _NUMBER = re.compile(r"\((\d{3,5})\)")  # drivers put the native error number in parentheses
-LOGIN_FAILED = 18456
 
 
 class Connection(Protocol):
@@ -69,12 +68,18 @@ def classify(exc: BaseException) -> Classified:
 
 
 def connection_string(target: MssqlTarget, password: str) -> str:
-    """The ODBC connection string: values braced (a '}' doubled), TLS keywords per driver."""
+    """The ODBC connection string: values braced, TLS keywords per driver.
+
+    ODBC escapes a '}' inside braces by doubling it; FreeTDS (1.3, measured) passes the doubled
+    brace on verbatim, so with FreeTDS a password holding '}' cannot be sent and is refused here.
+    """
+    freetds = "freetds" in target.driver.lower()
 
     def braced(value: str) -> str:
+        if freetds and "}" in value:
+            raise SourceError("connect_failed", "FreeTDS cannot send a password or user containing '}'")
         return "{" + value.replace("}", "}}") + "}"
 
-    freetds = "freetds" in target.driver.lower()
     host, _, port = target.server.partition(",")
     parts = [f"DRIVER={braced(target.driver)}"]
     if freetds:
@@ -85,6 +90,7 @@ def connection_string(target: MssqlTarget, password: str) -> str:
         parts.append(f"SERVER={target.server}")
         parts.append(f"Encrypt={'yes' if target.encrypt else 'no'}")
         parts.append(f"TrustServerCertificate={'yes' if target.trust_server_certificate else 'no'}")
+    # APP last: FreeTDS keeps the closing brace of a braced value that ends the string.
     parts += [f"UID={braced(target.user)}", f"PWD={braced(password)}", "APP=lunlat"]
     return ";".join(parts)
 
@@ -198,9 +204,9 @@ class MssqlSource(DbSource[Connection]):
                 count_value(row[5], "num_of_reads"),
                 count_value(row[6], "num_of_bytes_read"),
                 count_value(row[7], "io_stall_read_ms"),
-                count_value(row[9], "num_of_writes"),
-                count_value(row[10], "num_of_bytes_written"),
-                count_value(row[11], "io_stall_write_ms"),
+                count_value(row[8], "num_of_writes"),
+                count_value(row[9], "num_of_bytes_written"),
+                count_value(row[10], "io_stall_write_ms"),
             )
             location = self._locate(path)
             located.append((location, role))

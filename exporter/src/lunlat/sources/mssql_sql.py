@@ -26,13 +26,14 @@ _WAIT_LIST = ", ".join(f"N'{w}'" for w in IO_WAITS)
 
 
 # type 0 = ROWS (data), 1 = LOG; tempdb (database_id 2) is role temp. The DMV answers for every
-# file of every database the login may see, offline ones excluded by the join's state filter.
+# file of every database the login may see, offline files excluded by the state filter. The
+# io_stall_queued_* columns (Resource Governor, 2014+) are not read, so 2012 answers too.
 FILE_STATS = Query(
     "virtual_file_stats",
     """SELECT vfs.database_id, vfs.file_id, DB_NAME(vfs.database_id) AS database_name, mf.type,
        mf.physical_name,
-       vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms, vfs.io_stall_queued_read_ms,
-       vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms, vfs.io_stall_queued_write_ms
+       vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
+       vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms
 FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
 JOIN sys.master_files AS mf ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id
 WHERE mf.type IN (0, 1) AND mf.state = 0""",
@@ -47,12 +48,14 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
     per_scrape=True,
 )
 
-# Who answers, and since when: a new start time means every counter started again.
+# Who answers, and since when: a new start time means every counter started again (compared for
+# equality only: it is the server's local clock, not Unix time). DATEDIFF_BIG: DATEDIFF is an int
+# and would fail after 2038.
 SERVER = Query(
     "server",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
        CAST(SERVERPROPERTY('ProductMajorVersion') AS INT) AS major_version,
-       DATEDIFF(SECOND, '1970-01-01', sqlserver_start_time) AS start_time
+       DATEDIFF_BIG(SECOND, '1970-01-01', sqlserver_start_time) AS start_time
 FROM sys.dm_os_sys_info""",
     per_scrape=False,
 )

@@ -1,0 +1,263 @@
+"""The SQL Server source through the real driver path: pyodbc → FreeTDS ODBC → the TDS test server.
+
+The connection string is the source's own (connect_pyodbc), the SQL its own; faults come from the
+server. Each fault is checked with the diskstats source in the same scraper, still served.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lunlat import contract
+from lunlat.config import DiskstatsConfig, MssqlTarget
+from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.model import Family
+from lunlat.scrape import Scraper
+from lunlat.sources import mssql_sql as sql
+from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.mssql import MssqlSource, connect_pyodbc
+from tests.fakesys import FakeHost
+from tests.mssql.tds_server import DmvState, Load, Stream, TdsServer
+
+try:
+    import pyodbc
+
+    NO_DRIVER = "" if "FreeTDS" in pyodbc.drivers() else "no FreeTDS driver in odbcinst (apt install tdsodbc)"
+except ImportError as exc:
+    NO_DRIVER = f"pyodbc cannot be imported ({exc}): pip install 'lunlat[mssql]'"
+
+pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
+
+PASSWORD = "pw;with=odd chars"  # noqa: S105 - a test value; braces keep ';' and '=' inside it
+LOAD: Load = {
+    ("sales", "data", "read"): Stream(200, 425),
+    ("sales", "data", "write"): Stream(50, 900),
+    ("sales", "log", "write"): Stream(100, 300, io_bytes=61440),
+}
+FILES = contract.MSSQL_FILE_LABELS
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> FakeHost:
+    """SQL Server data on LUN sql1_data, its log on sql1_log (each a one-path multipath map)."""
+    h = FakeHost(tmp_path)
+    h.add_scsi_disk("sda", wwid="naa.5000c500a1b2c3d4")
+    h.add_partition("sda", 1)
+    for name, alias, path, tail in (("dm-3", "sql1_data", "sdb", "1"), ("dm-4", "sql1_log", "sdc", "2")):
+        wwid = "3600a09803830363472" + tail.rjust(13, "0")
+        h.add_scsi_disk(path, wwid="naa." + wwid[1:])
+        h.add_multipath(name, alias=alias, wwid=wwid, paths=[path])
+    h.mount("/", "sda1")
+    h.mount("/var/opt/mssql/data", "dm-3")
+    h.mount("/var/opt/mssql/log", "dm-4")
+    h.write()
+    return h
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[TdsServer]:
+    monkeypatch.setenv("LUNLAT_TEST_MSSQL_PASSWORD", PASSWORD)
+    with TdsServer(DmvState()) as srv:
+        yield srv
+
+
+def source_for(
+    server: TdsServer,
+    host: FakeHost | None = None,
+    labels: DbLunLabels | None = None,
+    clock: Any = time.monotonic,
+    timeout: float = 2,
+) -> MssqlSource:
+    target = MssqlTarget(
+        name="SQL Server 1",
+        server=f"127.0.0.1,{server.port}",
+        driver="FreeTDS",
+        user="lunlat",
+        password_env="LUNLAT_TEST_MSSQL_PASSWORD",  # noqa: S106 - a variable name
+        encrypt=False,
+        workload="oltp",
+        timeout_seconds=timeout,
+    )
+    locator = FileLocator(host.procfs, host.sysfs) if host is not None else None
+    return MssqlSource(target, connect_pyodbc(target), locator, labels, clock)
+
+
+def values(result: SourceResult, spec: contract.MetricSpec) -> dict[tuple[str, ...], float]:
+    return next(f for f in result.families if f.spec is spec).by_labels()
+
+
+def delta(
+    before: SourceResult, after: SourceResult, spec: contract.MetricSpec
+) -> dict[tuple[str, ...], float]:
+    old, new = values(before, spec), values(after, spec)
+    return {k: new[k] - old.get(k, 0.0) for k in new}
+
+
+def key_of(keys: Any, **want: str) -> tuple[str, ...]:
+    (found,) = [k for k in keys if all(k[FILES.index(n)] == v for n, v in want.items())]
+    return found  # type: ignore[no-any-return]
+
+
+def test_per_file_stalls_roles_luns_and_waits_through_the_real_driver(
+    server: TdsServer, host: FakeHost
+) -> None:
+    registry = DbLunLabels()
+    source = source_for(server, host, registry)
+    server.state.advance(60, LOAD)
+    first = source.collect()
+    server.state.advance(60, LOAD)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    assert server.logins and server.last_password == PASSWORD  # the braced password arrived whole
+    reads = delta(first, second, contract.MSSQL_FILE_READS)
+    stalls = delta(first, second, contract.MSSQL_FILE_READ_STALL)
+    data = key_of(reads, db="sales", role="data")
+    assert (data[FILES.index("file")], data[FILES.index("lun")]) == (
+        "/var/opt/mssql/data/sales.mdf",
+        "sql1_data",
+    )
+    assert (
+        data[FILES.index("database")],
+        data[FILES.index("db_instance")],
+        data[FILES.index("workload")],
+    ) == (
+        "SQL Server 1",
+        "SQL1",
+        "oltp",
+    )
+    assert reads[data] == 200 * 60
+    assert stalls[data] / reads[data] == pytest.approx(425e-6, abs=1e-3 / reads[data])  # ms counters
+    writes = delta(first, second, contract.MSSQL_FILE_WRITES)
+    log = key_of(writes, db="sales", role="log")
+    assert log[FILES.index("lun")] == "sql1_log"
+    assert delta(first, second, contract.MSSQL_FILE_WRITE_STALL)[log] / writes[log] == pytest.approx(
+        300e-6, rel=1e-3
+    )
+    assert delta(first, second, contract.MSSQL_FILE_WRITE_BYTES)[log] == 100 * 60 * 61440
+    assert {k[FILES.index("role")] for k in reads if k[FILES.index("db")] == "tempdb"} == {"temp"}
+    waits = delta(first, second, contract.MSSQL_WAITS)
+    (writelog,) = [k for k in waits if k[2] == "WRITELOG"]
+    assert writelog[3] == "log" and waits[writelog] == 100 * 60
+    _, labels = registry.merged()
+    assert (labels["dm-3"].database, labels["dm-3"].role) == ("SQL Server 1", "data")
+    assert labels["dm-4"].role == "log"
+
+
+def test_offline_files_are_left_out_and_an_attached_database_appears(server: TdsServer) -> None:
+    source = source_for(server)
+    server.state.set_offline("sales_snap")
+    dbs = {k[FILES.index("db")] for k in values(source.collect(), contract.MSSQL_FILE_READS)}
+    assert "sales_snap" not in dbs and "sales" in dbs
+    server.state.attach("reporting", [(0, "/var/opt/mssql/data/reporting.mdf")])
+    dbs = {k[FILES.index("db")] for k in values(source.collect(), contract.MSSQL_FILE_READS)}
+    assert "reporting" in dbs
+
+
+def scrape_both(host: FakeHost, source: MssqlSource) -> tuple[dict[str, bool], dict[tuple[str, str], float]]:
+    scraper = Scraper([DiskstatsSource(host.procfs, host.sysfs, DiskstatsConfig()), source])
+    try:
+        outcomes = scraper.collect(10)
+        up = {s.name: o.up for s, o in outcomes}
+        assert any(f.spec is contract.DEVICE_READS for f in outcomes[0][1].families), "host layer served"
+        (errors,) = [f for f in scraper.health_families(outcomes) if f.spec is contract.SOURCE_ERRORS]
+    finally:
+        scraper.close()
+    return up, {(k[0], k[1]): v for k, v in Family.by_labels(errors).items()}
+
+
+NAME = "mssql:SQL Server 1"
+
+
+def test_a_query_past_the_timeout_fails_this_scrape_and_the_next_reconnects(
+    server: TdsServer, host: FakeHost
+) -> None:
+    source = source_for(server, host, timeout=1)
+    source.collect()
+    server.slow[sql.WAIT_STATS.name] = 3
+    up, errors = scrape_both(host, source)
+    assert up == {"diskstats": True, NAME: False}
+    assert errors[(NAME, "query_timeout")] == 1
+    del server.slow[sql.WAIT_STATS.name]
+    logins = len(server.logins)
+    up, _ = scrape_both(host, source)
+    assert up[NAME] is True and len(server.logins) == logins + 1  # a fresh session after a timeout
+
+
+def test_a_dropped_connection_is_reopened_after_the_backoff(server: TdsServer, host: FakeHost) -> None:
+    clock = Clock()
+    source = source_for(server, host, clock=clock)
+    source.collect()
+    server.drop_next_query = True
+    up, errors = scrape_both(host, source)
+    assert up == {"diskstats": True, NAME: False}
+    assert errors[(NAME, "connection_lost")] == 1
+    clock.now += 1
+    up, _ = scrape_both(host, source)
+    assert up[NAME] is True
+
+
+def test_a_refused_login_is_counted_and_retried_with_backoff(server: TdsServer, host: FakeHost) -> None:
+    clock = Clock()
+    server.refuse_logins = True
+    source = source_for(server, host, clock=clock)
+    up, errors = scrape_both(host, source)
+    assert up == {"diskstats": True, NAME: False}
+    assert errors[(NAME, "connect_failed")] == 1
+    with pytest.raises(SourceError, match="18456"):
+        clock.now += 1
+        source.collect()
+    assert PASSWORD not in str(errors)
+    server.refuse_logins = False
+    clock.now += 2
+    assert source.collect().families
+
+
+def test_a_denied_dmv_disables_that_query_only(server: TdsServer, host: FakeHost) -> None:
+    server.state.advance(10, LOAD)
+    server.deny[sql.FILE_STATS.name] = (
+        300,
+        "VIEW SERVER STATE permission was denied on object 'server', database 'master'.",
+    )
+    source = source_for(server, host)
+    result = source.collect()
+    assert result.errors == Counter({"no_grant": 1})
+    assert values(result, contract.MSSQL_FILE_READS) == {}
+    assert values(result, contract.MSSQL_WAITS)
+    up, _ = scrape_both(host, source)
+    assert up[NAME] is True
+
+
+def test_a_service_restart_is_a_lost_session_then_lower_counters(
+    server: TdsServer, host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="lunlat")
+    clock = Clock()
+    source = source_for(server, host, clock=clock)
+    server.state.advance(60, LOAD)
+    before = source.collect()
+    server.restart()
+    server.state.advance(10, LOAD)
+    with pytest.raises(SourceError) as lost:
+        source.collect()
+    assert lost.value.reason == "connection_lost"
+    clock.now += 1
+    after = source.collect()
+    old, new = values(before, contract.MSSQL_FILE_READS), values(after, contract.MSSQL_FILE_READS)
+    assert all(new[k] < old[k] for k in old if old[k] > 0)
+    assert any("restarted" in r.getMessage() for r in caplog.records)
