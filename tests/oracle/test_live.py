@@ -16,6 +16,7 @@ from lunlat import contract
 from lunlat.config import OracleTarget
 from lunlat.model import Family
 from lunlat.sources.oracle import OracleSource, connect_oracledb
+from tests.dblive import collect_twice_cleanly
 
 DSN = os.environ.get("LUNLAT_TEST_ORACLE_DSN", "")
 
@@ -37,13 +38,7 @@ def test_a_live_database_answers_every_query_with_the_least_privilege_user() -> 
         password_env="LUNLAT_TEST_ORACLE_PASSWORD",  # noqa: S106 - the variable's name, not a password
         timeout_seconds=10,
     )
-    source = OracleSource(target, connect_oracledb(target))
-    try:
-        first = source.collect()
-        second = source.collect()
-    finally:
-        source.close()
-    assert not first.errors and not second.errors, (first.errors, second.errors)
+    second = collect_twice_cleanly(OracleSource(target, connect_oracledb(target)))
     families = _by_name(second.families)
     reads = families[contract.ORACLE_FILE_READS.name].by_labels()
     roles = {labels[contract.ORACLE_FILE_LABELS.index("role")] for labels in reads}

@@ -13,7 +13,7 @@ import yaml
 from lunlat.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILES = ((), ("oracle",))
+PROFILES = ((), ("oracle",), ("mssql",), ("oracle", "mssql"))
 
 
 def compose_config(*profiles: str) -> dict[str, Any]:
@@ -55,3 +55,17 @@ def test_the_oracle_profile_mounts_files_that_exist_and_configs_that_load() -> N
     assert load_config(ROOT / "deploy" / "lunlat" / "host.yaml").oracle == []
     setup = (ROOT / "deploy" / "oracle" / "setup" / "01-lunlat-user.sh").read_text()
     assert "@/opt/lunlat/grants.sql" in setup and "oracle_lunlat_password" in setup
+
+
+def test_the_mssql_profile_mounts_files_that_exist_and_its_config_loads() -> None:
+    services = compose_config("mssql")["services"]
+    for service in ("mssql", "mssql-setup"):
+        for volume in services[service].get("volumes", []):
+            source = volume.split(":", 1)[0]
+            if source.startswith(str(ROOT)):
+                assert Path(source).exists(), f"{service} mounts {source}, which the repository lacks"
+    (target,) = load_config(ROOT / "deploy" / "mssql" / "lunlat.yaml").mssql
+    assert (target.server, target.driver) == ("mssql,1433", "FreeTDS")  # the driver the image carries
+    assert "tdsodbc" in (ROOT / "exporter" / "Dockerfile").read_text()
+    setup = (ROOT / "deploy" / "mssql" / "setup.sh").read_text()
+    assert "/opt/lunlat/grants.sql" in setup and "mssql_lunlat_password" in setup
