@@ -208,6 +208,7 @@ class DmvState:
         self.now = start_time + timedelta(days=1)
         self.databases: dict[int, str] = {}
         self.files: list[DbFile] = []
+        self.volumes: dict[str, tuple[str, str]] = {}
         self.waits: dict[str, WaitCounters] = {
             w: WaitCounters() for w in [*mssql_sql.IO_WAITS, *BACKGROUND_WAITS]
         }
@@ -386,6 +387,20 @@ class DmvState:
                 if name in mssql_sql.IO_WAITS
             ]
 
+    def volume_rows(self) -> list[tuple[object, ...]]:
+        """VOLUMES: SQL Server on Linux answers NULL strings; set `volumes` (path prefix -> (mount
+        point, volume name)) to answer as a Windows instance does."""
+        with self.lock:
+            rows: list[tuple[object, ...]] = []
+            for f in sorted(self.files, key=lambda f: (f.database_id, f.file_id)):
+                if f.type not in (ROWS, LOG) or f.state != ONLINE:
+                    continue
+                hit = next(
+                    (v for prefix, v in self.volumes.items() if f.physical_name.startswith(prefix)), None
+                )
+                rows.append((f.database_id, f.file_id, *(hit or (None, None))))
+            return rows
+
     def server_rows(self) -> list[tuple[object, ...]]:
         with self.lock:
             started = (self.start_time - EPOCH) // timedelta(seconds=1)
@@ -415,6 +430,15 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
         (
             Column("wait_type", "nvarchar", 60),
             *_bigints("waiting_tasks_count", "wait_time_ms", "signal_wait_time_ms"),
+        ),
+    ),
+    mssql_sql.VOLUMES.name: (
+        mssql_sql.VOLUMES.sql,
+        (
+            Column("database_id", "int", 2),
+            Column("file_id", "int", 2),
+            Column("volume_mount_point", "nvarchar", 512),
+            Column("logical_volume_name", "nvarchar", 512),
         ),
     ),
     mssql_sql.SERVER.name: (
@@ -450,6 +474,8 @@ def answer_rows(state: DmvState, key: str) -> list[tuple[object, ...]]:
         return state.file_stats_rows()
     if key == mssql_sql.WAIT_STATS.name:
         return state.wait_stats_rows()
+    if key == mssql_sql.VOLUMES.name:
+        return state.volume_rows()
     return state.server_rows()
 
 

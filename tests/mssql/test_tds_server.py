@@ -214,11 +214,16 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
         names, server_rows = run(conn, mssql_sql.SERVER)
         assert names == select_names(mssql_sql.SERVER.sql)
         assert server_rows == [("SQL1", 16, 1736150400)]  # 2025-01-06 08:00:00 as seconds since 1970
+
+        names, volumes = run(conn, mssql_sql.VOLUMES)
+        assert names == select_names(mssql_sql.VOLUMES.sql)
+        assert len(volumes) == len(files) and all(v[2:] == (None, None) for v in volumes)  # Linux: NULL
     assert server.logins == [("lunlat", "master")]
     assert server.last_password == SECRET
     assert not any(SECRET in b for b in server.batches)
-    assert server.batches[-3:] == [q.sql for q in mssql_sql.ALL_QUERIES]
-    assert all(b.startswith("sp_datatype_info_100 ") for b in server.batches[:-3])  # pyodbc's connect
+    n = len(mssql_sql.ALL_QUERIES)
+    assert server.batches[-n:] == [q.sql for q in mssql_sql.ALL_QUERIES]
+    assert all(b.startswith("sp_datatype_info_100 ") for b in server.batches[:-n])  # pyodbc's connect
 
 
 @needs_driver

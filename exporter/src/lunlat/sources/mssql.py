@@ -145,6 +145,8 @@ class MssqlSource(DbSource[Connection]):
         self._server = ""
         self._started: int | None = None
         self._locations: dict[str, Location] = {}
+        # (database_id, file_id) -> volume mount point, where SQL Server knows one (Windows).
+        self._volumes: dict[tuple[int, int], str] = {}
 
     def collect(self) -> SourceResult:
         conn = self._session.connection()
@@ -152,6 +154,7 @@ class MssqlSource(DbSource[Connection]):
         if self._session.connects != self._seen_connects:
             self._seen_connects = self._session.connects
             self._identify(conn, errors)
+            self._volumes = self._look_up_volumes(conn, errors)
             if self._locator is not None:
                 self._locator.refresh()
                 self._locations = {}
@@ -171,13 +174,20 @@ class MssqlSource(DbSource[Connection]):
             log.info("SQL Server restarted: counters start again", extra={"kv": {"source": self.name}})
         self._started = started
 
+    def _look_up_volumes(self, conn: Connection, errors: Counter[str]) -> dict[tuple[int, int], str]:
+        volumes: dict[tuple[int, int], str] = {}
+        for row in self._query(conn, sql.VOLUMES, errors) or []:
+            if isinstance(row[2], str) and row[2]:
+                volumes[(id_value(row[0], "database_id"), id_value(row[1], "file_id"))] = row[2]
+        return volumes
+
     def _locate(self, path: str) -> Location:
         if self._locator is None:
             return NOWHERE
         found = self._locations.get(path)
         if found is None:
             found = self._locations[path] = self._locator.locate(path)
-            if not found.luns:
+            if not found.luns and not self._volumes:
                 self._warn_once("locate", path, "database file on no known LUN", path)
         return found
 
@@ -210,9 +220,12 @@ class MssqlSource(DbSource[Connection]):
             )
             location = self._locate(path)
             located.append((location, role))
+            # Where the mount table cannot name the LUN (Windows), the volume SQL Server reports is
+            # the name its admins know: 'D:\\' or a mount point folder.
+            lun = location.lun or self._volumes.get((database_id, id_value(row[1], "file_id")), "")
             labels = self._label_set(
                 contract.MSSQL_FILE_LABELS,
-                (self._target.name, self._target.workload or "", db, self._server, path, role, location.lun),
+                (self._target.name, self._target.workload or "", db, self._server, path, role, lun),
             )
             return labels, counts
 

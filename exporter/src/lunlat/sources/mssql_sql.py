@@ -60,4 +60,15 @@ FROM sys.dm_os_sys_info""",
     per_scrape=False,
 )
 
-ALL_QUERIES: tuple[Query, ...] = (FILE_STATS, WAIT_STATS, SERVER)
+# The volume of each file, for hosts where paths cannot be followed to a LUN through the mount table
+# (Windows: 'D:\', 'C:\MountPoints\Data1\'). On Linux SQL Server returns NULL for both strings.
+VOLUMES = Query(
+    "os_volume_stats",
+    """SELECT mf.database_id, mf.file_id, vs.volume_mount_point, vs.logical_volume_name
+FROM sys.master_files AS mf
+CROSS APPLY sys.dm_os_volume_stats(mf.database_id, mf.file_id) AS vs
+WHERE mf.type IN (0, 1) AND mf.state = 0""",
+    per_scrape=False,
+)
+
+ALL_QUERIES: tuple[Query, ...] = (FILE_STATS, WAIT_STATS, SERVER, VOLUMES)
