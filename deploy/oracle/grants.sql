@@ -1,54 +1,93 @@
--- lunlat: a least-privilege Oracle user for the exporter's oracle source.
+-- lunlat: a least-privilege Oracle user for the exporter's oracle source (Oracle 12.2 or later).
 --
--- Run as SYSDBA (or a user with the ADMIN option on these privileges) in SQL*Plus or SQLcl. The
--- user, password and container clause are substitution variables, never written in this file:
+-- It gets CREATE SESSION and SELECT on exactly the eleven V$/GV$ views the exporter reads
+-- (exporter/src/lunlat/sources/oracle_sql.py, VIEWS; tests/oracle/test_deploy.py keeps the two
+-- equal), nothing else: no SELECT ANY DICTIONARY, no SELECT_CATALOG_ROLE, no ASH/AWR views (those
+-- need the Diagnostics Pack licence). V$X is a public synonym of SYS.V_$X and GV$X of SYS.GV_$X:
+-- a grant has to name the SYS view, not the synonym.
+--
+-- Run it as SYSDBA (or a user holding these privileges WITH ADMIN/GRANT OPTION) in SQL*Plus or
+-- SQLcl. User name and password are substitution variables, never written in this file:
 --   SQL> DEFINE lunlat_user = LUNLAT
---   SQL> DEFINE lunlat_container = ''
---   SQL> ACCEPT lunlat_password CHAR PROMPT 'password: ' HIDE
+--   SQL> ACCEPT lunlat_password CHAR PROMPT 'password for the lunlat user: ' HIDE
 --   SQL> @deploy/oracle/grants.sql
--- (undefined ones are prompted for; deploy/oracle/setup/ does the same non-interactively).
+-- (a variable left undefined is prompted for; deploy/oracle/setup/ defines both non-interactively).
+-- The password is written between double quotes: it must not contain a double quote or an ampersand.
 --
--- Where to run it:
---   - non-CDB, or one PDB only: connect to that database/PDB, lunlat_user = LUNLAT. The exporter's
---     dsn names that service; `db` labels then show that PDB.
---   - a whole CDB: connect to CDB$ROOT, lunlat_user = C##LUNLAT (a common user), DEFINE
---     lunlat_container = 'CONTAINER=ALL' (elsewhere '': no clause), and uncomment the
---     CONTAINER_DATA line below: without it the root's V$ views show only the root's own rows.
+-- Where to run it (the script finds out which case it is in by itself):
+--   - a non-CDB, or one PDB: connect to that database / PDB (its service, or ALTER SESSION SET
+--     CONTAINER = <pdb>) with lunlat_user = LUNLAT: a local user, no CONTAINER clause. The
+--     exporter's dsn then names that service and sees that PDB's files only.
+--   - a whole CDB: connect to CDB$ROOT with lunlat_user = C##LUNLAT (a common user: without the
+--     C## prefix CREATE USER fails with ORA-65096). The user and every grant get CONTAINER=ALL, and
+--     ALTER USER ... SET CONTAINER_DATA = ALL CONTAINER = CURRENT lets it see every PDB's rows from
+--     the root: without that, the root's V$ views show only the root's own rows. The exporter's dsn
+--     names the CDB's service; the `db` label then tells the PDBs apart.
 --
--- Exactly what the exporter reads (exporter/src/lunlat/sources/oracle_sql.py, VIEWS), granted on
--- the SYS views behind the public V$/GV$ synonyms (V$X is SYS.V_$X, GV$X is SYS.GV_$X):
---   GV$IOSTAT_FILE            per-file requests and service times (each scrape)
---   GV$SYSTEM_EVENT           µs wait-event counters (each scrape)
---   GV$EVENT_HISTOGRAM_MICRO  wait-event histograms (each scrape)
---   GV$ASM_DISK_STAT          per ASM disk counters (each scrape; no rows without ASM)
---   GV$INSTANCE               instance names (db_instance label)
---   V$CONTAINERS              PDB names (db label)
---   V$DATAFILE, V$TEMPFILE, V$LOGFILE, V$CONTROLFILE   file names → LUNs
---   V$ASM_DISKGROUP_STAT      disk group names (ASM files → disks)
--- Nothing else: no SELECT ANY DICTIONARY, no SELECT_CATALOG_ROLE, no ASH/AWR (licensed packs).
+-- A missing grant (a view left out, or revoked later): the query reading that view fails with
+-- ORA-00942; the exporter switches that one query off and retries it after ten minutes, counts
+-- lunlat_source_errors_total{source="oracle:<name>",reason="no_grant"}, logs one line naming the
+-- query and this file, and everything else keeps publishing. What each missing grant costs is
+-- written above it.
 --
--- A missing grant: that one query fails with ORA-00942; the exporter turns it off for ten minutes,
--- counts lunlat_source_errors_total{reason="no_grant"}, logs one line naming the query, and the
--- rest keeps publishing (a missing V$DATAFILE grant leaves files named file#N without a LUN).
+-- Stops at the first error (WHENEVER SQLERROR): a user that already exists is not changed; drop it
+-- with revoke.sql first, or run only the GRANT lines again (granting twice is harmless).
 
+SET DEFINE ON
 SET VERIFY OFF
+WHENEVER SQLERROR EXIT FAILURE
+
+-- The container clause: CONTAINER=ALL in CDB$ROOT (a common user), nothing in a PDB or a non-CDB.
+COLUMN lunlat_container_clause NEW_VALUE lunlat_container NOPRINT
+SELECT CASE WHEN SYS_CONTEXT('USERENV', 'CON_NAME') = 'CDB$ROOT' THEN 'CONTAINER=ALL' ELSE ' ' END
+       AS lunlat_container_clause
+FROM dual;
 
 CREATE USER &&lunlat_user IDENTIFIED BY "&&lunlat_password" &&lunlat_container;
+
+-- Log in. Without it: ORA-01045 at connect, lunlat_source_up 0 for this database (the host layer
+-- keeps working).
 GRANT CREATE SESSION TO &&lunlat_user &&lunlat_container;
 
+-- Queries run at every scrape.
+-- iostat_file: requests and service times per data/temp file, redo and control files
+-- (lunlat_oracle_file_*). Without it those series are missing.
 GRANT SELECT ON SYS.GV_$IOSTAT_FILE TO &&lunlat_user &&lunlat_container;
+-- system_event: waits and microseconds waited per I/O wait event (lunlat_oracle_wait_event_*_total).
+-- Without it those counters are missing.
 GRANT SELECT ON SYS.GV_$SYSTEM_EVENT TO &&lunlat_user &&lunlat_container;
+-- event_histogram_micro: wait duration histograms (lunlat_oracle_wait_event_duration_seconds).
+-- Without it the histogram is missing.
 GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO &&lunlat_user &&lunlat_container;
+-- asm_disk_stat: per ASM disk reads, writes and times (lunlat_oracle_asm_disk_*); no rows without
+-- ASM. Without it those series are missing.
 GRANT SELECT ON SYS.GV_$ASM_DISK_STAT TO &&lunlat_user &&lunlat_container;
+
+-- Name lookups, run on connect and every five minutes.
+-- instance: instance names. Without it the db_instance label is the INST_ID number.
 GRANT SELECT ON SYS.GV_$INSTANCE TO &&lunlat_user &&lunlat_container;
+-- containers: CDB root and PDB names. Without it the db label is the CON_ID number.
 GRANT SELECT ON SYS.V_$CONTAINERS TO &&lunlat_user &&lunlat_container;
+-- datafile: data file paths, mapped to LUNs. Without it data files show as file="file#N", no lun.
 GRANT SELECT ON SYS.V_$DATAFILE TO &&lunlat_user &&lunlat_container;
+-- tempfile: temp file paths. Without it temp files show as file="file#N", no lun.
 GRANT SELECT ON SYS.V_$TEMPFILE TO &&lunlat_user &&lunlat_container;
+-- logfile: online redo log members. Without it the "(all redo logs)" row has no lun.
 GRANT SELECT ON SYS.V_$LOGFILE TO &&lunlat_user &&lunlat_container;
+-- controlfile: control file paths. Without it the "(all control files)" row has no lun.
 GRANT SELECT ON SYS.V_$CONTROLFILE TO &&lunlat_user &&lunlat_container;
+-- asm_diskgroup_stat: disk group names (+DATA/... files to the group's disks). Without it the
+-- diskgroup label is the group number and ASM files get no lun.
 GRANT SELECT ON SYS.V_$ASM_DISKGROUP_STAT TO &&lunlat_user &&lunlat_container;
 
--- CDB root only (a common user): let it see every container's rows. Harmless to skip elsewhere.
--- ALTER USER &&lunlat_user SET CONTAINER_DATA = ALL CONTAINER = CURRENT;
+-- CDB root only: let the common user see the rows of every container, not just the root's.
+-- (CONTAINER_DATA is a user attribute, not a privilege; in a PDB or a non-CDB nothing is done.)
+BEGIN
+  IF SYS_CONTEXT('USERENV', 'CON_NAME') = 'CDB$ROOT' THEN
+    EXECUTE IMMEDIATE 'ALTER USER &&lunlat_user SET CONTAINER_DATA = ALL CONTAINER = CURRENT';
+  END IF;
+END;
+/
 
+WHENEVER SQLERROR CONTINUE
 UNDEFINE lunlat_password

@@ -8,11 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from lunlat.lab import commands
 from lunlat.lab.state import LabState
 from tests.alerting.stack import Notification, WebhookReceiver, started_at
 
 LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
+# The lab's baselines (0.16-0.64 ms, after the reference) plus the cost of an I/O through FUSE sit
+# at 0.5-0.8 ms on a quiet 2-core VM, but at 1.0-1.4 ms on one with a steady 10 % steal: no margin
+# left below a 1 ms goal. The paging tests run the same lab with every baseline at HEADROOM_MS, so
+# "every LUN below goal" means the host's overhead, not the scenario, decides how close it gets.
+HEADROOM_MS = 0.05
 BREACH_LUN = "sqlserver1_data"  # the lab's name; the exporter's `lun` label is its loop device
 BREACH_LABELS = {"database": "SQL Server 1", "role": "data", "workload": "oltp"}
 BREACH_MS = 2.0
@@ -60,10 +67,22 @@ def is_resolved(notification: Notification) -> bool:
     return bool(breach_alerts(notification, "resolved")) and not breach_alerts(notification, "firing")
 
 
-def breach_and_restore(state_dir: Path, hook: WebhookReceiver, hold: float = 0.0) -> Cycle:
-    """Raise the data LUN to BREACH_MS, wait for its page; `hold` seconds later restore it, wait for
-    the resolution. (Restoring at once would start every resolve on the group's notification tick.)"""
-    _, lab = commands.load_lab(LAB_CONFIG)
+def headroom_lab_config(directory: Path) -> Path:
+    """deploy/lab/lab.yaml with every LUN's baseline latency at HEADROOM_MS (see above): the same
+    LUNs, names, labels and workloads."""
+    data = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
+    for lun in data["lab"]["luns"]:
+        lun["latency"] = {"read_ms": HEADROOM_MS, "write_ms": HEADROOM_MS}
+    path = directory / "lab-headroom.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def breach_and_restore(state_dir: Path, hook: WebhookReceiver, lab_config: Path, hold: float = 0.0) -> Cycle:
+    """Raise the data LUN to BREACH_MS, wait for its page; `hold` seconds later restore it to its
+    latency in `lab_config`, wait for the resolution. (Restoring at once would start every resolve
+    on the group's notification tick.)"""
+    _, lab = commands.load_lab(lab_config)
     normal = next(lun.latency for lun in lab.luns if lun.name == BREACH_LUN)
     onset, onset_wall = time.monotonic(), time.time()
     commands.set_latency(state_dir, BREACH_LUN, BREACH_MS, BREACH_MS, None)

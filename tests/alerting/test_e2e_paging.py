@@ -77,7 +77,7 @@ def lab_state() -> Iterator[Path]:
         pytest.skip(f"missing {', '.join(missing)} (Debian: prometheus, prometheus-alertmanager)")
     state_dir = Path(tempfile.mkdtemp(prefix="lunlat-e2e-", dir=memory_backed_dir()))
     try:
-        commands.up(e2e.LAB_CONFIG, state_dir)
+        commands.up(e2e.headroom_lab_config(state_dir), state_dir)
         commands.phase(state_dir, "oltp")
         yield state_dir
     finally:
@@ -85,7 +85,8 @@ def lab_state() -> Iterator[Path]:
 
 
 def test_breach_pages_and_restore_resolves(lab_state: Path, tmp_path: Path) -> None:
-    with WebhookReceiver() as hook, AlertingStack(tmp_path / "stack", e2e.LAB_CONFIG, hook.url) as stack:
+    lab_config = e2e.headroom_lab_config(tmp_path)
+    with WebhookReceiver() as hook, AlertingStack(tmp_path / "stack", lab_config, hook.url) as stack:
         # (1) OLTP alone: once every busy LUN is judged, a window below goal sends nothing.
         stack.wait_for_series("lunlat:latency_above_goal:bool", JUDGED, timeout=180)
         attempt, worst = quiet_window(stack, hook)
@@ -93,7 +94,7 @@ def test_breach_pages_and_restore_resolves(lab_state: Path, tmp_path: Path) -> N
         test_start = time.monotonic()
 
         # (2) and (3): one data LUN at 2 ms pages its database's DBAs; restored, the page resolves.
-        cycle = e2e.breach_and_restore(lab_state, hook)
+        cycle = e2e.breach_and_restore(lab_state, hook, lab_config)
         print(
             f"onset → page {cycle.seconds_to_page:.1f} s (goal ≤ 60 s), "
             f"restore → resolved {cycle.seconds_to_resolve:.1f} s (goal ≤ 120 s)"

@@ -1,4 +1,4 @@
-"""The least-privilege grant scripts grant exactly what the sources read, nothing more."""
+"""SQL Server's least-privilege login script and statements (Oracle's: tests/oracle/test_deploy.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import sqlglot
 
-from lunlat.sources import mssql_sql, oracle_sql
+from lunlat.sources import mssql_sql
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -15,28 +15,6 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 def _statements(path: Path) -> list[str]:
     lines = [line for line in path.read_text().splitlines() if not line.lstrip().startswith("--")]
     return [" ".join(s.split()) for s in " ".join(lines).split(";") if s.strip()]
-
-
-def test_oracle_grants_are_create_session_and_select_on_exactly_the_views_read() -> None:
-    grants = [s for s in _statements(DEPLOY / "oracle" / "grants.sql") if s.upper().startswith("GRANT")]
-    selected = set()
-    others = []
-    for grant in grants:
-        m = re.fullmatch(r"GRANT SELECT ON SYS\.(G?V)_\$(\w+) TO &&lunlat_user &&lunlat_container", grant)
-        if m:
-            selected.add(f"{m.group(1)}${m.group(2)}".lower())
-        else:
-            others.append(grant)
-    assert others == ["GRANT CREATE SESSION TO &&lunlat_user &&lunlat_container"]
-    assert selected == set(oracle_sql.VIEWS)
-
-
-def test_oracle_views_list_is_what_the_sql_reads() -> None:
-    read = set()
-    for query in oracle_sql.ALL_QUERIES:
-        tree = sqlglot.parse_one(query.sql, read="oracle")
-        read |= {t.name.lower() for t in tree.find_all(sqlglot.exp.Table)}
-    assert read == set(oracle_sql.VIEWS)
 
 
 def test_mssql_grants_are_the_performance_state_and_definition_permissions_only() -> None:
