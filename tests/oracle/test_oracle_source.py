@@ -454,10 +454,12 @@ def test_a_restarting_database_is_retried_with_backoff_until_it_opens(
 
 
 class Corrupting:
-    """A connection whose V$SYSTEM_EVENT rows carry values a driver should never return."""
+    """A connection whose V$SYSTEM_EVENT rows (and V$DATAFILE's first row, with `lookups`) carry
+    values a driver should never return."""
 
-    def __init__(self, inner: EmulatedConnection) -> None:
+    def __init__(self, inner: EmulatedConnection, lookups: bool = False) -> None:
         self._inner = inner
+        self._lookups = lookups
         self.call_timeout = 0
 
     def cursor(self) -> Any:
@@ -470,6 +472,7 @@ class Corrupting:
             def execute(self, statement: str) -> None:
                 outer._inner.call_timeout = outer.call_timeout
                 self._gv = "gv$system_event" in statement
+                self._datafile = outer._lookups and "v$datafile" in statement
                 inner.execute(statement)
 
             def fetchall(self) -> list[Any]:
@@ -477,6 +480,8 @@ class Corrupting:
                 if self._gv and rows:
                     rows[0] = (*rows[0][:3], None, rows[0][4])
                     rows[1] = (*rows[1][:3], -5, rows[1][4])
+                if self._datafile and rows:
+                    rows[0] = (rows[0][0], rows[0][1], None)  # a datafile without a name
                 return rows
 
             def close(self) -> None:
@@ -496,3 +501,14 @@ def test_bad_rows_are_skipped_and_counted_never_published(host: FakeHost, emu: O
     good = emu.query(sql.SYSTEM_EVENT.sql)
     assert len(values(result, contract.ORACLE_WAITS)) == len(good) - 2
     assert all(v >= 0 for v in values(result, contract.ORACLE_WAITS).values())
+
+
+def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
+    host: FakeHost, emu: OracleEmulation
+) -> None:
+    emu.advance(10, DATA_READ)
+    source = source_for(emu, host, connect=lambda: Corrupting(emu.connect(), lookups=True))  # type: ignore[arg-type,return-value]
+    result = source.collect()
+    assert result.errors == Counter({"bad_row": 3})  # two event rows, one datafile row
+    files = {k[contract.ORACLE_FILE_LABELS.index("file")] for k in values(result, contract.ORACLE_FILE_READS)}
+    assert "file#1" in files and len([f for f in files if f.startswith("/u02/")]) >= 2

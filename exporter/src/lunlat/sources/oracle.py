@@ -28,7 +28,15 @@ from lunlat.model import Family, LabelSet
 from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Kind
-from lunlat.sources.dbsource import BadRowError, DbSource, count_value, id_value, seconds_value, text_value
+from lunlat.sources.dbsource import (
+    BadRowError,
+    DbSource,
+    Query,
+    count_value,
+    id_value,
+    seconds_value,
+    text_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -237,21 +245,28 @@ class OracleSource(DbSource[Connection]):
 
     def _look_up_names(self, conn: Connection, errors: Counter[str]) -> None:
         names = Names(looked_up_at=self._clock())
-        for row in self._query(conn, sql.INSTANCES, errors) or []:
-            names.instances[id_value(row[0], "inst_id")] = text_value(row[1], "instance_name")
-        for row in self._query(conn, sql.CONTAINERS, errors) or []:
-            names.containers[id_value(row[0], "con_id")] = text_value(row[1], "name")
-        for query, into in ((sql.DATAFILES, names.datafiles), (sql.TEMPFILES, names.tempfiles)):
-            for row in self._query(conn, query, errors) or []:
-                into[(id_value(row[1], "con_id"), id_value(row[0], "file#"))] = text_value(row[2], "name")
-        names.logfiles = sorted(
-            {text_value(r[2], "member") for r in self._query(conn, sql.LOGFILES, errors) or []}
+
+        def lookup(query: Query, parse: Callable[[Any], Any]) -> list[Any]:
+            # Bad rows are skipped and counted like a scrape's, never fatal to the lookup.
+            return self._rows(self._query(conn, query, errors) or [], query, errors, parse)
+
+        names.instances = dict(
+            lookup(sql.INSTANCES, lambda r: (id_value(r[0], "inst_id"), text_value(r[1], "instance_name")))
         )
-        names.controlfiles = sorted(
-            {text_value(r[1], "name") for r in self._query(conn, sql.CONTROLFILES, errors) or []}
+        names.containers = dict(
+            lookup(sql.CONTAINERS, lambda r: (id_value(r[0], "con_id"), text_value(r[1], "name")))
         )
-        for row in self._query(conn, sql.ASM_DISKGROUPS, errors) or []:
-            names.diskgroups[id_value(row[0], "group_number")] = text_value(row[1], "name")
+
+        def numbered(r: Any) -> tuple[tuple[int, int], str]:
+            return (id_value(r[1], "con_id"), id_value(r[0], "file#")), text_value(r[2], "name")
+
+        names.datafiles = dict(lookup(sql.DATAFILES, numbered))
+        names.tempfiles = dict(lookup(sql.TEMPFILES, numbered))
+        names.logfiles = sorted(set(lookup(sql.LOGFILES, lambda r: text_value(r[2], "member"))))
+        names.controlfiles = sorted(set(lookup(sql.CONTROLFILES, lambda r: text_value(r[1], "name"))))
+        names.diskgroups = dict(
+            lookup(sql.ASM_DISKGROUPS, lambda r: (id_value(r[0], "group_number"), text_value(r[1], "name")))
+        )
         if self._locator is not None:
             self._locator.refresh()
         names.locations = {}
