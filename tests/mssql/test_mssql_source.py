@@ -24,6 +24,7 @@ from lunlat.sources import mssql_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.mssql import MssqlSource, connect_pyodbc
+from tests.clock import FakeClock
 from tests.fakesys import FakeHost
 from tests.mssql.tds_server import DmvState, Load, Stream, TdsServer
 
@@ -43,14 +44,6 @@ LOAD: Load = {
     ("sales", "log", "write"): Stream(100, 300, io_bytes=61440),
 }
 FILES = contract.MSSQL_FILE_LABELS
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -200,7 +193,7 @@ def test_a_query_past_the_timeout_fails_this_scrape_and_the_next_reconnects(
 
 
 def test_a_dropped_connection_is_reopened_after_the_backoff(server: TdsServer, host: FakeHost) -> None:
-    clock = Clock()
+    clock = FakeClock()
     source = source_for(server, host, clock=clock)
     source.collect()
     server.drop_next_query = True
@@ -213,7 +206,7 @@ def test_a_dropped_connection_is_reopened_after_the_backoff(server: TdsServer, h
 
 
 def test_a_refused_login_is_counted_and_retried_with_backoff(server: TdsServer, host: FakeHost) -> None:
-    clock = Clock()
+    clock = FakeClock()
     server.refuse_logins = True
     source = source_for(server, host, clock=clock)
     up, errors = scrape_both(host, source)
@@ -247,7 +240,7 @@ def test_a_service_restart_is_a_lost_session_then_lower_counters(
     server: TdsServer, host: FakeHost, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="lunlat")
-    clock = Clock()
+    clock = FakeClock()
     source = source_for(server, host, clock=clock)
     server.state.advance(60, LOAD)
     before = source.collect()

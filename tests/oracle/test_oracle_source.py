@@ -23,6 +23,7 @@ from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.oracle import ALL_CONTROL, ALL_REDO, OracleSource
+from tests.clock import FakeClock
 from tests.fakesys import FakeHost
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
 from tests.oracle.simulator import IO, Choice, Commits, Constant, Load
@@ -33,14 +34,6 @@ DATA_READ = Load(
     IO("log", "write", 200, Constant(300)),
     commits=Commits(200),
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def mpath(h: FakeHost, name: str, alias: str, path: str, wwid_tail: str) -> str:
@@ -287,7 +280,7 @@ def test_rac_instances_and_cdb_containers_become_labels(host: FakeHost) -> None:
 
 
 def test_a_new_datafile_gets_its_name_without_waiting_for_the_refresh(host: FakeHost) -> None:
-    clock = Clock()
+    clock = FakeClock()
     emu = OracleEmulation()
     source = source_for(emu, host, clock=clock)
     source.collect()
@@ -304,7 +297,7 @@ def test_a_new_datafile_gets_its_name_without_waiting_for_the_refresh(host: Fake
 
 
 def test_instance_restart_drops_the_session_then_counters_start_again(host: FakeHost) -> None:
-    clock = Clock()
+    clock = FakeClock()
     emu = OracleEmulation()
     source = source_for(emu, host, clock=clock)
     emu.advance(60, DATA_READ)
@@ -389,7 +382,7 @@ def test_a_hung_query_never_delays_the_scrape_past_its_deadline(host: FakeHost, 
 def test_a_connection_lost_mid_scrape_is_reopened_after_the_backoff(
     host: FakeHost, emu: OracleEmulation
 ) -> None:
-    clock = Clock()
+    clock = FakeClock()
     source = source_for(emu, host, clock=clock)
     source.collect()
     emu.lose_connection_after(1)  # the second query of the next scrape finds the socket closed
@@ -406,7 +399,7 @@ def test_a_connection_lost_mid_scrape_is_reopened_after_the_backoff(
 def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
     host: FakeHost, emu: OracleEmulation, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock()
+    clock = FakeClock()
     emu.advance(10, DATA_READ)
     emu.revoke("gv$event_histogram_micro")
     source = source_for(emu, host, clock=clock)
@@ -429,7 +422,7 @@ def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
 def test_a_restarting_database_is_retried_with_backoff_until_it_opens(
     host: FakeHost, emu: OracleEmulation
 ) -> None:
-    clock = Clock()
+    clock = FakeClock()
     source = source_for(emu, host, clock=clock)
     source.collect()
     emu.restart(hold=True)

@@ -9,14 +9,7 @@ import pytest
 
 from lunlat.sources.base import SourceError
 from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.clock import FakeClock
 
 
 class Conn:
@@ -32,7 +25,7 @@ def classify(exc: BaseException) -> Classified:
 
 
 def test_connect_failures_back_off_doubling_up_to_the_cap_and_waiting_is_not_counted() -> None:
-    clock = Clock()
+    clock = FakeClock()
     attempts: list[float] = []
 
     def refuse() -> Conn:
@@ -55,7 +48,7 @@ def test_connect_failures_back_off_doubling_up_to_the_cap_and_waiting_is_not_cou
 
 
 def test_success_resets_the_backoff() -> None:
-    clock = Clock()
+    clock = FakeClock()
     fail = [True]
 
     def connect() -> Conn:
@@ -119,7 +112,7 @@ def test_drop_closes_the_connection_and_the_next_call_reconnects_at_once() -> No
 
 
 def test_query_gates_close_for_a_while_and_report_reopening() -> None:
-    clock = Clock()
+    clock = FakeClock()
     gates = QueryGates(retry_after=600, clock=clock)
     assert gates.open("asm") and not gates.reopen("asm")
     gates.close("asm")

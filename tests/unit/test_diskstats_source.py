@@ -13,6 +13,7 @@ from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
+from tests.clock import FakeClock
 from tests.fakesys import FakeHost, Stats
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"
@@ -32,14 +33,6 @@ EXPECTED: dict[str, Callable[[Stats], float]] = {
     contract.DEVICE_IO_TIME.name: lambda s: s.io_ms / 1000,
     contract.DEVICE_IO_WEIGHTED_TIME.name: lambda s: s.weighted_ms / 1000,
 }
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -90,7 +83,7 @@ def source(
         config or DiskstatsConfig(),
         luns=luns or [],
         refresh_interval=300.0,
-        clock=clock or Clock(),
+        clock=clock or FakeClock(),
     )
 
 
@@ -258,7 +251,7 @@ def test_a_mount_change_moves_config_labels_by_mount(host: FakeHost) -> None:
 
 
 def test_a_dm_rename_is_seen_after_the_refresh_interval(host: FakeHost) -> None:
-    clock = Clock()
+    clock = FakeClock()
     src = source(host, DiskstatsConfig(show_paths=True), clock=clock)
     assert collect(src).lun_of()["dm-3"] == "ora_data"
     host.rename_dm("dm-3", "ora_data_a")

@@ -122,86 +122,75 @@ def _one_secret(env: str | None, file: Path | None, what: str, required: bool) -
     return Secret(env=env, file=file)
 
 
-class OracleTarget(_Strict):
-    """One Oracle database (a CDB root, a PDB or a non-CDB; RAC through its GV$ views)."""
+class _DatabaseTarget(_Strict):
+    """What every database target has: its label, login, password source, workload and timeout."""
 
     name: str = Field(description="The `database` label of everything this target publishes.")
-    dsn: str = Field(description="Easy Connect (host:port/service, tcps://… for TLS) or a TNS alias.")
     user: str
     password_env: str | None = None
     password_file: Path | None = None
+    workload: str | None = None
+    timeout_seconds: float = Field(default=5.0, gt=0, le=300, description="Bounds the login and every query.")
+
+    @model_validator(mode="after")
+    def _password_source(self) -> _DatabaseTarget:
+        _one_secret(self.password_env, self.password_file, "password", required=True)
+        return self
+
+    @property
+    def password(self) -> Secret:
+        secret = _one_secret(self.password_env, self.password_file, "password", required=True)
+        assert secret is not None  # checked by _password_source
+        return secret
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+class OracleTarget(_DatabaseTarget):
+    """One Oracle database (a CDB root, a PDB or a non-CDB; RAC through its GV$ views)."""
+
+    dsn: str = Field(description="Easy Connect (host:port/service, tcps://… for TLS) or a TNS alias.")
     wallet_location: Path | None = Field(
         default=None, description="Directory with ewallet.pem for TLS / mTLS (tcps:// DSNs)."
     )
     wallet_password_env: str | None = None
     wallet_password_file: Path | None = None
     config_dir: Path | None = Field(default=None, description="Directory of tnsnames.ora for TNS aliases.")
-    workload: str | None = None
-    timeout_seconds: float = Field(
-        default=5.0, gt=0, le=300, description="Bounds the connect and every query."
-    )
 
-    @field_validator("name", "dsn", "user")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
+    _blank = field_validator("name", "dsn", "user")(_not_blank)
 
     @model_validator(mode="after")
-    def _secrets(self) -> OracleTarget:
-        _one_secret(self.password_env, self.password_file, "password", required=True)
+    def _wallet_password_source(self) -> OracleTarget:
         _one_secret(self.wallet_password_env, self.wallet_password_file, "wallet_password", required=False)
         return self
-
-    @property
-    def password(self) -> Secret:
-        secret = _one_secret(self.password_env, self.password_file, "password", required=True)
-        assert secret is not None  # checked by _secrets
-        return secret
 
     @property
     def wallet_password(self) -> Secret | None:
         return _one_secret(self.wallet_password_env, self.wallet_password_file, "wallet_password", False)
 
 
-class MssqlTarget(_Strict):
+class MssqlTarget(_DatabaseTarget):
     """One SQL Server instance (every database it hosts; Always On secondaries included)."""
 
-    name: str = Field(description="The `database` label of everything this target publishes.")
     server: str = Field(description="host, host,port or host\\instance, as in an ODBC connection string.")
     driver: str = Field(
         default="ODBC Driver 18 for SQL Server",
         description="The ODBC driver name as odbcinst knows it ('FreeTDS' where Microsoft's is not installed).",
     )
-    user: str
-    password_env: str | None = None
-    password_file: Path | None = None
     encrypt: bool = True
     trust_server_certificate: bool = False
-    workload: str | None = None
-    timeout_seconds: float = Field(default=5.0, gt=0, le=300, description="Bounds the login and every query.")
 
     @field_validator("name", "server", "user", "driver")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
+    def _odbc_value(cls, value: str) -> str:
         # These go into an ODBC connection string, where ; and braces delimit attributes.
         if any(c in value for c in ";{}"):
             raise ValueError("must not contain ';', '{' or '}'")
-        return value
-
-    @model_validator(mode="after")
-    def _secrets(self) -> MssqlTarget:
-        _one_secret(self.password_env, self.password_file, "password", required=True)
-        return self
-
-    @property
-    def password(self) -> Secret:
-        secret = _one_secret(self.password_env, self.password_file, "password", required=True)
-        assert secret is not None  # checked by _secrets
-        return secret
+        return _not_blank(value)
 
 
 class Config(_Strict):
