@@ -155,7 +155,9 @@ def test_set_latency_changes_a_lun_at_run_time(tmp_path: Path, lab_dir: Path) ->
     time.sleep(1)
     raised = oltp_read_ms(state.loops["oltp_data"], 4)
     assert 2.5 < raised < 5.0  # 3 ms injected; a busy shared host adds its own on top
-    assert raised > base + 2
+    # The lab's latency is a target that absorbs the FUSE overhead (1.4 ms measured on a slow host),
+    # so the step is 3 ms minus that overhead, not 3 ms: at least 1 ms of change proves it.
+    assert raised > base + 1
     _, rows = commands.status(lab_dir, 1.0)
     (row,) = [r for r in rows if r.lun == "oltp_data"]
     assert (row.set_read_ms, row.set_write_ms) == (3.0, 3.0)
