@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
 from lunlat.model import LabelSet
 from lunlat.sources.base import SourceError
 from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
@@ -95,6 +96,8 @@ class DbSource(Generic[Conn]):
         classify: Callable[[BaseException], Classified],
         timeout: float,
         clock: Callable[[], float] = time.monotonic,
+        locator: FileLocator | None = None,
+        db_labels: DbLunLabels | None = None,
     ) -> None:
         self.name = name
         # The connect and each query are bounded by `timeout`; the collection as a whole by
@@ -106,6 +109,40 @@ class DbSource(Generic[Conn]):
         self._gates = QueryGates(clock=clock)
         self._warned: set[tuple[str, str]] = set()
         self._labels: dict[tuple[object, ...], LabelSet] = {}
+        self._locator = locator
+        self._locations: dict[str, Location] = {}
+        self._db_labels = db_labels
+        self._published: object = None  # what the last publish of host-layer labels was built from
+        if db_labels is not None:
+            db_labels.register(name)
+
+    # --- database files on the host's LUNs ------------------------------------------------------
+
+    def _refresh_locations(self) -> None:
+        """Forget where files were and re-read the host (new session, new file names)."""
+        self._locations = {}
+        if self._locator is not None:
+            self._locator.refresh()
+
+    def _locate(self, path: str, expect_lun: bool = True) -> Location:
+        if self._locator is None:
+            return NOWHERE
+        found = self._locations.get(path)
+        if found is None:
+            found = self._locations[path] = self._locator.locate(path)
+            if not found.luns and expect_lun:
+                self._warn_once("locate", path, "database file on no known LUN", path)
+        return found
+
+    def _publish_lun_labels(
+        self, key: object, files: Callable[[], Iterable[tuple[Location, str]]], database: str, workload: str
+    ) -> None:
+        """Tell the host layer which devices hold this database's files, by role; only when `key`
+        (what the files were derived from) changed, so a steady scrape does no work here."""
+        if self._db_labels is None or self._locator is None or key == self._published:
+            return
+        self._published = key
+        self._db_labels.publish(self.name, device_labels(files(), database, workload))
 
     def close(self) -> None:
         self._session.close()

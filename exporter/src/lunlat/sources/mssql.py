@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from lunlat import contract
 from lunlat.config import MssqlTarget
-from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
+from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import mssql_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
@@ -135,16 +135,13 @@ class MssqlSource(DbSource[Connection]):
         db_labels: DbLunLabels | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(f"mssql:{target.name}", connect, classify, target.timeout_seconds, clock)
+        super().__init__(
+            f"mssql:{target.name}", connect, classify, target.timeout_seconds, clock, locator, db_labels
+        )
         self._target = target
-        self._locator = locator
-        self._db_labels = db_labels
-        if db_labels is not None:
-            db_labels.register(self.name)
         self._seen_connects = 0
         self._server = ""
         self._started: int | None = None
-        self._locations: dict[str, Location] = {}
         # (database_id, file_id) -> volume mount point, where SQL Server knows one (Windows).
         self._volumes: dict[tuple[int, int], str] = {}
 
@@ -155,9 +152,7 @@ class MssqlSource(DbSource[Connection]):
             self._seen_connects = self._session.connects
             self._identify(conn, errors)
             self._volumes = self._look_up_volumes(conn, errors)
-            if self._locator is not None:
-                self._locator.refresh()
-                self._locations = {}
+            self._refresh_locations()
         files = self._query(conn, sql.FILE_STATS, errors)
         waits = self._query(conn, sql.WAIT_STATS, errors)
         families = [*self._file_families(files or [], errors), *self._wait_families(waits or [], errors)]
@@ -180,16 +175,6 @@ class MssqlSource(DbSource[Connection]):
             if isinstance(row[2], str) and row[2]:
                 volumes[(id_value(row[0], "database_id"), id_value(row[1], "file_id"))] = row[2]
         return volumes
-
-    def _locate(self, path: str) -> Location:
-        if self._locator is None:
-            return NOWHERE
-        found = self._locations.get(path)
-        if found is None:
-            found = self._locations[path] = self._locator.locate(path)
-            if not found.luns and not self._volumes:
-                self._warn_once("locate", path, "database file on no known LUN", path)
-        return found
 
     def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
         specs = (
@@ -218,7 +203,8 @@ class MssqlSource(DbSource[Connection]):
                 count_value(row[9], "num_of_bytes_written"),
                 count_value(row[10], "io_stall_write_ms"),
             )
-            location = self._locate(path)
+            # Where SQL Server reports volumes (Windows), a path off the mount table is expected.
+            location = self._locate(path, expect_lun=not self._volumes)
             located.append((location, role))
             # Where the mount table cannot name the LUN (Windows), the volume SQL Server reports is
             # the name its admins know: 'D:\\' or a mount point folder.
@@ -232,10 +218,9 @@ class MssqlSource(DbSource[Connection]):
         for labels, counts in self._rows(rows, sql.FILE_STATS, errors, parse):
             for family, value in zip(families, counts, strict=True):
                 family.add(labels, value)
-        if self._db_labels is not None and self._locator is not None:
-            self._db_labels.publish(
-                self.name, device_labels(located, self._target.name, self._target.workload or "")
-            )
+        self._publish_lun_labels(
+            frozenset(located), lambda: located, self._target.name, self._target.workload or ""
+        )
         return families
 
     def _wait_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:

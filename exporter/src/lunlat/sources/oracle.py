@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from lunlat import contract
 from lunlat.config import OracleTarget
-from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
+from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
@@ -160,7 +160,6 @@ class Names:
     logfiles: list[str] = field(default_factory=list)
     controlfiles: list[str] = field(default_factory=list)
     diskgroups: dict[int, str] = field(default_factory=dict)
-    locations: dict[str, Location] = field(default_factory=dict)
     looked_up_at: float = -float("inf")
 
     def files_of(self, role: str) -> Iterable[str]:
@@ -194,12 +193,10 @@ class OracleSource(DbSource[Connection]):
         clock: Callable[[], float] = time.monotonic,
         names_refresh: float = NAMES_REFRESH_SECONDS,
     ) -> None:
-        super().__init__(f"oracle:{target.name}", connect, classify, target.timeout_seconds, clock)
+        super().__init__(
+            f"oracle:{target.name}", connect, classify, target.timeout_seconds, clock, locator, db_labels
+        )
         self._target = target
-        self._locator = locator
-        self._db_labels = db_labels
-        if db_labels is not None:
-            db_labels.register(self.name)
         self._names_refresh = names_refresh
         self._names = Names()
         self._seen_connects = 0
@@ -238,7 +235,13 @@ class OracleSource(DbSource[Connection]):
             self._histogram_family(histogram or [], errors),
             *self._asm_families(asm or [], errors),
         ]
-        self._publish_lun_labels()
+        # Files change only with a lookup; ASM disks with the disk query.
+        self._publish_lun_labels(
+            (self._names.looked_up_at, self._asm_disks),
+            self._lun_files,
+            self._target.name,
+            self._target.workload or "",
+        )
         return SourceResult(families, errors)
 
     # --- names --------------------------------------------------------------------------------
@@ -267,9 +270,7 @@ class OracleSource(DbSource[Connection]):
         names.diskgroups = dict(
             lookup(sql.ASM_DISKGROUPS, lambda r: (id_value(r[0], "group_number"), text_value(r[1], "name")))
         )
-        if self._locator is not None:
-            self._locator.refresh()
-        names.locations = {}
+        self._refresh_locations()
         self._names = names
         log.debug(
             "names looked up",
@@ -283,16 +284,9 @@ class OracleSource(DbSource[Connection]):
             },
         )
 
-    def _locate(self, path: str) -> Location:
-        if self._locator is None:
-            return NOWHERE
-        found = self._names.locations.get(path)
-        if found is None:
-            found = self._locator.locate(path)
-            self._names.locations[path] = found
-            if not found.luns and not path.startswith("+"):
-                self._warn_once("locate", path, "database file on no known LUN", path)
-        return found
+    def _locate(self, path: str, expect_lun: bool = True) -> Location:
+        # ASM files (+DATA/…) are on their disk group's disks, not on a path of their own.
+        return super()._locate(path, expect_lun and not path.startswith("+"))
 
     def _unknown_files(self, rows: Sequence[Any]) -> bool:
         for row in rows:
@@ -471,9 +465,7 @@ class OracleSource(DbSource[Connection]):
 
     # --- labels for the host layer -----------------------------------------------------------
 
-    def _publish_lun_labels(self) -> None:
-        if self._db_labels is None or self._locator is None:
-            return
+    def _lun_files(self) -> list[tuple[Location, str]]:
         files: list[tuple[Location, str]] = []
         for role in ("data", "temp", "log", "control"):
             for path in self._names.files_of(role):
@@ -487,6 +479,4 @@ class OracleSource(DbSource[Connection]):
                     )
                 else:
                     files.append((self._locate(path), role))
-        self._db_labels.publish(
-            self.name, device_labels(files, self._target.name, self._target.workload or "")
-        )
+        return files
