@@ -28,14 +28,15 @@ from typing import Any
 
 import yaml
 
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, scrape
+from tests import prometheus
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.prometheus import PromApi
 
 REPO = Path(__file__).resolve().parents[2]
-RULES = REPO / "alerts" / "lunlat.rules.yml"
 ALERTMANAGER_CONFIG = REPO / "alerts" / "alertmanager.yml"
 INTERVAL = "15s"
 
-PROMETHEUS = "prometheus"
+PROMETHEUS = prometheus.PROMETHEUS
 ALERTMANAGER = "prometheus-alertmanager"  # Debian's name; upstream calls it alertmanager
 
 
@@ -160,19 +161,6 @@ def alertmanager_config(webhook_url: str) -> dict[str, Any]:
     return config
 
 
-def prometheus_config(exporter_port: int, alertmanager_port: int) -> dict[str, Any]:
-    return {
-        "global": {"scrape_interval": INTERVAL, "evaluation_interval": INTERVAL},
-        "rule_files": [str(RULES)],
-        "alerting": {
-            "alertmanagers": [{"static_configs": [{"targets": [f"{LOOPBACK}:{alertmanager_port}"]}]}]
-        },
-        "scrape_configs": [
-            {"job_name": "lunlat", "static_configs": [{"targets": [f"{LOOPBACK}:{exporter_port}"]}]}
-        ],
-    }
-
-
 @dataclass
 class AlertingStack:
     """Exporter, Alertmanager and Prometheus as child processes under `workdir`."""
@@ -184,6 +172,7 @@ class AlertingStack:
     alertmanager: ExporterProcess = field(init=False)
     exporter: ExporterProcess = field(init=False)
     prometheus: ExporterProcess = field(init=False)
+    api: PromApi = field(init=False)
 
     def __enter__(self) -> AlertingStack:
         try:
@@ -230,21 +219,13 @@ class AlertingStack:
             "lunlat",
             port_pattern=True,
         )
-        prom_config = self.workdir / "prometheus.yml"
-        prom_config.write_text(
-            yaml.safe_dump(prometheus_config(self.exporter.port, self.alertmanager.port), sort_keys=False)
+        prometheus.wait_ready(self.alertmanager)
+        cfg = prometheus.config(
+            [f"{LOOPBACK}:{self.exporter.port}"], INTERVAL, f"{LOOPBACK}:{self.alertmanager.port}"
         )
-        self.prometheus = self._spawn(
-            [
-                PROMETHEUS,
-                f"--config.file={prom_config}",
-                f"--storage.tsdb.path={self.workdir / 'prometheus-data'}",
-                f"--web.listen-address={LOOPBACK}:0",
-            ],
-            "prometheus",
-        )
-        for process in (self.alertmanager, self.prometheus):
-            _wait_ready(process)
+        self.prometheus = prometheus.start(self.workdir, cfg)
+        self.processes.append(self.prometheus)
+        self.api = prometheus.api(self.prometheus)
 
     def _spawn(self, argv: list[str], name: str, *, port_pattern: bool = False) -> ExporterProcess:
         process = ExporterProcess(
@@ -261,35 +242,11 @@ class AlertingStack:
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         """Instant query; the result vector."""
-        from urllib.parse import urlencode  # noqa: PLC0415
-        from urllib.request import urlopen  # noqa: PLC0415
-
-        url = self.prometheus.url("/api/v1/query?" + urlencode({"query": promql}))
-        with urlopen(url, timeout=30) as response:  # noqa: S310 - loopback URL built here
-            answer = json.load(response)
-        if answer.get("status") != "success":
-            raise RuntimeError(f"query {promql!r} failed: {answer}")
-        return list(answer["data"]["result"])
+        return self.api.query(promql)
 
     def values(self, promql: str, label: str) -> dict[str, float]:
-        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql)}
+        return self.api.values(promql, label)
 
     def wait_for_series(self, promql: str, count: int, timeout: float) -> list[dict[str, Any]]:
         """Poll until the query returns at least `count` series."""
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self.query(promql)
-            if len(found) >= count:
-                return found
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{promql}: {len(found)} series after {timeout:g}s, wanted {count}")
-            time.sleep(2)
-
-
-def _wait_ready(process: ExporterProcess, timeout: float = 60.0) -> None:
-    """Prometheus answers 503 until its TSDB is open: poll /-/ready (both servers have it)."""
-    deadline = time.monotonic() + timeout
-    while scrape(process.port, "/-/ready", timeout=10).status != 200:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{process.name} not ready after {timeout:g}s\n{process.log_tail()}")
-        time.sleep(0.5)
+        return self.api.wait_for_series(promql, count, timeout)

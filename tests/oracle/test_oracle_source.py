@@ -245,6 +245,17 @@ def test_asm_disks_are_published_per_lun_and_their_luns_labelled(host: FakeHost)
     for key, n in data_disks.items():
         assert read_time[key] / n == pytest.approx(425e-6, rel=1e-6)
     assert {k[asm.index("diskgroup")] for k in reads} == {"DATA", "FRA"}  # candidates (group 0) left out
+    # A file's `lun` is its disk group's LUNs (ASM stripes it over all of them), from the first
+    # scrape on, so the database layer meets the host layer on the same LUNs.
+    files = contract.ORACLE_FILE_LABELS
+    for result in (first, second):
+        by_role = {
+            (k[files.index("role")], k[files.index("lun")])
+            for k in values(result, contract.ORACLE_FILE_READS)
+        }
+        assert ("data", "asm_data1,asm_data2") in by_role
+        assert ("log", "asm_data1,asm_data2,asm_fra1") in by_role  # members in +DATA and +FRA
+        assert all(lun for _, lun in by_role), by_role
     _, labels = registry.merged()
     assert (labels["dm-7"].database, labels["dm-7"].role) == ("Oracle", "data")
     assert labels["dm-9"].role == "log"  # FRA holds the second redo members and a control file

@@ -118,6 +118,21 @@ def test_log_is_small_sequential_synchronous_writes() -> None:
     }
 
 
+def test_archive_reads_the_log_sequentially_one_at_a_time() -> None:
+    config = lab({"archive": Workload(kind="archive", luns=["log"], block_size="64k", rate_iops=5)})
+    assert options(fio.job_file(config, ["archive"], DEVICES, 1), "archive@log") == {
+        "filename": "/dev/loop4",
+        "rw": "read",
+        "bs": "64k",
+        "ioengine": "psync",
+        "iodepth": "1",
+        "numjobs": "1",
+        "rate_iops": "5",
+        "time_based": None,
+        "runtime": "1000ms",
+    }
+
+
 def test_dss_is_large_sequential_reads() -> None:
     got = options(fio.job_file(lab(WORKLOADS), ["dss"], DEVICES, 1), "dss@data")
     assert {k: got[k] for k in ("rw", "bs", "ioengine", "iodepth", "rate_iops")} == {

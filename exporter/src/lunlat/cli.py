@@ -1,4 +1,5 @@
-"""The `lunlat` command: `serve` the exporter, `check-config` a config file, run the `lab`, generate `rules`.
+"""The `lunlat` command: `serve` the exporter, `check-config` a config file, run the `lab`, generate
+`rules` and `dashboards`.
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
 Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
@@ -38,6 +39,7 @@ EXIT_USAGE = 2
 # Paths relative to a checkout of the repository, where `lunlat rules generate` is run.
 DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
 DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
+DEFAULT_DASHBOARDS_DIR = Path("dashboards")
 GENERATE_HELP = (
     "Write the recording and alert rules generated from the goals file. With --check, write nothing and "
     "exit 1 when the rules file is stale (CI runs this). A bad goals file exits 2 naming the key and line."
@@ -146,7 +148,36 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file", type=Path)
     _lab_parser(commands)
     _rules_parser(commands)
+    _dashboards_parser(commands)
     return parser
+
+
+def _dashboards_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dashboards = commands.add_parser(
+        "dashboards",
+        help="Grafana dashboards from the latency goals",
+        description="Grafana dashboards generated as code (needs the `dashboards` extra).",
+    )
+    actions = dashboards.add_subparsers(dest="dashboards_command", required=True, metavar="ACTION")
+    generate = actions.add_parser(
+        "generate",
+        help="write the dashboards' JSON (or, with --check, compare it)",
+        description=(
+            "Write one JSON file per dashboard, generated from the goals file and the metric contract. With "
+            "--check, write nothing and exit 1 when a committed file is stale or missing (CI runs this)."
+        ),
+    )
+    generate.add_argument(
+        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help="default alerts/goals.yaml"
+    )
+    generate.add_argument(
+        "--output-dir", type=Path, default=DEFAULT_DASHBOARDS_DIR, metavar="DIR", help="default dashboards/"
+    )
+    generate.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when a file differs from what would be written",
+    )
 
 
 def _rules_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -411,6 +442,50 @@ def generate_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def generate_dashboards(args: argparse.Namespace) -> int:
+    from lunlat.alerting.goals import load_goals  # noqa: PLC0415 - the exporter does not load the SDK
+
+    try:
+        from lunlat.dashboards import render_all  # noqa: PLC0415
+    except ImportError as exc:
+        print(
+            f"lunlat: {exc}; install the `dashboards` extra: pip install 'lunlat[dashboards]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        files = render_all(load_goals(args.goals))
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"lunlat: goals error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.check:
+        stale = []
+        for name, text in files.items():
+            path = args.output_dir / name
+            try:
+                current = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                stale.append(f"{path}: cannot read ({exc.strerror})")
+                continue
+            if current != text:
+                stale.append(f"{path} is stale")
+        for message in stale:
+            print(f"{message}; run `lunlat dashboards generate`", file=sys.stderr)
+        if stale:
+            return 1
+        print(f"{args.output_dir}: {len(files)} dashboards up to date with {args.goals}")
+        return 0
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = args.output_dir / name
+        temporary = path.with_name(f".{name}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)  # atomic: Grafana's provisioning never reads half a file
+    print(f"{args.output_dir}: {len(files)} dashboards written from {args.goals}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
@@ -419,6 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_lab(args)
     if args.command == "rules":
         return generate_rules(args)
+    if args.command == "dashboards":
+        return generate_dashboards(args)
     return check_config(args)
 
 

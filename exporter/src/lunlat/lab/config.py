@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Role = Literal["data", "log", "temp", "control", "other"]
 Engine = Literal["mssql", "oracle"]
-WorkloadKind = Literal["oltp", "log", "dss", "snapshot_oltp"]
+WorkloadKind = Literal["oltp", "log", "archive", "dss", "snapshot_oltp"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 

@@ -140,6 +140,17 @@ def _kind_options(name: str, workload: Workload) -> list[str]:
             f"numjobs={workload.jobs}",
             *_rate_option(workload, rw_mixed=False),
         ]
+    if workload.kind == "archive":
+        # The log's reader: Oracle's archiver copying a filled redo log, SQL Server's log backup or
+        # an availability group's log send: one sequential read at a time.
+        return [
+            "rw=read",
+            f"bs={bs}",
+            "ioengine=psync",
+            "iodepth=1",
+            f"numjobs={workload.jobs}",
+            *_rate_option(workload, rw_mixed=False),
+        ]
     if workload.kind == "dss":
         size = block_bytes(workload.block_size)
         if not DSS_MIN_BLOCK <= size <= DSS_MAX_BLOCK:

@@ -229,11 +229,13 @@ class OracleSource(DbSource[Connection]):
         events = self._query(conn, sql.SYSTEM_EVENT, errors)
         histogram = self._query(conn, sql.EVENT_HISTOGRAM, errors)
         asm = self._query(conn, sql.ASM_DISK, errors)
+        # The disks first: an ASM file's `lun` is its disk group's LUNs.
+        asm_families = self._asm_families(asm or [], errors)
         families = [
             *self._file_families(iostat or [], errors),
             *self._event_families(events or [], errors),
             self._histogram_family(histogram or [], errors),
-            *self._asm_families(asm or [], errors),
+            *asm_families,
         ]
         # Files change only with a lookup; ASM disks with the disk query.
         self._publish_lun_labels(
@@ -359,14 +361,29 @@ class OracleSource(DbSource[Connection]):
 
     def _file_and_lun(self, role: str, con: int, file_no: int) -> tuple[str, str]:
         if role in ("log", "control"):
-            paths = list(self._names.files_of(role))
-            luns = sorted({lun for p in paths for lun in self._locate(p).luns})
-            return (ALL_REDO if role == "log" else ALL_CONTROL), ",".join(luns)
+            return (ALL_REDO if role == "log" else ALL_CONTROL), self._lun_label(self._names.files_of(role))
         files = self._names.datafiles if role == "data" else self._names.tempfiles
         path = self._file_path(files, (con, file_no))
         if not path:
             return f"file#{file_no}", ""
-        return path, self._locate(path).lun
+        return path, self._lun_label([path])
+
+    def _locations_of(self, path: str) -> list[Location]:
+        """Where a file is. ASM files (+DATA/…) are striped over every disk of their disk group."""
+        if not path.startswith("+"):
+            return [self._locate(path)]
+        group = path[1:].split("/", 1)[0].upper()
+        return [
+            self._locate(disk_path)
+            for number, disk_path in self._asm_disks
+            if self._names.diskgroups.get(number, "").upper() == group
+        ]
+
+    def _lun_label(self, paths: Iterable[str]) -> str:
+        """The LUN(s) of these files joined by ',' (several for multiplexed redo or a disk group)."""
+        return ",".join(
+            sorted({lun for path in paths for loc in self._locations_of(path) for lun in loc.luns})
+        )
 
     def _event_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
         waits = Family(contract.ORACLE_WAITS)
@@ -469,14 +486,5 @@ class OracleSource(DbSource[Connection]):
         files: list[tuple[Location, str]] = []
         for role in ("data", "temp", "log", "control"):
             for path in self._names.files_of(role):
-                if path.startswith("+"):
-                    # ASM: the file is on every disk of its disk group (+DATA/… → group DATA).
-                    group = path[1:].split("/", 1)[0].upper()
-                    files.extend(
-                        (self._locate(disk_path), role)
-                        for number, disk_path in self._asm_disks
-                        if self._names.diskgroups.get(number, "").upper() == group
-                    )
-                else:
-                    files.append((self._locate(path), role))
+                files.extend((location, role) for location in self._locations_of(path))
         return files

@@ -1,0 +1,60 @@
+"""Grafana dashboards generated as code (grafana-foundation-sdk, pinned to one Grafana version).
+
+`lunlat dashboards generate` writes one JSON file per dashboard into `dashboards/`; `--check` fails
+when a committed file differs (CI). Goal, metric and label names come from the goal definition
+(`alerts/goals.yaml`), the metric contract and the recorded rule names, the same sources as the
+rules, so a renamed metric or a changed goal cannot leave a dashboard behind.
+
+Needs the `dashboards` extra (`pip install 'lunlat[dashboards]'`); the exporter itself does not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from grafana_foundation_sdk.builders import dashboard as dash
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import dashboard as model
+
+from lunlat.alerting.goals import Goals
+from lunlat.dashboards import database_io, interference, overview, reference
+
+# The Grafana version the SDK's models are generated for; docker-compose.yml runs the same.
+GRAFANA_VERSION = "11.6.0"
+
+# File name (in dashboards/) → builder.
+BOARDS: dict[str, Callable[[Goals], dash.Dashboard]] = {
+    "lunlat-overview.json": overview.build,
+    "lunlat-database-io.json": database_io.build,
+    "lunlat-workload-interference.json": interference.build,
+    "lunlat-reference-tables.json": reference.build,
+}
+
+
+def _number_panels(board: model.Dashboard) -> None:
+    """Unique panel ids in reading order (Grafana keys panel state and links on them)."""
+    next_id = 1
+    for panel in board.panels or []:
+        panel.id_val = next_id
+        next_id += 1
+        for inner in getattr(panel, "panels", None) or []:
+            inner.id_val = next_id
+            next_id += 1
+
+
+def to_json(board: model.Dashboard) -> dict[str, Any]:
+    """The dashboard as Grafana's JSON model (plain dicts), as the SDK encodes it."""
+    data: dict[str, Any] = json.loads(json.dumps(board, cls=JSONEncoder))
+    return data
+
+
+def render_all(goals: Goals) -> dict[str, str]:
+    """File name → JSON text for every dashboard."""
+    files: dict[str, str] = {}
+    for name, build in BOARDS.items():
+        board = build(goals).build()
+        _number_panels(board)
+        files[name] = json.dumps(to_json(board), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return files

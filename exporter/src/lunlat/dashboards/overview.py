@@ -1,0 +1,214 @@
+"""LUN latency overview: every LUN's read and write average against the goal, worst first.
+
+The wall dashboard of a storage admin: how many LUNs breach now and in the range, the worst LUNs,
+data and log LUNs over time against the goal line, and the IOPS and throughput beside them (a
+latency rise with flat IOPS is the array; with IOPS climbing it may be the workload).
+"""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import bargauge, stat, timeseries
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders import dashboard as dash
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+from lunlat.alerting import rules
+from lunlat.alerting.goals import Goals
+from lunlat.dashboards import panels as p
+
+UID = "lunlat-overview"
+HOST = {"layer": "host"}
+LUN_LEGEND = "{{lun}} {{database}} {{role}} · {{instance}}"
+
+
+def _lun_latency(op: str, **fixed: str) -> str:
+    return p.selector(p.latency(op), p.LUN_FILTERS, **HOST, **fixed)
+
+
+def _goal(**fixed: str) -> str:
+    """The strictest goal among the shown LUNs (overrides may give some a looser one)."""
+    return f"min({p.selector(rules.GOAL, p.LUN_FILTERS, **HOST, **fixed)})"
+
+
+def _stat(
+    title: str, description: str, expr: str, unit: str, thresholds: dash.ThresholdsConfig
+) -> stat.Panel:
+    return (
+        stat.Panel()
+        .title(title)
+        .description(description)
+        .datasource(p.DATASOURCE)
+        .unit(unit)
+        .thresholds(thresholds)
+        .color_mode(common.BigValueColorMode.BACKGROUND)
+        .graph_mode(common.BigValueGraphMode.AREA)
+        .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]))
+        .with_target(p.query(expr, legend=title))
+        .span(4)
+        .height(4)
+    )
+
+
+def _worst(op: str, goals: Goals) -> bargauge.Panel:
+    expr = f"sort_desc(topk(10, {_lun_latency(op)}))"
+    return (
+        bargauge.Panel()
+        .title(f"Worst LUNs now: {op}")
+        .description(
+            f"The ten LUNs with the highest 1-minute average {op} latency now, worst first, against the "
+            f"{goals.default.goal_ms:g} ms goal (red at and above it). Red: open the LUN's row below and check "
+            "whether its IOPS or throughput rose (workload) or stayed flat (the array or the path to it); "
+            "the Database I/O dashboard shows whether the database sees the same."
+        )
+        .datasource(p.DATASOURCE)
+        .unit(p.SECONDS)
+        .min(0)
+        .thresholds(p.goal_thresholds(goals))
+        .orientation(common.VizOrientation.HORIZONTAL)
+        .display_mode(common.BarGaugeDisplayMode.GRADIENT)
+        .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]))
+        .with_target(p.instant(expr, fmt=PromQueryFormat.TIME_SERIES).legend_format(LUN_LEGEND))
+        .span(12)
+        .height(8)
+    )
+
+
+def _latency_panel(role_title: str, role: str, op: str, goals: Goals) -> timeseries.Panel:
+    fixed = {"role": role}
+    hint = {
+        "data": "Data LUNs carry the database's reads (index lookups, scans) and its checkpoint writes",
+        "log": "Log LUNs carry the transaction log: every commit waits for its write, so log write latency is "
+        "commit latency",
+    }[role if role in ("data", "log") else "data"]
+    return (
+        p.latency_timeseries(
+            f"{role_title} LUNs: {op} latency",
+            f"1-minute average {op} latency (Δ time / Δ operations, kernel counters) of each {role_title.lower()} "
+            f"LUN; the red line is the goal ({goals.default.goal_ms:g} ms unless an override in "
+            f"alerts/goals.yaml sets another). {hint}. Minutes with fewer operations than the idle guard are "
+            "drawn but not judged by the alerts. Above the line: compare IOPS and throughput below, then the "
+            "Workload interference dashboard for a neighbour's load.",
+            goals,
+            [
+                p.query(_lun_latency(op, **fixed), LUN_LEGEND, "A"),
+                p.query(_goal(**fixed), "goal", "B"),
+            ],
+        )
+        .span(12)
+        .height(9)
+    )
+
+
+def build(goals: Goals) -> dash.Dashboard:
+    above = p.selector(rules.ABOVE_GOAL, p.LUN_FILTERS, **HOST)
+    judged_iops = p.selector(p.IOPS_RECORDED, p.LUN_FILTERS, **HOST)
+    return (
+        p.dashboard(
+            UID,
+            "lunlat / LUN latency overview",
+            f"Per-LUN read and write latency of the database hosts against the {goals.default.goal_ms:g} ms goal.",
+        )
+        .variables(p.standard_variables())
+        .annotation(p.alerts_annotation())
+        .with_row(dash.Row("Now"))
+        .with_panel(
+            _stat(
+                "LUNs breaching now",
+                "LUNs (and directions) whose 1-minute average is above their goal now, busy enough to be "
+                "judged (idle guard). Above zero: the LUN latency alerts fire within their `for` time; see "
+                "the worst LUNs beside and the runbook linked from the alert.",
+                f"count({above} == 1) or vector(0)",
+                p.COUNT,
+                p.count_thresholds(),
+            )
+        )
+        .with_panel(
+            _stat(
+                "LUNs breached in range",
+                "Distinct LUNs that were above goal in at least one judged minute of the selected time range. "
+                "Above zero with none breaching now: a past episode; find it in the time series below.",
+                f"count(count by (job, instance, lun) (max_over_time({above}[$__range]) == 1)) or vector(0)",
+                p.COUNT,
+                p.count_thresholds(),
+            )
+        )
+        .with_panel(
+            _stat(
+                "LUNs judged",
+                "LUNs (and directions) busy enough now to be judged against the goal (at or above the idle "
+                "guard). Zero while the databases run: the exporter or the recording rules are not working; "
+                "check the exporter health alerts.",
+                f"count({above}) or vector(0)",
+                p.COUNT,
+                p.neutral_thresholds(),
+            )
+        )
+        .with_panel(
+            _stat(
+                "Worst read latency",
+                f"Highest 1-minute average read latency of the shown LUNs now. Red: at or above the "
+                f"{goals.default.goal_ms:g} ms goal; find the LUN in 'Worst LUNs now'.",
+                f"max({_lun_latency('read')})",
+                p.SECONDS,
+                p.goal_thresholds(goals),
+            )
+        )
+        .with_panel(
+            _stat(
+                "Worst write latency",
+                f"Highest 1-minute average write latency of the shown LUNs now. Red: at or above the "
+                f"{goals.default.goal_ms:g} ms goal; a log LUN here slows every commit.",
+                f"max({_lun_latency('write')})",
+                p.SECONDS,
+                p.goal_thresholds(goals),
+            )
+        )
+        .with_panel(
+            _stat(
+                "Total IOPS",
+                "Operations per second of the shown LUNs, reads and writes. Context for the latency: a "
+                "breach with IOPS far above the usual points at load, with IOPS as usual at the array.",
+                f"sum({judged_iops})",
+                p.IOPS,
+                p.neutral_thresholds(),
+            )
+        )
+        .with_panel(_worst("read", goals))
+        .with_panel(_worst("write", goals))
+        .with_row(dash.Row("Data and log LUNs against the goal"))
+        .with_panel(_latency_panel("Data", "data", "read", goals))
+        .with_panel(_latency_panel("Data", "data", "write", goals))
+        .with_panel(_latency_panel("Log", "log", "write", goals))
+        .with_panel(_latency_panel("Log", "log", "read", goals))
+        .with_row(dash.Row("Load beside the latency"))
+        .with_panel(
+            p.rate_timeseries(
+                "IOPS per LUN",
+                "Reads and writes per second of each LUN (1-minute rate). Read it beside the latency above: "
+                "latency rising with IOPS is load (the workload or a neighbour); latency rising at steady IOPS "
+                "is the array, the fabric or the host's queue.",
+                p.IOPS,
+                [p.query(judged_iops, "{{lun}} {{op}} · {{instance}}")],
+            )
+            .span(12)
+            .height(8)
+        )
+        .with_panel(
+            p.rate_timeseries(
+                "Throughput per LUN",
+                "Bytes per second read and written per LUN (1-minute rate). Large scans (DSS) and snapshot "
+                "copies show here first: throughput up with IOPS flat means large I/Os, which hold the array's "
+                "resources longer and raise everyone's latency.",
+                p.BYTES_PER_SECOND,
+                [
+                    p.query(
+                        p.selector(p.THROUGHPUT_RECORDED, p.LUN_FILTERS, **HOST),
+                        "{{lun}} {{op}} · {{instance}}",
+                    )
+                ],
+            )
+            .span(12)
+            .height(8)
+        )
+    )

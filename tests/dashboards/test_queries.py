@@ -1,0 +1,228 @@
+"""Every query of every dashboard, executed against the real Prometheus holding the lab's data.
+
+The data: the lab's LUNs under OLTP, then OLTP + DSS + snapshot copies with one data LUN raised to
+2 ms; an emulated Oracle on ASM disk groups on the lab's Oracle LUNs and a SQL Server (wire-level
+TDS server, pyodbc + FreeTDS) with its files on the SQL Server 1 LUNs; one lunlat exporter; the
+Debian Prometheus with the repo's rules (tests/dashboards/datastack.py).
+
+Each query runs with every variable at "All" and then with each variable, in turn, at each of its
+concrete values (the values its own query lists): no query may fail, none may come back empty
+with everything at "All" (this scenario exercises every panel), and for each variable at least one
+concrete value must return data.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import prometheus
+from tests.dashboards import boards
+from tests.dashboards.datastack import (
+    BREACH_LUN,
+    INTERVAL_SECONDS,
+    DashboardData,
+    dashboard_data,
+)
+from tests.labhost import lab_skip_reason, memory_backed_dir
+
+pytestmark = pytest.mark.lab
+
+# Grafana's $__rate_interval with a 5 s scrape interval: max(4 x scrape, $__interval + scrape).
+RATE_INTERVAL = f"{4 * INTERVAL_SECONDS}s"
+STEP = INTERVAL_SECONDS
+READY_TIMEOUT = 240.0
+# The loop devices' FUSE lab also needs the FreeTDS ODBC driver for the SQL Server layer.
+FREETDS = "FreeTDS"
+
+
+def _skip_reason() -> str | None:
+    reason = lab_skip_reason() or prometheus.missing()
+    if reason:
+        return reason
+    try:
+        import pyodbc  # noqa: PLC0415 - an optional extra
+    except ImportError:
+        return "pyodbc is not installed (the mssql extra)"
+    if FREETDS not in pyodbc.drivers():
+        return "no FreeTDS ODBC driver (Debian: tdsodbc)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def data() -> Iterator[DashboardData]:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    workdir = Path(tempfile.mkdtemp(prefix="lunlat-dashboards-"))
+    lab_dir = Path(tempfile.mkdtemp(prefix="lunlat-dashboards-lab-", dir=memory_backed_dir()))
+    with dashboard_data(workdir, lab_dir) as found:
+        _wait_until_every_query_has_data(found)
+        yield found
+
+
+def _builtins(data: DashboardData, end: float) -> dict[str, str]:
+    return {
+        "__rate_interval": RATE_INTERVAL,
+        "__range": f"{int(end - data.start)}s",
+        "__interval": f"{STEP}s",
+        "datasource": "prometheus",
+    }
+
+
+def _all_values(board: dict[str, Any]) -> dict[str, str]:
+    """Every variable at "All" (its allValue), or at its default where it has no "All"."""
+    values = {}
+    for var in boards.variables(board):
+        chosen = var.all_value if var.all_value is not None else var.current
+        assert chosen is not None, f"variable {var.name} has neither All nor a default"
+        values[var.name] = chosen
+    return values
+
+
+def _run(
+    data: DashboardData, query: boards.Query, values: dict[str, str], end: float
+) -> list[dict[str, Any]]:
+    expr = boards.expand(query.expr, {**_builtins(data, end), **values})
+    try:
+        if query.instant:
+            return data.api.query(expr, at=end)
+        return data.api.query_range(expr, data.start, end, STEP)
+    except prometheus.QueryError as exc:
+        raise AssertionError(f"{query}: Prometheus refused\n{expr}\n{exc}") from None
+
+
+def _every_query() -> list[tuple[str, dict[str, Any], boards.Query]]:
+    return [(name, board, q) for name, board in boards.load().items() for q in boards.queries(name, board)]
+
+
+def _empty_at_all(data: DashboardData) -> list[str]:
+    end = data.end()
+    return [str(q) for _, board, q in _every_query() if not _run(data, q, _all_values(board), end)]
+
+
+def _wait_until_every_query_has_data(data: DashboardData) -> None:
+    """The phase switch and the breach take a minute or two to reach every 1-minute average,
+    alert `for` and annotation; wait for them (a bound, not a measurement)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        empty = _empty_at_all(data)
+        if not empty or time.monotonic() > deadline:
+            return
+        time.sleep(10)
+
+
+def test_every_query_returns_data_with_every_variable_at_all(data: DashboardData) -> None:
+    empty = _empty_at_all(data)
+    assert not empty, f"empty with every variable at All although the lab exercises them: {empty}"
+
+
+def test_every_variable_lists_values(data: DashboardData) -> None:
+    end = data.end()
+    for name, board in boards.load().items():
+        values = _all_values(board)
+        for var in boards.variables(board):
+            match = boards.expand(var.match, {**_builtins(data, end), **values})
+            listed = data.api.label_values(var.label, match, data.start, end)
+            assert listed, f"{name}: variable {var.name} lists nothing from {match}"
+
+
+def _concrete_values(data: DashboardData, board: dict[str, Any], end: float) -> dict[str, list[str]]:
+    values = _all_values(board)
+    listed = {}
+    for var in boards.variables(board):
+        match = boards.expand(var.match, {**_builtins(data, end), **values})
+        listed[var.name] = data.api.label_values(var.label, match, data.start, end)
+    return listed
+
+
+def test_every_query_with_each_variable_at_each_concrete_value(data: DashboardData) -> None:
+    """One variable at a time at each value it lists, the others at All: never an error, data for
+    at least one value, and where the variable's label survives in the result, only that value."""
+    end = data.end()
+    problems = []
+    checked = 0
+    for _, board, query in _every_query():
+        concrete = _concrete_values(data, board, end)
+        for name in sorted(boards.referenced(query.expr) & concrete.keys()):
+            label = next(v.label for v in boards.variables(board) if v.name == name)
+            # Only `label=~"$var"` keeps the other values out (`label!~"$var"` keeps them in).
+            selects = re.search(rf'\b{label}=~"\$(?:{name}|{{{name}}})"', query.expr) is not None
+            with_data = 0
+            for value in concrete[name]:
+                chosen = boards.regex_escape(value)
+                result = _run(data, query, {**_all_values(board), name: chosen}, end)
+                checked += 1
+                with_data += bool(result)
+                leaked = {
+                    str(r["metric"].get(label))
+                    for r in result
+                    if selects and label in r["metric"] and r["metric"][label] != value
+                }
+                if leaked:
+                    problems.append(f"{query} {name}={value!r}: series of {sorted(leaked)} too")
+            if concrete[name] and not with_data:
+                problems.append(f"{query}: no data for any value of ${name} ({concrete[name]})")
+    assert checked > 100, f"only {checked} expansions ran"
+    assert not problems, "\n".join(problems)
+
+
+# --- what the panels show, checked against what the lab did ----------------------------------
+
+
+def _panel(board: str, title: str) -> dict[str, Any]:
+    return next(p for p in boards.panels(boards.load()[board]) if p["title"] == title)
+
+
+def _instant(data: DashboardData, board: str, title: str, ref: str = "A") -> list[dict[str, Any]]:
+    panel = _panel(board, title)
+    target = next(t for t in panel["targets"] if t["refId"] == ref)
+    end = data.end()
+    expr = boards.expand(target["expr"], {**_builtins(data, end), **_all_values(boards.load()[board])})
+    return data.api.query(expr, at=end)
+
+
+def test_overview_counts_the_raised_lun_and_ranks_it_among_the_worst(data: DashboardData) -> None:
+    breaching = _instant(data, "lunlat-overview.json", "LUNs breaching now")
+    assert float(breaching[0]["value"][1]) >= 1
+    worst = _instant(data, "lunlat-overview.json", "Worst LUNs now: read")
+    assert data.devices[BREACH_LUN] in {r["metric"]["lun"] for r in worst}
+    alerts = _instant(data, "lunlat-overview.json", "LUNs breached in range")
+    assert float(alerts[0]["value"][1]) >= 1
+
+
+def test_reference_table_has_a_cell_per_workload_database_and_role(data: DashboardData) -> None:
+    """The reference layout: rows workload · database, columns data / log, one value each; the lab
+    runs every database of the reference on data and log LUNs, production and snapshot."""
+    for title in ("Average read latency: data and log LUNs", "Average write latency: data and log LUNs"):
+        cells = {
+            (r["metric"]["row"], r["metric"]["role"]): float(r["value"][1])
+            for r in _instant(data, "lunlat-reference-tables.json", title)
+        }
+        rows = {row for row, _ in cells}
+        assert {"oltp · SQL Server 1", "oltp · SQL Server 2", "oltp · Oracle"} <= rows, rows
+        assert {"snapshot_oltp · SQL Server 1", "snapshot_oltp · Oracle"} <= rows, rows
+        assert all(0 < v < 1 for v in cells.values()), cells  # seconds: a lab I/O takes µs to ms
+
+
+def test_oracle_heatmap_buckets_are_the_histogram_le_bounds(data: DashboardData) -> None:
+    buckets = _instant(
+        data, "lunlat-database-io.json", "Oracle 'db file sequential read' latency distribution"
+    )
+    bounds = {r["metric"]["le"] for r in buckets}
+    assert "0.000512" in bounds and "0.001024" in bounds and "+Inf" in bounds, bounds
+
+
+def test_db_and_host_layer_meet_on_the_same_lun(data: DashboardData) -> None:
+    """The gap panel subtracts the host layer from the database layer per LUN: both SQL Server 1's
+    files and Oracle's ASM disk groups sit on lab LUNs, so the gap exists for them."""
+    gaps = _instant(data, "lunlat-database-io.json", "Gap: database minus host")
+    databases = {r["metric"]["database"] for r in gaps}
+    assert {"SQL Server 1", "Oracle"} <= databases, gaps
+    assert all(re.fullmatch(r"loop\d+", str(r["metric"]["lun"])) for r in gaps)

@@ -1,0 +1,131 @@
+"""The Debian Prometheus as a child process, and a small client of its HTTP API.
+
+Shared by the end-to-end alerting stack (tests/alerting/stack.py) and the dashboards' query tests
+(tests/dashboards): both run the real binary with the repo's rules and ask it PromQL.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError
+from urllib.parse import urlencode
+from urllib.request import urlopen
+
+import yaml
+
+from tests.procs import LOOPBACK, ExporterProcess, scrape
+
+PROMETHEUS = "prometheus"
+REPO = Path(__file__).resolve().parents[1]
+RULES = REPO / "alerts" / "lunlat.rules.yml"
+
+
+class QueryError(RuntimeError):
+    """Prometheus refused a query (bad PromQL, a type error, a timeout): its error text."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromApi:
+    """Prometheus' HTTP API at `base` (http://host:port)."""
+
+    base: str
+
+    def _get(self, path: str, params: list[tuple[str, str]]) -> Any:
+        url = f"{self.base}{path}?{urlencode(params)}"
+        try:
+            with urlopen(url, timeout=30) as response:  # noqa: S310 - loopback URL built here
+                answer = json.load(response)
+        except HTTPError as exc:  # 400/422 carry the reason as JSON
+            answer = json.load(exc)
+        if answer.get("status") != "success":
+            raise QueryError(f"{answer.get('errorType', '')}: {answer.get('error', answer)}")
+        return answer["data"]
+
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        """Instant query; the result vector (a scalar comes back as one unlabelled sample)."""
+        params = [("query", promql)] + ([("time", f"{at:.3f}")] if at is not None else [])
+        data = self._get("/api/v1/query", params)
+        if data["resultType"] == "scalar":
+            return [{"metric": {}, "value": data["result"]}]
+        return list(data["result"])
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        params = [("query", promql), ("start", f"{start:.3f}"), ("end", f"{end:.3f}"), ("step", f"{step:g}")]
+        return list(self._get("/api/v1/query_range", params)["result"])
+
+    def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
+        """What Grafana's label_values(match, label) lists: the label's values on the matching series."""
+        params = [("match[]", match), ("start", f"{start:.3f}"), ("end", f"{end:.3f}")]
+        return sorted(self._get(f"/api/v1/label/{label}/values", params))
+
+    def values(self, promql: str, label: str) -> dict[str, float]:
+        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql)}
+
+    def wait_for_series(self, promql: str, count: int, timeout: float) -> list[dict[str, Any]]:
+        """Poll until the query returns at least `count` series."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.query(promql)
+            if len(found) >= count:
+                return found
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{promql}: {len(found)} series after {timeout:g}s, wanted {count}")
+            time.sleep(2)
+
+
+def missing() -> str | None:
+    return None if shutil.which(PROMETHEUS) else "missing prometheus (Debian: prometheus)"
+
+
+def config(targets: list[str], interval: str, alertmanager: str | None = None) -> dict[str, Any]:
+    """One `lunlat` job scraping `targets`, the repo's rules, evaluated as often as scraped."""
+    cfg: dict[str, Any] = {
+        "global": {"scrape_interval": interval, "evaluation_interval": interval},
+        "rule_files": [str(RULES)],
+        "scrape_configs": [{"job_name": "lunlat", "static_configs": [{"targets": targets}]}],
+    }
+    if alertmanager is not None:
+        cfg["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]}
+    return cfg
+
+
+def start(workdir: Path, cfg: dict[str, Any]) -> ExporterProcess:
+    """Prometheus with `cfg` under `workdir`, on a port the kernel picks; returns once ready."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "prometheus.yml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    process = ExporterProcess(
+        [
+            PROMETHEUS,
+            f"--config.file={path}",
+            f"--storage.tsdb.path={workdir / 'prometheus-data'}",
+            f"--web.listen-address={LOOPBACK}:0",
+        ],
+        workdir / "prometheus.log",
+        name="prometheus",
+        start_timeout=60.0,
+    ).start()
+    try:
+        wait_ready(process)
+    except BaseException:
+        process.stop()
+        raise
+    return process
+
+
+def api(process: ExporterProcess) -> PromApi:
+    return PromApi(f"http://{LOOPBACK}:{process.port}")
+
+
+def wait_ready(process: ExporterProcess, timeout: float = 60.0) -> None:
+    """Prometheus answers 503 until its TSDB is open: poll /-/ready (Alertmanager has it too)."""
+    deadline = time.monotonic() + timeout
+    while scrape(process.port, "/-/ready", timeout=10).status != 200:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{process.name} not ready after {timeout:g}s\n{process.log_tail()}")
+        time.sleep(0.5)
