@@ -9,6 +9,7 @@ are marked as annotations.
 
 from __future__ import annotations
 
+from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import xychart
 from grafana_foundation_sdk.models import common
@@ -102,6 +103,12 @@ def _petal(goals: Goals, op: str) -> xychart.Panel:
         .mapping(xychart_model.SeriesMapping.AUTO)
         .show(xychart_model.XYShowMode.POINTS)
         .point_size(xychart.XychartFieldConfigPointSize().fixed(5))
+        .legend(  # one series per LUN: the legend names them
+            common_builders.VizLegendOptions()
+            .show_legend(True)
+            .display_mode(common.LegendDisplayMode.LIST)
+            .placement(common.LegendPlacement.BOTTOM)
+        )
         .with_target(p.query(iops, "IOPS", "A").format(PromQueryFormat.TABLE))
         .with_target(p.query(latency, "latency", "B").format(PromQueryFormat.TABLE))
         # One frame per LUN with its IOPS (x) and latency (y) side by side at each time step.
