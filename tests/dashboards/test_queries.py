@@ -60,9 +60,11 @@ def data() -> Iterator[DashboardData]:
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
-    workdir = Path(tempfile.mkdtemp(prefix="lunlat-dashboards-"))
     lab_dir = Path(tempfile.mkdtemp(prefix="lunlat-dashboards-lab-", dir=memory_backed_dir()))
-    with dashboard_data(workdir, lab_dir) as found:
+    with (
+        tempfile.TemporaryDirectory(prefix="lunlat-dashboards-") as workdir,
+        dashboard_data(Path(workdir), lab_dir) as found,
+    ):
         _wait_until_every_query_has_data(found)
         yield found
 
