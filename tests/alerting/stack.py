@@ -64,10 +64,6 @@ class Notification:
     def alerts(self) -> list[dict[str, Any]]:
         return list(self.payload.get("alerts", []))
 
-    def fired_since(self, wall_time: float) -> bool:
-        """An alert in this notification that started firing at or after `wall_time` (epoch s)."""
-        return any(a.get("status") == "firing" and started_at(a) >= wall_time for a in self.alerts)
-
 
 def started_at(alert: dict[str, Any]) -> float:
     """An alert's startsAt (RFC 3339 with nanoseconds, from Alertmanager) as epoch seconds; 0 when
