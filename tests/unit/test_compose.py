@@ -171,3 +171,31 @@ def test_the_lab_profile_runs_the_lab_with_its_config() -> None:
     assert "lunlat lab up --config=/etc/lunlat/lab.yaml" in script and "lunlat lab down" in script
     assert os.access(mounted["/opt/lunlat/run.sh"], os.X_OK)
     assert "AS lab" in (ROOT / "exporter" / "Dockerfile").read_text(encoding="utf-8")
+
+
+def test_the_fleet_configs_are_valid() -> None:
+    """deploy/fleet: the central compose file validates; the Prometheus agent config passes promtool
+    in agent mode (vmagent.yml itself runs in tests/integration/test_fleet.py)."""
+    tool, promtool = shutil.which("docker-compose"), shutil.which("promtool")
+    if tool is None or promtool is None:
+        pytest.skip("docker-compose or promtool is not installed (CI installs both with apt-get)")
+    fleet = ROOT / "deploy" / "fleet"
+    done = subprocess.run(
+        [tool, "-f", str(fleet / "docker-compose.yml"), "config"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    rules = mounts(services["vmalert"])["/etc/lunlat/lunlat.rules.yml"]
+    assert rules == ROOT / "alerts" / "lunlat.rules.yml"
+    for name, service in services.items():
+        assert ":" in service["image"] and not service["image"].endswith(":latest"), name
+    agent = subprocess.run(
+        [promtool, "check", "config", "--agent", str(fleet / "prometheus-agent.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert agent.returncode == 0, agent.stdout + agent.stderr
+    for config in ("prometheus-agent.yml", "vmagent.yml"):
+        relabel = yaml.safe_load((fleet / config).read_text())["scrape_configs"][0]["relabel_configs"]
+        assert {"target_label": "instance"}.items() <= relabel[0].items(), config
