@@ -13,7 +13,7 @@ import yaml
 
 from lunlat import contract
 from lunlat.alerting.goals import load_goals, parse_goals
-from lunlat.alerting.rules import RuleSet, render
+from lunlat.alerting.rules import RuleSet, render, render_prometheus_rule
 from lunlat.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,24 +37,58 @@ def test_committed_rules_are_what_the_goals_generate() -> None:
 
 
 def test_check_flag_reports_stale_and_fresh_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    output = tmp_path / "rules.yml"
-    assert main(["rules", "generate", "--goals", str(GOALS), "--output", str(output), "--check"]) == 1
-    assert main(["rules", "generate", "--goals", str(GOALS), "--output", str(output)]) == 0
-    assert main(["rules", "generate", "--goals", str(GOALS), "--output", str(output), "--check"]) == 0
+    output, kubernetes = tmp_path / "rules.yml", tmp_path / "prometheusrule.yaml"
+    argv = [
+        "rules",
+        "generate",
+        "--goals",
+        str(GOALS),
+        "--output",
+        str(output),
+        "--kubernetes-output",
+        str(kubernetes),
+    ]
+    assert main([*argv, "--check"]) == 1
+    assert main(argv) == 0
+    assert main([*argv, "--check"]) == 0
     output.write_text(output.read_text().replace("0.001 *", "0.002 *"))
-    assert main(["rules", "generate", "--goals", str(GOALS), "--output", str(output), "--check"]) == 1
-    assert "stale" in capsys.readouterr().err
+    assert main([*argv, "--check"]) == 1
+    assert f"{output} is stale" in capsys.readouterr().err
+    assert main(argv) == 0
+    kubernetes.write_text(kubernetes.read_text().replace("0.001 *", "0.002 *"))
+    assert main([*argv, "--check"]) == 1
+    assert f"{kubernetes} is stale" in capsys.readouterr().err
+
+
+def test_the_prometheus_rule_carries_exactly_the_rule_groups() -> None:
+    """deploy/kubernetes/prometheusrule.yaml: the committed one is fresh and holds the same groups."""
+    committed = (REPO / "deploy" / "kubernetes" / "prometheusrule.yaml").read_text(encoding="utf-8")
+    assert committed == render_prometheus_rule(load_goals(GOALS)), "stale: run `lunlat rules generate`"
+    resource = yaml.safe_load(committed)
+    assert (resource["apiVersion"], resource["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
+    assert resource["spec"]["groups"] == yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
 
 
 def test_bad_goals_exit_2_naming_key_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     goals = tmp_path / "goals.yaml"
     goals.write_text("default:\n  goal_ms: 1\n  severity: critical\nbreach:\n  for: soon\n")
     output = tmp_path / "rules.yml"
-    assert main(["rules", "generate", "--goals", str(goals), "--output", str(output)]) == 2
+    kubernetes = tmp_path / "prometheusrule.yaml"
+    argv = [
+        "rules",
+        "generate",
+        "--goals",
+        str(goals),
+        "--output",
+        str(output),
+        "--kubernetes-output",
+        str(kubernetes),
+    ]
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"{goals}:3: default.severity" in err
     assert f"{goals}:5: breach.for" in err and "not a Prometheus duration" in err
-    assert not output.exists(), "nothing is written from a bad goals file"
+    assert not output.exists() and not kubernetes.exists(), "nothing is written from a bad goals file"
 
 
 @pytest.mark.parametrize(

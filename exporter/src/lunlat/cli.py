@@ -39,6 +39,7 @@ EXIT_USAGE = 2
 # Paths relative to a checkout of the repository, where `lunlat rules generate` is run.
 DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
 DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
+DEFAULT_PROMETHEUS_RULE_FILE = Path("deploy/kubernetes/prometheusrule.yaml")
 DEFAULT_DASHBOARDS_DIR = Path("dashboards")
 GENERATE_HELP = (
     "Write the recording and alert rules generated from the goals file. With --check, write nothing and "
@@ -201,9 +202,16 @@ def _rules_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         help="default alerts/lunlat.rules.yml",
     )
     generate.add_argument(
+        "--kubernetes-output",
+        type=Path,
+        default=DEFAULT_PROMETHEUS_RULE_FILE,
+        metavar="FILE",
+        help="the same rules as a PrometheusRule resource (default deploy/kubernetes/prometheusrule.yaml)",
+    )
+    generate.add_argument(
         "--check",
         action="store_true",
-        help="write nothing; exit 1 when FILE differs from what would be written",
+        help="write nothing; exit 1 when a file differs from what would be written",
     )
 
 
@@ -410,35 +418,45 @@ def check_config(args: argparse.Namespace) -> int:
 
 def generate_rules(args: argparse.Namespace) -> int:
     from lunlat.alerting.goals import load_goals  # noqa: PLC0415 - the exporter does not load the rules
-    from lunlat.alerting.rules import render  # noqa: PLC0415
+    from lunlat.alerting.rules import RuleSet  # noqa: PLC0415
 
     try:
-        text = render(load_goals(args.goals))
+        rule_set = RuleSet(load_goals(args.goals))
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"lunlat: goals error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    if args.check:
-        try:
-            current = args.output.read_text(encoding="utf-8")
-        except OSError as exc:
-            print(
-                f"{args.output}: cannot read ({exc.strerror}); run `lunlat rules generate`", file=sys.stderr
-            )
+    files = {args.output: rule_set.render()}
+    if args.kubernetes_output is not None:
+        files[args.kubernetes_output] = rule_set.render_prometheus_rule()
+    return _write_generated(files, args.goals, args.check, "lunlat rules generate")
+
+
+def _write_generated(files: dict[Path, str], source: Path, check: bool, command: str) -> int:
+    """Write generated files atomically, or with `check` compare them: exit 1 naming each stale or
+    missing one."""
+    if check:
+        stale = []
+        for path, text in files.items():
+            try:
+                current = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                stale.append(f"{path}: cannot read ({exc.strerror})")
+                continue
+            if current != text:
+                stale.append(f"{path} is stale: it differs from what {source} gives")
+        for message in stale:
+            print(f"{message}; run `{command}`", file=sys.stderr)
+        if stale:
             return 1
-        if current != text:
-            print(
-                f"{args.output} is stale: it differs from {args.goals}; run `lunlat rules generate`",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"{args.output}: up to date with {args.goals}")
+        print(f"{', '.join(str(p) for p in files)}: up to date with {source}")
         return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    temporary = args.output.with_name(f".{args.output.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(args.output)  # atomic: Prometheus never reads half a file
-    print(f"{args.output}: written from {args.goals}")
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)  # atomic: Prometheus or Grafana never reads half a file
+    print(f"{', '.join(str(p) for p in files)}: written from {source}")
     return 0
 
 
@@ -454,36 +472,13 @@ def generate_dashboards(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     try:
-        files = render_all(load_goals(args.goals))
+        rendered = render_all(load_goals(args.goals))
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"lunlat: goals error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    if args.check:
-        stale = []
-        for name, text in files.items():
-            path = args.output_dir / name
-            try:
-                current = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                stale.append(f"{path}: cannot read ({exc.strerror})")
-                continue
-            if current != text:
-                stale.append(f"{path} is stale")
-        for message in stale:
-            print(f"{message}; run `lunlat dashboards generate`", file=sys.stderr)
-        if stale:
-            return 1
-        print(f"{args.output_dir}: {len(files)} dashboards up to date with {args.goals}")
-        return 0
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        path = args.output_dir / name
-        temporary = path.with_name(f".{name}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(path)  # atomic: Grafana's provisioning never reads half a file
-    print(f"{args.output_dir}: {len(files)} dashboards written from {args.goals}")
-    return 0
+    files = {args.output_dir / name: text for name, text in rendered.items()}
+    return _write_generated(files, args.goals, args.check, "lunlat dashboards generate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -411,9 +411,21 @@ class RuleSet:
         ]
 
     def render(self) -> str:
-        return GENERATED_HEADER + yaml.dump(
-            {"groups": self.groups()}, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True
-        )
+        return GENERATED_HEADER + _dump({"groups": self.groups()})
+
+    def render_prometheus_rule(self) -> str:
+        """The same groups as a prometheus-operator PrometheusRule (Kubernetes): the operator hands
+        them to every Prometheus whose ruleSelector matches its labels."""
+        resource = {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PrometheusRule",
+            "metadata": {
+                "name": "lunlat",
+                "labels": {"app.kubernetes.io/name": "lunlat", "app.kubernetes.io/part-of": "lunlat"},
+            },
+            "spec": {"groups": self.groups()},
+        }
+        return GENERATED_HEADER + _dump(resource)
 
     def alert_names(self) -> list[str]:
         return [r["alert"] for g in self.groups() for r in g["rules"] if "alert" in r]
@@ -485,5 +497,13 @@ def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str_representer)
 
 
+def _dump(data: dict[str, Any]) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True)
+
+
 def render(goals: Goals) -> str:
     return RuleSet(goals).render()
+
+
+def render_prometheus_rule(goals: Goals) -> str:
+    return RuleSet(goals).render_prometheus_rule()
