@@ -42,8 +42,9 @@ DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
 DEFAULT_PROMETHEUS_RULE_FILE = Path("deploy/kubernetes/prometheusrule.yaml")
 DEFAULT_DASHBOARDS_DIR = Path("dashboards")
 GENERATE_HELP = (
-    "Write the recording and alert rules generated from the goals file. With --check, write nothing and "
-    "exit 1 when the rules file is stale (CI runs this). A bad goals file exits 2 naming the key and line."
+    "Write the recording and alert rules generated from the goals file, and the same rules as a Kubernetes "
+    "PrometheusRule. With --check, write nothing and exit 1 when either file is stale (CI runs this). A bad "
+    "goals file exits 2 naming the key and line."
 )
 
 
