@@ -9,15 +9,12 @@ script is sourced the way the Oracle Database Free image sources it, with a stan
 
 from __future__ import annotations
 
-import copy
-import functools
 import os
 import re
 import shutil
 import sqlite3
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -29,6 +26,7 @@ from sqlglot import exp
 
 from lunlat.config import load_config
 from lunlat.sources import oracle_sql
+from tests.compose import compose_config, mounts
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE = ROOT / "deploy" / "oracle"
@@ -373,56 +371,6 @@ def test_setup_reads_only_the_password_file_and_grants_sql() -> None:
 # --- docker-compose.yml ------------------------------------------------------------------------
 
 
-def compose_config(*profiles: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """`docker-compose config` of these profiles (after `config -q` passed), parsed; skips the test
-    where docker-compose is not installed."""
-    tool = shutil.which("docker-compose")
-    if tool is None:
-        pytest.skip("docker-compose is not installed (CI installs it with apt-get)")
-    return copy.deepcopy(_compose_config(tool, profiles, tuple(sorted((env or {}).items()))))
-
-
-@functools.cache
-def _compose_config(tool: str, profiles: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("LUNLAT_", "COMPOSE_"))}
-    environment.update(env)
-    argv = [tool, "-f", str(ROOT / "docker-compose.yml")]
-    argv += [a for p in profiles for a in ("--profile", p)]
-    quiet = subprocess.run(
-        [*argv, "config", "-q"],
-        capture_output=True,
-        text=True,
-        env=environment,
-        check=False,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert quiet.returncode == 0, quiet.stderr
-    done = subprocess.run(
-        [*argv, "config"], capture_output=True, text=True, env=environment, check=False, cwd=ROOT, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    loaded: dict[str, Any] = yaml.safe_load(done.stdout)
-    return loaded
-
-
-@dataclass(frozen=True, slots=True)
-class Mount:
-    source: str
-    target: str
-    read_only: bool
-
-
-def mounts(service: dict[str, Any]) -> Iterator[Mount]:
-    """Volumes in either form `config` prints: short "src:dst[:mode]" (v1) or long (v2)."""
-    for volume in service.get("volumes", []):
-        if isinstance(volume, str):
-            source, target, *mode = volume.split(":")
-            yield Mount(source, target, "ro" in "".join(mode).split(","))
-        else:
-            yield Mount(str(volume.get("source", "")), volume["target"], bool(volume.get("read_only")))
-
-
 def secret_targets(service: dict[str, Any]) -> dict[str, str]:
     """Path in the container -> secret name."""
     found = {}
@@ -438,13 +386,13 @@ def in_repo(source: str) -> Path | None:
     return path if path.is_absolute() and path.is_relative_to(ROOT) else None
 
 
-def test_the_default_stack_is_the_exporter_alone_on_the_host_config() -> None:
+def test_the_default_stack_runs_the_exporter_on_the_host_config() -> None:
     config = compose_config()
     services = config["services"]
-    # docker-compose v1 prints every service, v2 only the active ones: either way, nothing but the
-    # exporter may start without a profile.
-    assert "profiles" not in services["exporter"]
-    assert all(s.get("profiles") for n, s in services.items() if n != "exporter")
+    # docker-compose v1 prints every service, v2 only the active ones: either way, the database
+    # and lab services start only with their profile.
+    always = {n for n, s in services.items() if not s.get("profiles")}
+    assert always == {"exporter", "prometheus", "alertmanager", "grafana"}
     exporter = services["exporter"]
     assert "--config.file=/etc/lunlat/lunlat.yaml" in exporter["command"]
     (config_mount,) = [m for m in mounts(exporter) if m.target == "/etc/lunlat/lunlat.yaml"]
