@@ -231,28 +231,30 @@ def goal_line_override(name: str = "goal") -> tuple[model.MatcherConfig, list[mo
 # --- panels -------------------------------------------------------------------------------------
 
 
-def latency_timeseries(
-    title: str, description: str, goals: Goals, targets: Sequence[prometheus.Dataquery]
+def _timeseries(
+    title: str,
+    description: str,
+    unit: str,
+    targets: Sequence[prometheus.Dataquery],
+    calcs: list[str],
+    sort_by: str,
 ) -> timeseries.Panel:
-    """Latency over time with the goal as a red threshold line (and area above it)."""
-    panel = (
+    """A time series with its legend as a table on the right, sorted by `sort_by` (worst first),
+    and a tooltip listing every series, largest first."""
+    return (
         timeseries.Panel()
         .title(title)
         .description(description)
         .datasource(DATASOURCE)
-        .unit(SECONDS)
+        .unit(unit)
         .min(0)
-        .thresholds(goal_thresholds(goals))
-        .thresholds_style(
-            common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.LINE_AND_AREA)
-        )
         .legend(
             common_builders.VizLegendOptions()
             .display_mode(common.LegendDisplayMode.TABLE)
             .placement(common.LegendPlacement.RIGHT)
             .show_legend(True)
-            .calcs(["mean", "max", "lastNotNull"])
-            .sort_by("Max")
+            .calcs(calcs)
+            .sort_by(sort_by)
             .sort_desc(True)
         )
         .tooltip(
@@ -262,36 +264,28 @@ def latency_timeseries(
         )
         .targets(list(targets))
     )
+
+
+def latency_timeseries(
+    title: str, description: str, goals: Goals, targets: Sequence[prometheus.Dataquery]
+) -> timeseries.Panel:
+    """Latency over time with the goal as a red threshold line (and area above it)."""
     matcher, properties = goal_line_override()
-    return panel.with_override(matcher, properties)
+    return (
+        _timeseries(title, description, SECONDS, targets, ["mean", "max", "lastNotNull"], "Max")
+        .thresholds(goal_thresholds(goals))
+        .thresholds_style(
+            common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.LINE_AND_AREA)
+        )
+        .with_override(matcher, properties)
+    )
 
 
 def rate_timeseries(
     title: str, description: str, unit: str, targets: Sequence[prometheus.Dataquery], stacked: bool = False
 ) -> timeseries.Panel:
-    panel = (
-        timeseries.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DATASOURCE)
-        .unit(unit)
-        .min(0)
-        .thresholds(neutral_thresholds())
-        .legend(
-            common_builders.VizLegendOptions()
-            .display_mode(common.LegendDisplayMode.TABLE)
-            .placement(common.LegendPlacement.RIGHT)
-            .show_legend(True)
-            .calcs(["mean", "max"])
-            .sort_by("Mean")
-            .sort_desc(True)
-        )
-        .tooltip(
-            common_builders.VizTooltipOptions()
-            .mode(common.TooltipDisplayMode.MULTI)
-            .sort(common.SortOrder.DESCENDING)
-        )
-        .targets(list(targets))
+    panel = _timeseries(title, description, unit, targets, ["mean", "max"], "Mean").thresholds(
+        neutral_thresholds()
     )
     if stacked:
         panel = panel.stacking(
