@@ -1,5 +1,5 @@
 """`docker-compose config` of the repository's compose file, parsed, for the tests that check it
-(tests/unit/test_compose.py, tests/oracle/test_deploy.py): one invocation per profile set, cached.
+(tests/deploy/test_compose.py, tests/oracle/test_deploy.py): one invocation per profile set, cached.
 
 Grafana's admin password comes from an env file the user creates (git-ignored) and compose refuses
 to read a missing one, so validation points LUNLAT_GRAFANA_ENV at the committed template.

@@ -144,7 +144,7 @@ def test_the_lab_profile_runs_the_lab_with_its_config() -> None:
 
 def test_the_fleet_configs_are_valid() -> None:
     """deploy/fleet: the central compose file validates; the Prometheus agent config passes promtool
-    in agent mode (vmagent.yml itself runs in tests/integration/test_fleet.py)."""
+    in agent mode (vmagent.yml itself runs in tests/deploy/test_fleet.py)."""
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (Debian: prometheus)")
