@@ -63,6 +63,11 @@ class PromApi:
         params = [("match[]", match), ("start", f"{start:.3f}"), ("end", f"{end:.3f}")]
         return sorted(self._get(f"/api/v1/label/{label}/values", params))
 
+    def alerts(self) -> list[dict[str, Any]]:
+        """Active alerts (pending and firing) of the rules this server evaluates: Prometheus' and
+        vmalert's /api/v1/alerts."""
+        return list(self._get("/api/v1/alerts", [])["alerts"] or [])
+
     def values(self, promql: str, label: str) -> dict[str, float]:
         return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql)}
 

@@ -40,8 +40,12 @@ PROMETHEUS = prometheus.PROMETHEUS
 ALERTMANAGER = "prometheus-alertmanager"  # Debian's name; upstream calls it alertmanager
 
 
+def alertmanager_binary() -> str | None:
+    return shutil.which(ALERTMANAGER) or shutil.which("alertmanager")
+
+
 def missing_binaries() -> list[str]:
-    found = [shutil.which(PROMETHEUS), shutil.which(ALERTMANAGER) or shutil.which("alertmanager")]
+    found = [shutil.which(PROMETHEUS), alertmanager_binary()]
     return [name for name, path in zip((PROMETHEUS, ALERTMANAGER), found, strict=True) if path is None]
 
 
@@ -157,6 +161,32 @@ def alertmanager_config(webhook_url: str) -> dict[str, Any]:
     return config
 
 
+def start_alertmanager(workdir: Path, webhook_url: str) -> ExporterProcess:
+    """Alertmanager with the repo's config (receivers → `webhook_url`) under `workdir`, on a port the
+    kernel picks; returns once ready. Also used by the fleet test (tests/deploy/test_fleet.py)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "alertmanager.yml"
+    config.write_text(yaml.safe_dump(alertmanager_config(webhook_url), sort_keys=False), encoding="utf-8")
+    process = ExporterProcess(
+        [
+            alertmanager_binary() or ALERTMANAGER,
+            f"--config.file={config}",
+            f"--storage.path={workdir / 'alertmanager-data'}",
+            f"--web.listen-address={LOOPBACK}:0",
+            "--cluster.listen-address=",  # a single instance: no gossip port
+        ],
+        workdir / "alertmanager.log",
+        name="alertmanager",
+        start_timeout=60.0,
+    ).start()
+    try:
+        prometheus.wait_ready(process)
+    except BaseException:
+        process.stop()
+        raise
+    return process
+
+
 @dataclass
 class AlertingStack:
     """Exporter, Alertmanager and Prometheus as child processes under `workdir`."""
@@ -189,20 +219,8 @@ class AlertingStack:
         self.processes.clear()
 
     def _start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        am_config = self.workdir / "alertmanager.yml"
-        am_config.write_text(yaml.safe_dump(alertmanager_config(self.webhook_url), sort_keys=False))
-        binary = shutil.which(ALERTMANAGER) or shutil.which("alertmanager") or ALERTMANAGER
-        self.alertmanager = self._spawn(
-            [
-                binary,
-                f"--config.file={am_config}",
-                f"--storage.path={self.workdir / 'alertmanager-data'}",
-                f"--web.listen-address={LOOPBACK}:0",
-                "--cluster.listen-address=",  # a single instance: no gossip port
-            ],
-            "alertmanager",
-        )
+        self.alertmanager = start_alertmanager(self.workdir, self.webhook_url)
+        self.processes.append(self.alertmanager)
         self.exporter = self._spawn(
             [
                 sys.executable,
@@ -215,7 +233,6 @@ class AlertingStack:
             "lunlat",
             port_pattern=True,
         )
-        prometheus.wait_ready(self.alertmanager)
         cfg = prometheus.config(
             [f"{LOOPBACK}:{self.exporter.port}"], INTERVAL, f"{LOOPBACK}:{self.alertmanager.port}"
         )

@@ -1,66 +1,46 @@
 """lunlat's rules beyond one Prometheus: two hosts' exporters → vmagent (deploy/fleet/vmagent.yml,
-remote_write) → VictoriaMetrics → vmalert evaluating alerts/lunlat.rules.yml unchanged → the same
-LUN breach alert fires for each host, named by host, and is sent to an Alertmanager API.
+remote_write) → VictoriaMetrics → vmalert evaluating alerts/lunlat.rules.yml unchanged (recorded
+series written back) → the same LUN breach alert fires for each host, named by host, and reaches
+the repo's Alertmanager routing, which pages once per host.
 
-Real binaries (Debian `victoria-metrics`: victoria-metrics, vmagent, vmalert); each host is a fake
-procfs/sysfs tree whose diskstats a thread advances: one multipath LUN, data, 100 reads/s at 2 ms.
+Real binaries: Debian `victoria-metrics` (victoria-metrics, vmagent, vmalert) and
+`prometheus-alertmanager`; each host is a fake procfs/sysfs tree whose diskstats a thread advances:
+one multipath LUN, data, 100 reads/s at 2 ms. Timeouts below only bound a failure.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-import socket
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
-from urllib.request import urlopen
 
 import pytest
 import yaml
 
+from tests import prometheus
+from tests.alerting.stack import WebhookReceiver, alertmanager_binary, start_alertmanager
 from tests.fakesys import FakeHost
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.prometheus import PromApi
 
 ROOT = Path(__file__).resolve().parents[2]
 VMAGENT_CONFIG = ROOT / "deploy" / "fleet" / "vmagent.yml"
 RULES = ROOT / "alerts" / "lunlat.rules.yml"
-BINARIES = ("victoria-metrics", "vmagent", "vmalert")
+VM_BINARIES = ("victoria-metrics", "vmagent", "vmalert")
 HOSTS = ("db01", "db02")
 LUN = "sales_data"
 ALERT = "LunLatencyDataReadHigh"
 FIRE_TIMEOUT = 240.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def get_json(url: str) -> Any:
-    with urlopen(url, timeout=10) as response:  # noqa: S310 - loopback URLs built here
-        return json.load(response)
-
-
-def wait_http(url: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urlopen(url, timeout=5):  # noqa: S310
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+NOTIFY_TIMEOUT = 90.0
+# Shorter than the shipped 15 s so the test is quick; the rules' 1-minute windows still hold 12
+# samples (they need at least two).
+INTERVAL = "5s"
 
 
 def fake_host(root: Path) -> FakeHost:
@@ -88,37 +68,19 @@ def advance(hosts: list[FakeHost], stop: threading.Event) -> None:
             host.write()
 
 
-class AlertmanagerApi:
-    """Records what vmalert sends to Alertmanager's API (POST /api/v2/alerts)."""
-
-    def __init__(self) -> None:
-        self.alerts: list[dict[str, Any]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.alerts.extend(json.loads(body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.server.server_address[1]}"
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    store: PromApi  # VictoriaMetrics' Prometheus API
+    ruler: PromApi  # vmalert's
+    pages: WebhookReceiver  # what the repo's Alertmanager routing sends out
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[tuple[str, str, AlertmanagerApi]]:
-    missing = [b for b in BINARIES if shutil.which(b) is None]
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    missing = [b for b in VM_BINARIES if shutil.which(b) is None]
+    missing += [] if alertmanager_binary() else ["prometheus-alertmanager"]
     if missing:
-        pytest.skip(f"missing {', '.join(missing)} (Debian: victoria-metrics)")
+        pytest.skip(f"missing {', '.join(missing)} (Debian: victoria-metrics, prometheus-alertmanager)")
     with ExitStack() as stack:
         hosts = [fake_host(tmp_path / name) for name in HOSTS]
         config = tmp_path / "lunlat.yaml"
@@ -129,23 +91,28 @@ def fleet(tmp_path: Path) -> Iterator[tuple[str, str, AlertmanagerApi]]:
         stack.callback(stop.set)
 
         def spawn(argv: list[str], name: str, **kw: Any) -> ExporterProcess:
+            """A child on a port the kernel picks (`127.0.0.1:0`; found in the exporter's log, for
+            the others by the port they listen on), ready when it answers /-/ready."""
             process = ExporterProcess(argv, tmp_path / f"{name}.log", name=name, start_timeout=60.0, **kw)
             stack.callback(process.stop)
-            return process.start()
+            process.start()
+            prometheus.wait_ready(process)
+            return process
 
-        vm_port = free_port()
-        spawn(
+        pages = stack.enter_context(WebhookReceiver())
+        alertmanager = start_alertmanager(tmp_path / "alertmanager", pages.url)
+        stack.callback(alertmanager.stop)
+        store = spawn(
             [
                 "victoria-metrics",
                 f"-storageDataPath={tmp_path / 'vm-data'}",
-                f"-httpListenAddr={LOOPBACK}:{vm_port}",
+                f"-httpListenAddr={LOOPBACK}:0",
                 "-retentionPeriod=1d",
                 "-search.latencyOffset=1s",  # default 30 s hides the newest samples from the rules
             ],
             "victoria-metrics",
         )
-        vm = f"http://{LOOPBACK}:{vm_port}"
-        wait_http(f"{vm}/health")
+        vm = f"http://{LOOPBACK}:{store.port}"
         shipped = VMAGENT_CONFIG.read_text(encoding="utf-8")
         for name, host in zip(HOSTS, hosts, strict=True):
             exporter = spawn(
@@ -162,11 +129,13 @@ def fleet(tmp_path: Path) -> Iterator[tuple[str, str, AlertmanagerApi]]:
                 f"lunlat-{name}",
                 port_pattern=LUNLAT_PORT,
             )
-            # The shipped config as it is, but for the exporter's port (every host's is 10431).
+            # The shipped config as it is, but for the exporter's port (every host's is 10431) and
+            # the interval.
+            assert "127.0.0.1:10431" in shipped and "scrape_interval: 15s" in shipped
             agent_config = tmp_path / f"vmagent-{name}.yml"
             agent_config.write_text(
                 shipped.replace("127.0.0.1:10431", f"{LOOPBACK}:{exporter.port}").replace(
-                    "scrape_interval: 15s", "scrape_interval: 5s"
+                    "scrape_interval: 15s", f"scrape_interval: {INTERVAL}"
                 ),
                 encoding="utf-8",
             )
@@ -176,49 +145,49 @@ def fleet(tmp_path: Path) -> Iterator[tuple[str, str, AlertmanagerApi]]:
                     f"-promscrape.config={agent_config}",
                     f"-remoteWrite.url={vm}/api/v1/write",
                     f"-remoteWrite.tmpDataPath={tmp_path / f'vmagent-{name}'}",
-                    f"-httpListenAddr={LOOPBACK}:{free_port()}",
+                    f"-httpListenAddr={LOOPBACK}:0",
                     "-remoteWrite.flushInterval=1s",
                 ],
                 f"vmagent-{name}",
-                env={"LUNLAT_HOST": name, "PATH": "/usr/bin:/bin"},
+                env={"LUNLAT_HOST": name, "PATH": "/usr/bin:/bin"},  # vmagent.yml's %{LUNLAT_HOST}
             )
-        alertmanager = AlertmanagerApi()
-        stack.callback(alertmanager.server.server_close)  # runs after shutdown (last in, first out)
-        stack.callback(alertmanager.server.shutdown)
-        vmalert_port = free_port()
-        spawn(
+        ruler = spawn(
             [
                 "vmalert",
                 f"-rule={RULES}",
                 f"-datasource.url={vm}",
-                f"-remoteWrite.url={vm}",
-                f"-notifier.url={alertmanager.url}",
-                f"-httpListenAddr={LOOPBACK}:{vmalert_port}",
-                "-evaluationInterval=5s",
+                f"-remoteWrite.url={vm}",  # recorded series go back to the store
+                f"-notifier.url=http://{LOOPBACK}:{alertmanager.port}",
+                f"-httpListenAddr={LOOPBACK}:0",
+                f"-evaluationInterval={INTERVAL}",
             ],
             "vmalert",
         )
-        vmalert = f"http://{LOOPBACK}:{vmalert_port}"
-        wait_http(f"{vmalert}/api/v1/alerts")
-        yield vm, vmalert, alertmanager
+        yield Fleet(PromApi(vm), prometheus.api(ruler), pages)
 
 
-def firing(vmalert: str) -> list[dict[str, Any]]:
-    alerts: list[dict[str, Any]] = get_json(f"{vmalert}/api/v1/alerts")["data"]["alerts"] or []
-    return [a for a in alerts if a["state"] == "firing" and a["name"] == ALERT]
+def firing(ruler: PromApi) -> list[dict[str, Any]]:
+    return [a for a in ruler.alerts() if a["state"] == "firing" and a["name"] == ALERT]
 
 
-def test_the_same_lun_breach_fires_for_each_host_through_remote_write(
-    fleet: tuple[str, str, AlertmanagerApi],
-) -> None:
-    vm, vmalert, alertmanager = fleet
+def paged_hosts(pages: WebhookReceiver) -> dict[str, str]:
+    """Host → receiver of every firing notification of the alert."""
+    return {
+        alert["labels"]["instance"]: notification.receiver
+        for notification in pages.snapshot()
+        for alert in notification.alerts
+        if alert["labels"].get("alertname") == ALERT and alert.get("status") == "firing"
+    }
+
+
+def test_the_same_lun_breach_fires_for_each_host_through_remote_write(fleet: Fleet) -> None:
     deadline = time.monotonic() + FIRE_TIMEOUT
-    while {a["labels"].get("instance") for a in firing(vmalert)} != set(HOSTS):
+    while {a["labels"].get("instance") for a in firing(fleet.ruler)} != set(HOSTS):
         assert time.monotonic() < deadline, (
-            f"{ALERT} not firing for {HOSTS} after {FIRE_TIMEOUT:g}s: {firing(vmalert)}"
+            f"{ALERT} not firing for {HOSTS} after {FIRE_TIMEOUT:g}s: {fleet.ruler.alerts()}"
         )
         time.sleep(3)
-    for alert in firing(vmalert):
+    for alert in firing(fleet.ruler):
         labels = alert["labels"]
         assert (labels["lun"], labels["database"], labels["role"], labels["layer"]) == (
             LUN,
@@ -231,12 +200,16 @@ def test_the_same_lun_breach_fires_for_each_host_through_remote_write(
         description = alert["annotations"]["description"]
         assert "is 2.00 ms, above its goal of 1.00 ms, at 100 reads/s" in description, description
     # Each host's raw series carry vmagent's external label, and `instance` is the host's name.
-    query = urlencode({"query": "count by (host, instance) (lunlat_lun_info)"})
-    rows = get_json(f"{vm}/api/v1/query?{query}")["data"]["result"]
+    rows = fleet.store.query("count by (host, instance) (lunlat_lun_info)")
     assert {(r["metric"]["host"], r["metric"]["instance"]) for r in rows} == {(h, h) for h in HOSTS}
-    deadline = time.monotonic() + 60
-    while {
-        a["labels"].get("instance") for a in alertmanager.alerts if a["labels"].get("alertname") == ALERT
-    } != set(HOSTS):
-        assert time.monotonic() < deadline, f"not sent to Alertmanager's API: {alertmanager.alerts}"
+    # vmalert wrote the recording rules' results back: one 2 ms series per host's LUN.
+    latency = fleet.store.values(
+        f'lunlat:read_latency_seconds:avg1m{{layer="host", lun="{LUN}"}}', "instance"
+    )
+    assert set(latency) == set(HOSTS) and all(v == pytest.approx(0.002) for v in latency.values()), latency
+    # The repo's routing (grouped by instance and LUN) pages the storage on-call once per host.
+    deadline = time.monotonic() + NOTIFY_TIMEOUT
+    while set(paged_hosts(fleet.pages)) != set(HOSTS):
+        assert time.monotonic() < deadline, f"no page for each host: {paged_hosts(fleet.pages)}"
         time.sleep(1)
+    assert set(paged_hosts(fleet.pages).values()) == {"storage-pager"}
