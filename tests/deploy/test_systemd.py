@@ -1,18 +1,28 @@
-"""deploy/systemd/lunlat.service: `systemd-analyze verify` finds nothing to say, and the unit keeps
-the dedicated user, the hardening and the credentials the README promises."""
+"""deploy/systemd/lunlat.service: `systemd-analyze verify` finds nothing to say, the unit keeps
+the dedicated user, the hardening and the credentials the README promises, and its system call
+filter and address families allow everything lunlat does (traced with strace: no systemd runs as
+PID 1 here, so the unit itself is never started)."""
 
 from __future__ import annotations
 
 import configparser
+import functools
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
+
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "lunlat.service"
 INSTALLED_BINARY = "/opt/lunlat/bin/lunlat"
+# The config the README's install steps copy to /etc/lunlat/lunlat.yaml.
+INSTALLED_CONFIG = ROOT / "deploy" / "lunlat" / "host.yaml"
 
 
 def verify(text: str, directory: Path) -> str:
@@ -64,3 +74,94 @@ def test_dedicated_user_hardening_and_credentials() -> None:
     assert parser["Install"]["WantedBy"] == "multi-user.target"
     readme = (UNIT.parent / "README.md").read_text(encoding="utf-8")
     assert "/run/credentials/lunlat.service/lunlat_" in readme and "systemctl enable --now lunlat" in readme
+
+
+def unit_values(key: str) -> list[str]:
+    """Every value of a [Service] key, in order (configparser keeps only the last of repeated keys)."""
+    values, section = [], ""
+    for line in UNIT.read_text(encoding="utf-8").splitlines():
+        if line.startswith("["):
+            section = line.strip()
+        elif section == "[Service]" and line.startswith(f"{key}="):
+            values.append(line.split("=", 1)[1].strip())
+    return values
+
+
+@functools.cache
+def syscall_set(group: str) -> frozenset[str]:
+    """The system calls of a systemd syscall group (`@system-service` …), nested groups expanded."""
+    tool = shutil.which("systemd-analyze")
+    assert tool is not None
+    listed = subprocess.run(
+        [tool, "syscall-filter", group], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()[1:]  # the first line is the group's name
+    names: set[str] = set()
+    for entry in (line.strip() for line in listed):
+        if entry and not entry.startswith("#"):
+            names |= syscall_set(entry) if entry.startswith("@") else {entry}
+    return frozenset(names)
+
+
+def allowed_syscalls() -> set[str]:
+    """What the unit's SystemCallFilter= lines let through. The first line is an allow list, so
+    anything else kills the process (SIGSYS); later `~` lines take calls out of it again."""
+    filters = unit_values("SystemCallFilter")
+    assert filters and not filters[0].startswith("~"), "the filter is expected to start as an allow list"
+    allowed: set[str] = set()
+    for entry in filters:
+        deny = entry.startswith("~")
+        items = entry.lstrip("~").split()
+        names = {n for item in items for n in (syscall_set(item) if item.startswith("@") else {item})}
+        allowed = allowed - names if deny else allowed | names
+    return allowed
+
+
+# `PID name(args…` for calls; `PID <... name resumed>` continues one already counted.
+CALL = re.compile(r"^\d+\s+([a-z0-9_]+)\(")
+SOCKET_FAMILY = re.compile(r"^\d+\s+socket\((AF_[A-Z0-9]+)")
+
+
+def trace_exporter(directory: Path) -> tuple[set[str], set[str]]:
+    """System calls and socket families of `lunlat serve` (the installed config, the host's /proc
+    and /sys) starting, answering scrapes and stopping on SIGTERM, as systemd stops it."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed (Debian: strace)")
+    probe = subprocess.run(
+        [strace, "-qq", "-o", "/dev/null", "true"], capture_output=True, text=True, check=False
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"strace cannot trace here: {probe.stderr.strip()}")
+    trace = directory / "strace.txt"
+    argv = [strace, "-f", "-qq", "-o", str(trace), sys.executable, "-m", "lunlat", "serve"]
+    argv += [f"--web.listen-address={LOOPBACK}:0", f"--config.file={INSTALLED_CONFIG}"]
+    process = ExporterProcess(argv, directory / "lunlat.log", port_pattern=LUNLAT_PORT, name="lunlat")
+    with process:
+        for path in ("/metrics", "/metrics", "/-/healthy"):
+            process.scrape(path)
+        # SIGTERM to lunlat itself (strace would detach and leave it running); strace then exits.
+        for child in psutil.Process(process.pid).children():
+            child.terminate()
+            child.wait(30)
+    text = trace.read_text(encoding="utf-8", errors="replace")
+    calls = {m.group(1) for m in map(CALL.match, text.splitlines()) if m}
+    families = {m.group(1) for m in map(SOCKET_FAMILY.match, text.splitlines()) if m}
+    assert {"openat", "bind", "accept4", "exit_group"} <= calls, f"implausible trace: {sorted(calls)}"
+    return calls, families
+
+
+def test_the_system_call_filter_allows_what_lunlat_does(tmp_path: Path) -> None:
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (Debian: systemd)")
+    calls, families = trace_exporter(tmp_path)
+    assert calls - allowed_syscalls() == set(), "SystemCallFilter= would kill lunlat (SIGSYS)"
+    (restricted,) = unit_values("RestrictAddressFamilies")
+    assert families - set(restricted.split()) == set(), "RestrictAddressFamilies= would refuse a socket"
+
+
+def test_the_filter_check_would_catch_a_denied_call() -> None:
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (Debian: systemd)")
+    allowed = allowed_syscalls()
+    assert {"read", "openat", "accept4", "clone3"} <= allowed
+    assert not {"setrlimit", "mount", "reboot", "setuid"} & allowed  # @resources, @privileged
