@@ -30,11 +30,30 @@ def manifests() -> list[tuple[str, dict[str, Any]]]:
     return [(p.name, doc) for p in files for doc in yaml.safe_load_all(p.read_text(encoding="utf-8")) if doc]
 
 
+def strict(schema: Any) -> Any:
+    """The schema with unknown fields refused, as the API server's strict field validation (kubectl's
+    default) refuses them: CRD schemas list their fields but leave `additionalProperties` open,
+    so a misspelt field would otherwise pass. Objects that keep unknown fields on purpose
+    (`x-kubernetes-preserve-unknown-fields`) or are maps (`additionalProperties`) stay open."""
+    if isinstance(schema, list):
+        return [strict(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {key: strict(value) for key, value in schema.items()}
+    if (
+        "properties" in schema
+        and "additionalProperties" not in schema
+        and not schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        closed["additionalProperties"] = False
+    return closed
+
+
 def problems(resource: dict[str, Any]) -> list[str]:
     """Why `resource` is invalid for its schema (empty when valid)."""
     custom = CUSTOM.get((resource["apiVersion"], resource["kind"]))
     if custom is not None:
-        schema = json.loads(custom.read_text(encoding="utf-8"))
+        schema = strict(json.loads(custom.read_text(encoding="utf-8")))
         validator = jsonschema.Draft4Validator(schema)
         return [
             f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(resource)
@@ -69,6 +88,9 @@ def test_validation_would_catch_mistakes() -> None:
     monitor = json.loads(json.dumps(kinds["ServiceMonitor"]))
     monitor["spec"]["endpoints"][0]["interval"] = "fifteen seconds"
     assert problems(monitor)
+    monitor = json.loads(json.dumps(kinds["ServiceMonitor"]))
+    monitor["spec"]["endpoints"][0]["relabeling"] = monitor["spec"]["endpoints"][0].pop("relabelings")
+    assert any("relabeling" in problem for problem in problems(monitor))  # misspelt field
     rule = json.loads(json.dumps(kinds["PrometheusRule"]))
     rule["spec"]["groups"][0]["rules"][0]["expr"] = ["not", "a", "string"]
     assert problems(rule)
