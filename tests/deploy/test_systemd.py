@@ -25,17 +25,18 @@ INSTALLED_BINARY = "/opt/lunlat/bin/lunlat"
 INSTALLED_CONFIG = ROOT / "deploy" / "lunlat" / "host.yaml"
 
 
-def verify(text: str, directory: Path) -> str:
-    """systemd-analyze's complaints about the unit `text` (empty when there are none). The binary is
-    pointed at a file that exists here: verify refuses a missing ExecStart."""
+def verify(text: str, directory: Path, installed: str = INSTALLED_BINARY, name: str = UNIT.name) -> str:
+    """systemd-analyze's complaints about the unit `text` (empty when there are none). The binary it
+    runs (`installed`) is pointed at a file that exists here: verify refuses a missing ExecStart."""
     tool = shutil.which("systemd-analyze")
     if tool is None:
         pytest.skip("systemd-analyze is not installed (Debian: systemd)")
-    binary = directory / "lunlat"
+    binary = directory / Path(installed).name
     binary.write_text("#!/bin/sh\n", encoding="utf-8")
     binary.chmod(0o755)
-    unit = directory / "lunlat.service"
-    unit.write_text(text.replace(INSTALLED_BINARY, str(binary)), encoding="utf-8")
+    unit = directory / name
+    assert installed in text, f"{name} does not run {installed}"
+    unit.write_text(text.replace(installed, str(binary)), encoding="utf-8")
     done = subprocess.run(
         [tool, "verify", str(unit)], capture_output=True, text=True, check=False, timeout=60
     )
@@ -46,6 +47,17 @@ def test_the_unit_verifies_clean(tmp_path: Path) -> None:
     text = UNIT.read_text(encoding="utf-8")
     assert INSTALLED_BINARY in text
     assert verify(text, tmp_path) == ""
+
+
+def test_the_fleet_vmagent_unit_verifies_clean_and_names_the_host(tmp_path: Path) -> None:
+    """deploy/fleet/lunlat-vmagent.service: vmagent accepts an unset %{LUNLAT_HOST} silently (every host
+    would be labelled with the placeholder), so the unit sets it from the host name itself."""
+    unit = ROOT / "deploy" / "fleet" / "lunlat-vmagent.service"
+    text = unit.read_text(encoding="utf-8")
+    assert verify(text, tmp_path, "/usr/bin/vmagent", unit.name) == ""
+    assert "Environment=LUNLAT_HOST=%H" in text.splitlines()
+    assert "%{LUNLAT_HOST}" in (ROOT / "deploy" / "fleet" / "vmagent.yml").read_text(encoding="utf-8")
+    assert "-promscrape.config=/etc/lunlat/vmagent.yml" in text
 
 
 def test_verify_would_catch_a_misspelt_directive(tmp_path: Path) -> None:
