@@ -205,11 +205,14 @@ class RuleSet:
                             _record(THROUGHPUT.format(window=window), throughput, layer=layer.name, op=op)
                         )
                 for op in OPS:
-                    iops = IOPS.format(window=window)
+                    # The operations are counted again here, not read from the IOPS just recorded:
+                    # vmalert (fleets) writes recorded series back asynchronously, so a rule that
+                    # reads one recorded in the same evaluation gets an older value, and the
+                    # average would mix two instants (off by the load's change in between).
                     expr = (
                         f"{layer.time(op, window)}\n"
                         f"/ {_on([label for label in SERIES_LABELS if label != 'layer'])}\n"
-                        f'  ({iops}{{layer="{layer.name}", op="{op}"}} > 0)'
+                        f"  ({layer.operations(op, window)} > 0)"
                     )
                     rules.append(_record(LATENCY.format(op=op, window=window), expr, layer=layer.name))
         return rules
