@@ -26,11 +26,7 @@ import pytest
 import yaml
 
 from tests import prometheus
-from tests.alerting.stack import (
-    WebhookReceiver,
-    alertmanager_binary,
-    start_alertmanager,
-)
+from tests.alerting.stack import WebhookReceiver, alertmanager_binary, start_alertmanager
 from tests.fakesys import FakeHost
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
 from tests.prometheus import PromApi
@@ -126,10 +122,7 @@ def ship_with_prometheus_agent(host: str, exporter: str, store: str, work: Path,
     text = shipped_config(PROMETHEUS_AGENT_CONFIG, exporter)
     (url,) = [rw["url"] for rw in yaml.safe_load(text)["remote_write"]]
     config = work / f"prometheus-agent-{host}.yml"
-    config.write_text(
-        text.replace("db01", host).replace(url, f"{store}/api/v1/write"),
-        encoding="utf-8",
-    )
+    config.write_text(text.replace("db01", host).replace(url, f"{store}/api/v1/write"), encoding="utf-8")
     spawn(
         [
             prometheus.PROMETHEUS,
@@ -160,12 +153,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
     with ExitStack() as stack:
         hosts = [fake_host(tmp_path / name) for name in HOSTS]
         config = tmp_path / "lunlat.yaml"
-        entry = {
-            "match": {"alias": LUN},
-            "database": "Sales",
-            "role": "data",
-            "workload": "oltp",
-        }
+        entry = {"match": {"alias": LUN}, "database": "Sales", "role": "data", "workload": "oltp"}
         config.write_text(yaml.safe_dump({"luns": [entry]}), encoding="utf-8")
         stop = threading.Event()
         threading.Thread(target=advance, args=(hosts, stop), daemon=True).start()
@@ -240,9 +228,7 @@ def paged_hosts(pages: WebhookReceiver) -> dict[str, str]:
     }
 
 
-def test_the_same_lun_breach_fires_for_each_host_through_remote_write(
-    fleet: Fleet,
-) -> None:
+def test_the_same_lun_breach_fires_for_each_host_through_remote_write(fleet: Fleet) -> None:
     deadline = time.monotonic() + FIRE_TIMEOUT
     while {a["labels"].get("instance") for a in firing(fleet.ruler)} != set(HOSTS):
         assert time.monotonic() < deadline, (
@@ -266,28 +252,21 @@ def test_the_same_lun_breach_fires_for_each_host_through_remote_write(
         latency_ms, goal_ms, iops = found.groups()
         assert (latency_ms, goal_ms) == ("2.00", "1.00"), description
         assert 45 <= float(iops) <= 155, description
-    # Each host's raw series carry vmagent's external label, and `instance` is the host's name.
+    # Each host's raw series carry its agent's external `host` label, and `instance` is the host's name.
     rows = fleet.store.query("count by (host, instance) (lunlat_lun_info)")
     assert {(r["metric"]["host"], r["metric"]["instance"]) for r in rows} == {(h, h) for h in HOSTS}
     # vmalert wrote the recording rules' results back: each host's LUN at 2 ms at every evaluation
     # so far, while its IOPS stepped up and down.
     now = time.time()
-    rows = fleet.store.query_range(
-        f'lunlat:read_latency_seconds:avg1m{{layer="host", lun="{LUN}"}}',
-        now - 600,
-        now,
-        5,
-    )
+    latency = f'lunlat:read_latency_seconds:avg1m{{layer="host", lun="{LUN}"}}'
+    rows = fleet.store.query_range(latency, now - 600, now, 5)
     assert {r["metric"]["instance"] for r in rows} == set(HOSTS), rows
     for row in rows:
         latencies = [float(v) for _, v in row["values"]]
         assert len(latencies) >= 6 and all(v == pytest.approx(0.002) for v in latencies), row
     iops = fleet.store.query_range(f'lunlat:iops:rate1m{{op="read", lun="{LUN}"}}', now - 600, now, 5)
-    assert (
-        max(float(v) for r in iops for _, v in r["values"])
-        - min(float(v) for r in iops for _, v in r["values"])
-        > 20
-    ), "the load did not change while the alert was raised"
+    seen = [float(v) for r in iops for _, v in r["values"]]
+    assert max(seen) - min(seen) > 20, f"the load did not change while the alert was raised: {seen}"
     # The repo's routing (grouped by instance and LUN) pages the storage on-call once per host.
     deadline = time.monotonic() + NOTIFY_TIMEOUT
     while set(paged_hosts(fleet.pages)) != set(HOSTS):
