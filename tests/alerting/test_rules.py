@@ -175,6 +175,22 @@ def test_rules_read_only_contract_metrics() -> None:
         assert f"record: {name}\n" in text
 
 
+def test_latency_averages_divide_raw_counters_only() -> None:
+    """Numerator and denominator of an average from the same raw samples: vmalert writes recorded
+    series back asynchronously, so an average reading one recorded in the same evaluation would mix
+    two instants in a fleet (tests/deploy/test_fleet.py shows it with real binaries)."""
+    groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
+    averages = [
+        rule
+        for group in groups
+        for rule in group["rules"]
+        if re.fullmatch(r"lunlat:\w+_latency_seconds:avg\w+", rule.get("record", ""))
+    ]
+    assert len(averages) == 2 * 2 * 3, "read/write x 1m/5m x host, Oracle, SQL Server layers"
+    for rule in averages:
+        assert "lunlat:" not in rule["expr"], rule
+
+
 def test_every_alert_is_complete_and_its_runbook_exists() -> None:
     groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
     base = load_goals(GOALS).runbook_base_url
