@@ -45,7 +45,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
 from tests.fakesys import FakeHost
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / "lunlat.rules.yml"
@@ -327,16 +327,9 @@ def main() -> int:
         workdir = Path(tmp)
         host, maps, config = build_host(workdir / "host", args.luns)
         exporter = ExporterProcess(
-            [
-                sys.executable,
-                "-m",
-                "lunlat",
-                "serve",
-                f"--web.listen-address={LOOPBACK}:0",
-                f"--path.procfs={host.procfs}",
-                f"--path.sysfs={host.sysfs}",
-                f"--config.file={config}",
-            ],
+            lunlat_serve(
+                f"--path.procfs={host.procfs}", f"--path.sysfs={host.sysfs}", f"--config.file={config}"
+            ),
             workdir / "lunlat.log",
             port_pattern=LUNLAT_PORT,
         )

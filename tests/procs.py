@@ -14,6 +14,7 @@ import gzip
 import http.client
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,13 @@ import psutil
 LOOPBACK = "127.0.0.1"
 # `--web.listen-address=127.0.0.1:0` lets the kernel pick a free port; these find it in the log.
 LUNLAT_PORT = re.compile(r"\bmsg=listening\b.*\bport=(\d+)\b")
+
+
+def lunlat_serve(*flags: str) -> list[str]:
+    """argv of `lunlat serve` run by this Python on a port the kernel picks (LUNLAT_PORT finds it)."""
+    return [sys.executable, "-m", "lunlat", "serve", f"--web.listen-address={LOOPBACK}:0", *flags]
+
+
 NODE_EXPORTER_PORT = re.compile(r'msg="Listening on" address=\S*:(\d+)\b')
 
 

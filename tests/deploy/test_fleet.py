@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ import yaml
 from tests import prometheus
 from tests.alerting.stack import WebhookReceiver, alertmanager_binary, start_alertmanager
 from tests.fakesys import FakeHost
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.prometheus import PromApi
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,16 +183,9 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         vm = f"http://{LOOPBACK}:{store.port}"
         for name, host in zip(HOSTS, hosts, strict=True):
             exporter = spawn(
-                [
-                    sys.executable,
-                    "-m",
-                    "lunlat",
-                    "serve",
-                    f"--web.listen-address={LOOPBACK}:0",
-                    f"--path.procfs={host.procfs}",
-                    f"--path.sysfs={host.sysfs}",
-                    f"--config.file={config}",
-                ],
+                lunlat_serve(
+                    f"--path.procfs={host.procfs}", f"--path.sysfs={host.sysfs}", f"--config.file={config}"
+                ),
                 f"lunlat-{name}",
                 port_pattern=LUNLAT_PORT,
             )
