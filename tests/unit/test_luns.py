@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import LunEntry, LunMatch, Role
+from lunlat.config import LunEntry, LunMatch
+from lunlat.contract import Role
 from lunlat.luns import NO_LABELS, LunLabels, assign, matched_devices, normalize_wwid
 from lunlat.topology import BlockDevice, LunView, MountTable, read_block_devices, read_mounts, resolve
 from tests.fakesys import FakeHost

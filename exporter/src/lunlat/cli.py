@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import signal
 import sys
 import threading
@@ -21,6 +20,7 @@ from types import FrameType
 from lunlat import __version__, logs
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.files import write_atomic
 from lunlat.lab.state import DEFAULT_STATE_DIR
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
@@ -30,7 +30,7 @@ from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from lunlat.sources.oracle import OracleSource, connect_oracledb
 from lunlat.sources.psutil_disks import PsutilDisksSource
 
-log = logging.getLogger("lunlat.cli")
+log = logs.get("lunlat.cli")
 
 # Not in Prometheus' default port allocations as far as could be checked (the 9100-9999 block is
 # full; registrations continue above 10000). See README "Port".
@@ -328,7 +328,7 @@ def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
         for target in config.mssql
     ]
     if use_psutil:
-        log.info("host counters from psutil", extra={"kv": {"platform": sys.platform}})
+        log.info("host counters from psutil", platform=sys.platform)
         return [PsutilDisksSource(diskstats_config, config.lun_entries()), *databases]
     if not (args.procfs / "diskstats").is_file():
         raise SystemExit(_usage_error(f"--path.procfs: {args.procfs / 'diskstats'} does not exist"))
@@ -380,22 +380,18 @@ def serve(args: argparse.Namespace) -> int:
         return 1
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        log.info("shutting down", extra={"kv": {"signal": signal.Signals(signum).name}})
+        log.info("shutting down", signal=signal.Signals(signum).name)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.info(
         "listening",
-        extra={
-            "kv": {
-                "address": args.listen,
-                "port": server.port,
-                "path": args.telemetry_path,
-                "sources": ",".join(s.name for s in sources),
-                "version": __version__,
-            }
-        },
+        address=args.listen,
+        port=server.port,
+        path=args.telemetry_path,
+        sources=",".join(s.name for s in sources),
+        version=__version__,
     )
     try:
         server.serve_forever()
@@ -453,10 +449,7 @@ def _write_generated(files: dict[Path, str], source: Path, check: bool, command:
         print(f"{', '.join(str(p) for p in files)}: up to date with {source}")
         return 0
     for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(path)  # atomic: Prometheus or Grafana never reads half a file
+        write_atomic(path, text)
     print(f"{', '.join(str(p) for p in files)}: written from {source}")
     return 0
 

@@ -9,26 +9,20 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from lunlat.contract import Role
 from lunlat.lab.config import LabConfig
-from lunlat.yamlmodel import ConfigError, ConfigProblem, check_regex, load_model, parse_model
+from lunlat.yamlmodel import ConfigError, ConfigProblem, Strict, check_regex, load_model, parse_model
 
 __all__ = ["Config", "ConfigError", "ConfigProblem", "load_config", "parse_config"]
-
-Role = Literal["data", "log", "temp", "control", "other"]
 
 # Devices that are never LUNs: RAM disks, compressed swap, floppies, optical drives.
 DEFAULT_EXCLUDE = r"^(ram|zram|fd|sr)\d+$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DiskstatsConfig(_Strict):
+class DiskstatsConfig(Strict):
     include: str | None = Field(default=None, description="Regex on kernel device names to keep.")
     exclude: str | None = Field(default=DEFAULT_EXCLUDE, description="Regex on kernel device names to drop.")
     show_paths: bool = Field(default=False, description="Also publish multipath path devices and partitions.")
@@ -39,7 +33,7 @@ class DiskstatsConfig(_Strict):
 MATCH_KEYS = ("alias", "wwid", "device", "mount", "loop_file")
 
 
-class LunMatch(_Strict):
+class LunMatch(Strict):
     alias: str | None = None
     wwid: str | None = None
     device: str | None = None
@@ -71,7 +65,7 @@ class LunMatch(_Strict):
         return "?"
 
 
-class LunEntry(_Strict):
+class LunEntry(Strict):
     match: LunMatch
     database: str | None = None
     role: Role | None = None
@@ -84,7 +78,7 @@ class LunEntry(_Strict):
         return self
 
 
-class Secret(_Strict):
+class Secret(Strict):
     """Where a password comes from: an environment variable or a file, never the config or a flag."""
 
     env: str | None = None
@@ -122,7 +116,7 @@ def _one_secret(env: str | None, file: Path | None, what: str, required: bool) -
     return Secret(env=env, file=file)
 
 
-class _DatabaseTarget(_Strict):
+class _DatabaseTarget(Strict):
     """What every database target has: its label, login, password source, workload and timeout."""
 
     name: str = Field(description="The `database` label of everything this target publishes.")
@@ -193,7 +187,7 @@ class MssqlTarget(_DatabaseTarget):
         return _not_blank(value)
 
 
-class Config(_Strict):
+class Config(Strict):
     diskstats: DiskstatsConfig = DiskstatsConfig()
     luns: list[LunEntry] = Field(default_factory=list)
     oracle: list[OracleTarget] = Field(default_factory=list)

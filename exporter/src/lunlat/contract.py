@@ -8,14 +8,21 @@ that compare the docs and rules with this module fail until they follow.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 MetricType = Literal["counter", "gauge", "histogram"]
 
 PREFIX = "lunlat_"
 
-# Roles a LUN or a database file can have (design §2).
-ROLES: tuple[str, ...] = ("data", "log", "temp", "control", "other")
+# Roles a LUN or a database file can have (docs/contract.md, "Model"). Config files, the lab, the
+# database sources and the rules all take this one definition.
+Role = Literal["data", "log", "temp", "control", "other"]
+ROLES: tuple[Role, ...] = get_args(Role)
+
+# When one LUN holds files of several roles, the label says what matters most for latency: a data
+# LUN that also holds a control file copy is a data LUN; a redo LUN with a control file copy is a log LUN.
+ROLE_PRIORITY: tuple[Role, ...] = ("data", "log", "temp", "other", "control")
+assert sorted(ROLE_PRIORITY) == sorted(ROLES), "ROLE_PRIORITY must order every role"
 
 # What a device is in the LUN topology: a LUN proper, a multipath path of one, or a partition of one.
 KINDS: tuple[str, ...] = ("lun", "path", "partition")

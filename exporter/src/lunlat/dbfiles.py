@@ -13,7 +13,6 @@ diskstats source reads it so host-layer LUNs get `database`/`role` without a `lu
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 import threading
@@ -21,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lunlat import contract, logs
 from lunlat.luns import NO_LABELS, LunLabels, mount_devices
 from lunlat.topology import (
     BlockDevice,
@@ -33,11 +33,7 @@ from lunlat.topology import (
     sysfs_name,
 )
 
-log = logging.getLogger(__name__)
-
-# When one LUN holds files of several roles, the label says what matters most for latency: a data
-# LUN that also holds a control file copy is a data LUN; a redo LUN with a control file copy is a log LUN.
-ROLE_PRIORITY: tuple[str, ...] = ("data", "log", "temp", "other", "control")
+log = logs.get(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +126,7 @@ class FileLocator:
 
 def pick_role(roles: Iterable[str]) -> str:
     present = set(roles)
-    return next((r for r in ROLE_PRIORITY if r in present), "")
+    return next((r for r in contract.ROLE_PRIORITY if r in present), "")
 
 
 def device_labels(
@@ -181,7 +177,8 @@ class DbLunLabels:
                     if current.database and labels.database and current.database != labels.database:
                         log.debug(
                             "device claimed by two databases; the first configured wins",
-                            extra={"kv": {"device": device, "kept": current.database}},
+                            device=device,
+                            kept=current.database,
                         )
                     out[device] = current.merge(labels)
             return self.version, out

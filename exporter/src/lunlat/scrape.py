@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import logging
 import platform
 import threading
 import time
@@ -25,12 +24,12 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from lunlat import __version__, contract
+from lunlat import __version__, contract, logs
 from lunlat.exposition import render
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import Source, SourceError
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 
 @dataclass(slots=True)
@@ -110,9 +109,9 @@ class Scraper:
             self._problems[source.name] = problem
         # Log changes, not every scrape: a source down for a day must not fill the disk.
         if problem is not None and problem != previous:
-            log.warning("source failed", extra={"kv": {"source": source.name, "err": problem}})
+            log.warning("source failed", source=source.name, err=problem)
         elif problem is None and previous is not None:
-            log.info("source recovered", extra={"kv": {"source": source.name}})
+            log.info("source recovered", source=source.name)
         return outcome
 
     def _flight(self, source: Source) -> _Flight:
@@ -139,12 +138,8 @@ class Scraper:
                         self._errors[(source.name, "timeout")] += 1
                         log.warning(
                             "source timed out",
-                            extra={
-                                "kv": {
-                                    "source": source.name,
-                                    "after_seconds": round(until - flight.started, 3),
-                                }
-                            },
+                            source=source.name,
+                            after_seconds=round(until - flight.started, 3),
                         )
                 outcome = Outcome([], False, until - flight.started)
             outcomes.append((source, outcome))

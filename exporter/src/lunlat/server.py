@@ -9,18 +9,17 @@ from __future__ import annotations
 import errno
 import gzip
 import html
-import logging
 import socket
 import threading
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from lunlat import __version__
+from lunlat import __version__, logs
 from lunlat.exposition import CONTENT_TYPE
 from lunlat.scrape import Scraper
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 # Deadline for a scrape when Prometheus does not send X-Prometheus-Scrape-Timeout-Seconds.
 DEFAULT_SCRAPE_TIMEOUT = 10.0
@@ -133,7 +132,7 @@ class Handler(BaseHTTPRequestHandler):
     timeout = 60
 
     def log_message(self, format: str, *args: object) -> None:
-        log.debug("http", extra={"kv": {"client": self.client_address[0], "request": format % args}})
+        log.debug("http", client=self.client_address[0], request=format % args)
 
     def _send(
         self, status: HTTPStatus, body: bytes, content_type: str, extra: dict[str, str] | None = None
@@ -187,7 +186,7 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 body = self.server.scraper.scrape(timeout).encode()
             except Exception as exc:  # never let a bug kill the connection without an answer
-                log.error("scrape failed", extra={"kv": {"err": f"{type(exc).__name__}: {exc}"}})
+                log.error("scrape failed", err=f"{type(exc).__name__}: {exc}")
                 log.debug("traceback", exc_info=True)
                 self._text(HTTPStatus.INTERNAL_SERVER_ERROR, f"500 scrape failed: {type(exc).__name__}\n")
                 return

@@ -11,14 +11,11 @@ Pure functions over a sysfs root and a procfs root (tests and benchmarks pass fa
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-log = logging.getLogger(__name__)
 
 _DM_PARTITION = re.compile(r"^part\d+-")
 _MPATH = "mpath-"

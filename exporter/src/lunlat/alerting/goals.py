@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from lunlat.yamlmodel import check_regex, load_model, parse_model
+from lunlat.yamlmodel import Strict, check_regex, load_model, parse_model
 
 Severity = Literal["page", "warning"]
 # Labels of a judged latency series an override can match on.
@@ -42,11 +42,7 @@ def _duration(text: str) -> str:
     return text
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Tier(_Strict):
+class Tier(Strict):
     """What the default sets and an override may change."""
 
     goal_ms: float | None = Field(default=None, gt=0, description="Average latency objective, ms.")
@@ -79,7 +75,7 @@ class Override(Tier):
         return self
 
 
-class Breach(_Strict):
+class Breach(Strict):
     for_: str = Field(default="15s", alias="for")
 
     @field_validator("for_")
@@ -89,7 +85,7 @@ class Breach(_Strict):
         return value
 
 
-class BurnWindow(_Strict):
+class BurnWindow(Strict):
     long: str
     short: str
     burn_rate: float = Field(gt=0)
@@ -103,7 +99,7 @@ class BurnWindow(_Strict):
         return self
 
 
-class Slo(_Strict):
+class Slo(Strict):
     objective: float = Field(
         default=0.99, gt=0, lt=1, description="Fraction of judged minutes at or below goal."
     )
@@ -144,7 +140,7 @@ class Slo(_Strict):
         )
 
 
-class Health(_Strict):
+class Health(Strict):
     exporter_down_for: str = "2m"
     exporter_absent_for: str = "5m"
     source_down_for: str = "2m"
@@ -153,7 +149,7 @@ class Health(_Strict):
     _durations = field_validator("*")(_duration)
 
 
-class Goals(_Strict):
+class Goals(Strict):
     selector: str = Field(
         default='job="lunlat"', description="PromQL matchers picking lunlat's scrape job(s)."
     )

@@ -9,20 +9,18 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-Role = Literal["data", "log", "temp", "control", "other"]
+from lunlat.contract import Role
+from lunlat.yamlmodel import Strict
+
 Engine = Literal["mssql", "oracle"]
 WorkloadKind = Literal["oltp", "log", "archive", "dss", "snapshot_oltp"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ArrayConfig(_Strict):
+class ArrayConfig(Strict):
     """A shared backing store: every LUN on it competes for its service slots and bandwidth."""
 
     slots: int = Field(
@@ -31,7 +29,7 @@ class ArrayConfig(_Strict):
     bandwidth_mib_s: float = Field(default=400.0, gt=0, description="Transfer budget shared by its LUNs.")
 
 
-class Latency(_Strict):
+class Latency(Strict):
     """Service time of one I/O before queueing: a mean in ms and a spread (lognormal, coefficient of
     variation `jitter`; 0 = every I/O takes exactly the mean)."""
 
@@ -40,7 +38,7 @@ class Latency(_Strict):
     jitter: float = Field(default=0.3, ge=0, le=3)
 
 
-class LabLun(_Strict):
+class LabLun(Strict):
     name: str = Field(description="File name on the lab filesystem (<name>.img) and the LUN's id in the lab.")
     database: str
     engine: Engine
@@ -58,7 +56,7 @@ class LabLun(_Strict):
         return self
 
 
-class Workload(_Strict):
+class Workload(Strict):
     """One fio job per LUN it runs on. Rates keep the lab under what a Python FUSE daemon serves."""
 
     kind: WorkloadKind
@@ -70,7 +68,7 @@ class Workload(_Strict):
     rate_iops: int | None = Field(default=None, ge=1, description="Cap per job; None = as fast as it goes.")
 
 
-class LabConfig(_Strict):
+class LabConfig(Strict):
     size_mib: int = Field(default=256, ge=16, le=65536, description="Size of each LUN.")
     arrays: dict[str, ArrayConfig] = Field(default_factory=lambda: {"array": ArrayConfig()})
     luns: list[LabLun] = Field(min_length=1)

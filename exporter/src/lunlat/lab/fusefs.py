@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import errno
-import logging
 import math
 import os
 import random
@@ -44,7 +43,7 @@ from lunlat import logs
 from lunlat.lab.config import LabConfig
 from lunlat.lab.settings import Settings
 
-log = logging.getLogger("lunlat.lab.fusefs")  # a fixed name: run with -m, __name__ is __main__
+log = logs.get("lunlat.lab.fusefs")  # a fixed name: run with -m, __name__ is __main__
 
 Op = Literal["read", "write"]
 T = TypeVar("T")
@@ -369,12 +368,13 @@ class SettingsWatcher:
         try:
             settings = load_settings(self.path)
         except SettingsError as exc:
-            log.warning("settings rejected, keeping the previous ones", extra={"kv": {"err": str(exc)}})
+            log.warning("settings rejected, keeping the previous ones", err=str(exc))
             return False
         self._apply(settings)
         log.info(
             "settings reloaded",
-            extra={"kv": {"luns": len(settings.luns), "arrays": len(settings.arrays)}},
+            luns=len(settings.luns),
+            arrays=len(settings.arrays),
         )
         return True
 
@@ -386,7 +386,7 @@ class SettingsWatcher:
             try:
                 self.check()
             except Exception:  # the watcher must outlive any surprise; the daemon keeps serving
-                log.exception("settings watcher error")
+                log.error("settings watcher error", exc_info=True)
 
     def start(self) -> threading.Thread:
         self._thread = threading.Thread(target=self.run, name="settings-watcher", daemon=True)
@@ -506,7 +506,7 @@ class LabFS:
         if conn is not None:
             conn.max_background = self.max_inflight
             conn.congestion_threshold = self.max_inflight
-        log.info("mounted", extra={"kv": {"max_inflight": self.max_inflight}})
+        log.info("mounted", max_inflight=self.max_inflight)
 
     # metadata
 
@@ -681,7 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         problems.append(str(exc))
     if problems:
-        log.error("cannot start", extra={"kv": {"err": "; ".join(problems)}})
+        log.error("cannot start", err="; ".join(problems))
         return 2
     # Before libfuse starts its workers, so they inherit it.
     slack = lower_timer_slack()
@@ -690,12 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     watcher = SettingsWatcher(settings_file, injector.apply, seen=seen)
     log.info(
         "starting",
-        extra={"kv": {
-            "mount": str(mountpoint), "backing": str(backing), "settings": str(settings_file),
-            "luns": len(settings.luns), "arrays": len(settings.arrays), "timer_slack_lowered": slack,
-            "nice": DAEMON_NICE if prioritized else os.getpriority(os.PRIO_PROCESS, 0),
-            "pid": os.getpid(),
-        }},
+        mount=str(mountpoint), backing=str(backing), settings=str(settings_file), luns=len(settings.luns), arrays=len(settings.arrays), timer_slack_lowered=slack, nice=DAEMON_NICE if prioritized else os.getpriority(os.PRIO_PROCESS, 0), pid=os.getpid(),
     )  # fmt: skip
     watcher.start()
     try:
@@ -706,12 +701,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # which is how libfuse 3 reports the SIGTERM/SIGINT/SIGHUP its own handler caught (libfuse
         # also prints real device errors itself). Lower values: the mount itself failed.
         if str(exc) != str(FUSE_LOOP_ENDED):
-            log.error("libfuse failed", extra={"kv": {"fuse_main_status": str(exc)}})
+            log.error("libfuse failed", fuse_main_status=str(exc))
             return 1
         reason = "signal"
     finally:
         watcher.stop()
-    log.info("stopped", extra={"kv": {"reason": reason}})
+    log.info("stopped", reason=reason)
     return 0
 
 

@@ -17,6 +17,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lunlat.files import write_atomic
 from lunlat.lab.config import LabConfig
 
 
@@ -63,9 +64,7 @@ class Settings:
         )
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json())
-        tmp.replace(path)
+        write_atomic(path, self.to_json())
 
     @classmethod
     def load(cls, path: Path) -> Settings:

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lunlat.files import write_atomic
+
 DEFAULT_STATE_DIR = Path("/run/lunlat-lab")
 
 
@@ -46,9 +48,7 @@ class LabState:
     def save(self) -> None:
         data = asdict(self)
         data["directory"] = str(self.directory)
-        tmp = self.path.with_name("state.json.tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-        tmp.replace(self.path)
+        write_atomic(self.path, json.dumps(data, indent=2, sort_keys=True))
 
     @classmethod
     def load(cls, directory: Path) -> LabState | None:

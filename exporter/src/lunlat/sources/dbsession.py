@@ -8,7 +8,6 @@ database in trouble can hold a login for minutes; a scrape must not wait for it.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,9 +15,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, Protocol, TypeVar
 
+from lunlat import logs
 from lunlat.sources.base import SourceError
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 
 class Closable(Protocol):
@@ -135,7 +135,7 @@ class Session(Generic[Conn]):
         conn, self._conn = self._conn, None
         if conn is not None:
             _close_quietly(conn)
-        log.debug("connection dropped", extra={"kv": {"source": self._source, "why": reason}})
+        log.debug("connection dropped", source=self._source, why=reason)
 
     def lost(self, message: str) -> None:
         self.drop(message)

@@ -6,19 +6,19 @@ Driver specifics come from the subclass: its `classify` (what an exception means
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from lunlat import logs
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
 from lunlat.model import LabelSet
 from lunlat.sources.base import SourceError
 from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,7 @@ class DbSource(Generic[Conn]):
         self._classify = classify
         self._clock = clock
         self._gates = QueryGates(clock=clock)
-        self._warned: set[tuple[str, str]] = set()
+        self._warned = logs.Once()
         self._labels: dict[tuple[object, ...], LabelSet] = {}
         self._locator = locator
         self._locations: dict[str, Location] = {}
@@ -176,20 +176,21 @@ class DbSource(Generic[Conn]):
                 self._gates.close(query.name)
                 log.warning(
                     f"query disabled: missing grant (see {self.grants_hint}); retried in 10 minutes",
-                    extra={"kv": {"source": self.name, "query": query.name, "err": found.code}},
+                    source=self.name,
+                    query=query.name,
+                    err=found.code,
                 )
             else:
                 self._warn_once(query.name, found.code or found.message, "query failed", detail)
             return None
         if self._gates.reopen(query.name):
-            log.info("query enabled again", extra={"kv": {"source": self.name, "query": query.name}})
+            log.info("query enabled again", source=self.name, query=query.name)
         return rows
 
     def _warn_once(self, where: str, key: str, what: str, detail: str) -> None:
-        if (where, key) in self._warned or len(self._warned) > 256:
+        if not self._warned.first((where, key)):
             return
-        self._warned.add((where, key))
-        log.warning(what, extra={"kv": {"source": self.name, "query": where, "err": detail[:300]}})
+        log.warning(what, source=self.name, query=where, err=detail[:300])
 
     def _rows(
         self, rows: Sequence[Any], query: Query, errors: Counter[str], parse: Callable[[Any], Any]

@@ -9,7 +9,6 @@ Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_sho
 
 from __future__ import annotations
 
-import logging
 import math
 import operator
 import re
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from pathlib import Path
 
-from lunlat import contract
+from lunlat import contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
@@ -37,7 +36,7 @@ from lunlat.topology import (
     resolve,
 )
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 # Indexes into the stats fields (0-based, after major, minor and name). lunlat publishes the first
 # eleven; discard and flush fields (14 and 16) are read past, so all three formats give one table.
@@ -289,7 +288,7 @@ class DiskstatsSource:
         self._published: _Published | None = None
         self._devices: dict[str, BlockDevice] = {}
         self._sysfs_read_at = -math.inf
-        self._warned_lines: set[str] = set()
+        self._warned_lines = logs.Once()
         self._warned_unmatched: set[str] = set()
 
     def collect(self) -> SourceResult:
@@ -304,7 +303,7 @@ class DiskstatsSource:
             self._warn_malformed(path, b)
         table, resets = self._unwrapper.apply(table)
         if resets:
-            log.debug("device counters reset", extra={"kv": {"devices": ",".join(resets)}})
+            log.debug("device counters reset", devices=",".join(resets))
         published = self._topology(table)
         cols = table.columns
         if published.mask is not None:
@@ -326,20 +325,15 @@ class DiskstatsSource:
 
     def _warn_malformed(self, path: Path, bad: Malformed) -> None:
         # Counted every time; logged once per distinct line so a persistent oddity cannot flood the log.
-        if bad.line in self._warned_lines or len(self._warned_lines) >= 256:
+        if not self._warned_lines.first(bad.line):
             return
-        self._warned_lines.add(bad.line)
         log.warning(
             "skipping diskstats line",
-            extra={
-                "kv": {
-                    "file": str(path),
-                    "line": bad.lineno,
-                    "reason": bad.reason,
-                    "detail": bad.detail,
-                    "text": bad.line[:200],
-                }
-            },
+            file=str(path),
+            line=bad.lineno,
+            reason=bad.reason,
+            detail=bad.detail,
+            text=bad.line[:200],
         )
 
     def _shown(self, view: LunView) -> bool:
@@ -415,7 +409,7 @@ class DiskstatsSource:
             None if all(mask) else mask,
             info,
         )
-        log.debug("topology refreshed", extra={"kv": {"devices": len(table.names), "shown": len(info)}})
+        log.debug("topology refreshed", devices=len(table.names), shown=len(info))
         return self._published
 
     def _block_devices(self, table: Table, same_devices: bool, stale: bool) -> dict[str, BlockDevice]:
@@ -449,5 +443,5 @@ class DiskstatsSource:
     def _warn_unmatched(self, unmatched: list[LunEntry]) -> None:
         described = {e.match.describe() for e in unmatched}
         for what in sorted(described - self._warned_unmatched):
-            log.warning("config luns entry matches no device (yet)", extra={"kv": {"match": what}})
+            log.warning("config luns entry matches no device (yet)", match=what)
         self._warned_unmatched = described

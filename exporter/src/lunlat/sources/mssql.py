@@ -10,14 +10,13 @@ later as 08S01; HYT00 is a query past `Connection.timeout`.
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from lunlat import contract
+from lunlat import contract, logs
 from lunlat.config import MssqlTarget
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
@@ -26,7 +25,7 @@ from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Kind
 from lunlat.sources.dbsource import DbSource, count_value, id_value, text_value
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 TEMPDB_ID = 2
 ROLE_OF_TYPE = {0: "data", 1: "log"}
@@ -166,7 +165,7 @@ class MssqlSource(DbSource[Connection]):
         self._server = row[0] if isinstance(row[0], str) else ""
         started = row[2] if isinstance(row[2], int) else None
         if self._started is not None and started is not None and started != self._started:
-            log.info("SQL Server restarted: counters start again", extra={"kv": {"source": self.name}})
+            log.info("SQL Server restarted: counters start again", source=self.name)
         self._started = started
 
     def _look_up_volumes(self, conn: Connection, errors: Counter[str]) -> dict[tuple[int, int], str]:

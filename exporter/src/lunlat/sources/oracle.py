@@ -13,7 +13,6 @@ timeout fails this scrape of this source only (`lunlat_source_up` 0), never the 
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections import Counter
@@ -21,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lunlat import contract
+from lunlat import contract, logs
 from lunlat.config import OracleTarget
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
@@ -38,7 +37,7 @@ from lunlat.sources.dbsource import (
     text_value,
 )
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 ROLE_OF_FILETYPE = {"Data File": "data", "Temp File": "temp", "Log File": "log", "Control File": "control"}
 # V$IOSTAT_FILE has one row for all redo logs and one for all control files (FILE_NO 0).
@@ -276,14 +275,10 @@ class OracleSource(DbSource[Connection]):
         self._names = names
         log.debug(
             "names looked up",
-            extra={
-                "kv": {
-                    "source": self.name,
-                    "datafiles": len(names.datafiles),
-                    "tempfiles": len(names.tempfiles),
-                    "instances": len(names.instances),
-                }
-            },
+            source=self.name,
+            datafiles=len(names.datafiles),
+            tempfiles=len(names.tempfiles),
+            instances=len(names.instances),
         )
 
     def _locate(self, path: str, expect_lun: bool = True) -> Location:

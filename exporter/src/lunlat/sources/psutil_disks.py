@@ -7,20 +7,19 @@ There is no sysfs here, so the LUN is the disk name psutil reports; config entri
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psutil
 
-from lunlat import contract
+from lunlat import contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.host import device_families
 
-log = logging.getLogger(__name__)
+log = logs.get(__name__)
 
 DiskCounters = Callable[[], Mapping[str, Any]]
 
@@ -49,7 +48,7 @@ class PsutilDisksSource:
             if entry.match.device is None:
                 log.warning(
                     "without sysfs only `device` matches work; entry ignored",
-                    extra={"kv": {"match": entry.match.describe()}},
+                    match=entry.match.describe(),
                 )
 
     def _shown(self, name: str) -> bool:
