@@ -169,7 +169,7 @@ def test_rules_read_only_contract_metrics() -> None:
     published = {m.name for m in contract.ALL_METRICS}
     assert used, "the rules read lunlat metrics"
     assert used <= published, f"not in the contract: {sorted(used - published)}"
-    # The recording names of design §3 exist.
+    # The recording names of docs/contract.md §3 exist.
     for name in ("lunlat:read_latency_seconds:avg1m", "lunlat:write_latency_seconds:avg1m", "lunlat:iops:rate1m",
                  "lunlat:throughput_bytes:rate1m"):  # fmt: skip
         assert f"record: {name}\n" in text

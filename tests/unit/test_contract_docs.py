@@ -60,3 +60,44 @@ def test_counters_end_in_total_and_everything_has_the_prefix() -> None:
     for spec in contract.ALL_METRICS:
         assert spec.name.startswith(contract.PREFIX)
         assert spec.name.endswith("_total") == (spec.type == "counter")
+
+
+REPO = README.parent
+CONTRACT_DOC = REPO / "docs" / "contract.md"
+CITATION = re.compile(r"docs/contract\.md §(\d+)")
+
+
+def _tracked_text_files() -> list[Path]:
+    roots = [REPO / d for d in ("exporter", "tests", "bench", "alerts", "dashboards", "deploy", "docs")]
+    suffixes = {".py", ".md", ".yml", ".yaml", ".sh", ".sql", ".service"}
+    return [p for root in roots for p in root.rglob("*") if p.suffix in suffixes and ".venv" not in p.parts]
+
+
+def test_every_citation_of_the_contract_names_a_section_it_has() -> None:
+    sections = set(re.findall(r"^## §(\d+) ", CONTRACT_DOC.read_text(), flags=re.MULTILINE))
+    cited = {
+        (str(path.relative_to(REPO)), number)
+        for path in _tracked_text_files()
+        for number in CITATION.findall(path.read_text(encoding="utf-8", errors="replace"))
+    }
+    assert cited, "the code cites docs/contract.md"
+    assert {(where, n) for where, n in cited if n not in sections} == set()
+
+
+def test_the_contract_is_cited_from_the_repository_not_from_outside() -> None:
+    # The starting design document lived outside the repository; its facts moved to docs/contract.md.
+    # (The pattern is built from parts so that this file does not match it.)
+    outside = re.compile("design" + r" §|shared/" + "design" + r"\.md")
+    assert [
+        str(p.relative_to(REPO))
+        for p in _tracked_text_files()
+        if outside.search(p.read_text(errors="replace"))
+    ] == []
+
+
+def test_recorded_names_in_the_contract_doc_exist() -> None:
+    from lunlat import recorded  # noqa: PLC0415 - only this test needs it
+
+    text = CONTRACT_DOC.read_text()
+    assert "exporter/src/lunlat/recorded.py" in text
+    assert recorded.LATENCY.format(op="read", window=recorded.BREACH_WINDOW) in text

@@ -14,7 +14,7 @@ pyodbc = pytest.importorskip("pyodbc", reason="pyodbc is not installed (pip inst
 @pytest.mark.parametrize(
     ("exc", "kind"),
     [
-        # What pyodbc + FreeTDS raise, as measured against a TDS server (design §5).
+        # What pyodbc + FreeTDS raise, as measured against a TDS server (docs/contract.md §4).
         (
             pyodbc.OperationalError(
                 "HYT00", "[HYT00] [FreeTDS][SQL Server]Query timeout expired (0) (SQLExecDirectW)"

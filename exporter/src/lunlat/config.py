@@ -1,4 +1,4 @@
-"""The exporter's YAML config (design §6): validated by pydantic, errors named by key and line.
+"""The exporter's YAML config (docs/contract.md §6): validated by pydantic, errors named by key and line.
 
 Every key is optional and unknown keys are errors. With no file at all, the embedded default is
 used: every LUN of the host, no database.

@@ -1,7 +1,7 @@
 """The metric contract: every metric name, type, help text and label set lunlat publishes.
 
 This module is the single definition that the exporter, the README's metric reference, the alert and
-recording rules and the dashboards are checked against (design §3). Change a name here and the tests
+recording rules and the dashboards are checked against (docs/contract.md §3). Change a name here and the tests
 that compare the docs and rules with this module fail until they follow.
 """
 
@@ -135,7 +135,7 @@ DEVICE_METRICS: tuple[MetricSpec, ...] = (
 )
 
 # --- database layer: Oracle ----------------------------------------------------------------------
-# `db_instance` rather than the design's `instance`: Prometheus owns `instance` (the scrape target)
+# `db_instance` rather than `instance`: Prometheus owns `instance` (the scrape target)
 # and would rename an exporter's `instance` to `exported_instance` at every scrape.
 # `workload` (from the target's config) is on the file series too, so the db-layer recording rules
 # carry it like the host layer's and the goal overrides by workload apply to both layers.

@@ -1,7 +1,7 @@
 """Database files → block devices → LUNs, and the labels the database sources hand to the host layer.
 
 A database reports its files by path (a datafile on a filesystem, a block device for ASM). The host
-layer knows LUNs by kernel device. `FileLocator` joins the two (design §2): a path on a filesystem
+layer knows LUNs by kernel device. `FileLocator` joins the two (docs/contract.md §2): a path on a filesystem
 goes through the host's mount table (`<procfs>/1/mountinfo`, so a containerised exporter that
 cannot see the files still finds their devices), a device path (`/dev/mapper/…`, `/dev/sdX`, ASM
 disks) through its device number or its name; then down the dm/LVM/partition stack to the LUNs.

@@ -1,4 +1,4 @@
-"""The one sample model every source produces and the exposition renders (design §1).
+"""The one sample model every source produces and the exposition renders (docs/contract.md §1).
 
 Label sets are objects that render their exposition text once: a source that publishes the same
 device on every scrape keeps its LabelSet and pays for escaping only when the labels change.

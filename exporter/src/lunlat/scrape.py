@@ -5,7 +5,7 @@
 - A source past its deadline (or the scrape's) is reported down for that scrape; its collection
   keeps its thread until it returns, and later scrapes wait on that same collection rather than
   piling up new ones.
-- Health families (design §3) come from what the collections reported, never from a failed scrape.
+- Health families (docs/contract.md §3) come from what the collections reported, never from a failed scrape.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Pure functions over a sysfs root and a procfs root (tests and benchmarks pass fa
   slaves, holders, partition parent, loop backing);
 - `read_mounts` reads the mount table of the host (`<procfs>/1/mountinfo`, so a containerised
   exporter with the host's /proc mounted sees the host's mounts);
-- `resolve` names every device by its LUN (design §2): multipath alias / dm name, else WWID, else
+- `resolve` names every device by its LUN (docs/contract.md §2): multipath alias / dm name, else WWID, else
   the kernel name; multipath path devices and partitions are kinds of their own, hidden by default.
 """
 

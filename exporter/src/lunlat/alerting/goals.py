@@ -1,6 +1,6 @@
 """The latency goal definition (`alerts/goals.yaml`): default goal, overrides, breach, SLO and health.
 
-Rules, dashboards and docs are generated from this one file (design §6: the goal is not exporter
+Rules, dashboards and docs are generated from this one file (docs/contract.md §2: the goal is not exporter
 config). Validation is strict like the exporter config: unknown keys, bad durations, regexes or
 matchers are errors naming file, line and key.
 """

@@ -13,7 +13,7 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from lunlat.alerting import rules
+from lunlat import recorded
 from lunlat.alerting.goals import Goals
 from lunlat.dashboards import panels as p
 
@@ -28,7 +28,7 @@ def _lun_latency(op: str, **fixed: str) -> str:
 
 def _goal(**fixed: str) -> str:
     """The strictest goal among the shown LUNs (overrides may give some a looser one)."""
-    return f"min({p.selector(rules.GOAL, p.LUN_FILTERS, **HOST, **fixed)})"
+    return f"min({p.selector(recorded.GOAL, p.LUN_FILTERS, **HOST, **fixed)})"
 
 
 def _stat(
@@ -101,7 +101,7 @@ def _latency_panel(role_title: str, role: str, op: str, goals: Goals) -> timeser
 
 
 def build(goals: Goals) -> dash.Dashboard:
-    above = p.selector(rules.ABOVE_GOAL, p.LUN_FILTERS, **HOST)
+    above = p.selector(recorded.ABOVE_GOAL, p.LUN_FILTERS, **HOST)
     judged_iops = p.selector(p.IOPS_RECORDED, p.LUN_FILTERS, **HOST)
     return (
         p.dashboard(

@@ -18,8 +18,7 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from lunlat import contract
-from lunlat.alerting import rules
+from lunlat import contract, recorded
 from lunlat.alerting.goals import Goals
 
 DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -76,13 +75,13 @@ def rate(metric: str, filters: Sequence[Var] = (), **fixed: str) -> str:
     return f"rate({selector(metric, filters, **fixed)}[{RATE}])"
 
 
-def latency(op: str, window: str = rules.BREACH_WINDOW) -> str:
+def latency(op: str, window: str = recorded.BREACH_WINDOW) -> str:
     """The recorded average latency of `op` (the series the alerts judge)."""
-    return rules.LATENCY.format(op=op, window=window)
+    return recorded.LATENCY.format(op=op, window=window)
 
 
-IOPS_RECORDED = rules.IOPS.format(window=rules.BREACH_WINDOW)
-THROUGHPUT_RECORDED = rules.THROUGHPUT.format(window=rules.BREACH_WINDOW)
+IOPS_RECORDED = recorded.IOPS.format(window=recorded.BREACH_WINDOW)
+THROUGHPUT_RECORDED = recorded.THROUGHPUT.format(window=recorded.BREACH_WINDOW)
 
 
 # --- variables ----------------------------------------------------------------------------------

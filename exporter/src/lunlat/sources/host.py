@@ -1,4 +1,4 @@
-"""Families of the host layer (design §3), shared by the diskstats and psutil sources."""
+"""Families of the host layer (docs/contract.md §3), shared by the diskstats and psutil sources."""
 
 from __future__ import annotations
 

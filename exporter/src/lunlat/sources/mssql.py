@@ -3,7 +3,7 @@
 One source per configured instance, through pyodbc and the ODBC driver named in the config
 (Microsoft's ODBC Driver 18, or FreeTDS). The connection is kept between scrapes and reopened
 with backoff when lost; each scrape runs two static batches (mssql_sql). What pyodbc raises is
-classified by SQLSTATE and the server's error number (design §5): a lost connection first shows as
+classified by SQLSTATE and the server's error number (docs/contract.md §4): a lost connection first shows as
 the base class pyodbc.Error (01000 "Unexpected EOF" mid-query, HY000 after an idle drop), only
 later as 08S01; HYT00 is a query past `Connection.timeout`.
 """

@@ -1,4 +1,4 @@
-"""The SQL Server source's T-SQL: static text only, no parameters (design §4, §5).
+"""The SQL Server source's T-SQL: static text only, no parameters (docs/contract.md §4).
 
 No `?` parameters on purpose: pyodbc sends parameterised statements as RPC `sp_prepexec`, plain
 text as a SQL batch; static batches keep the driver path (and the tests' TDS server) simple.

@@ -1,4 +1,4 @@
-"""Oracle: the database's own view of I/O latency per file, per wait event and per ASM disk (design §4).
+"""Oracle: the database's own view of I/O latency per file, per wait event and per ASM disk (docs/contract.md §4).
 
 One source per configured target, through python-oracledb in thin mode (no Instant Client). The
 connection is kept between scrapes (a login costs the database far more than the queries) and

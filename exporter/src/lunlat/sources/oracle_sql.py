@@ -1,4 +1,4 @@
-"""The Oracle source's SQL: static text only, nothing built from input (design §4).
+"""The Oracle source's SQL: static text only, nothing built from input (docs/contract.md §4).
 
 Every statement reads GV$ views, which work the same on a single instance (INST_ID 1) and on RAC
 (one row per instance), and names every column it reads, so the collector unpacks rows by position.

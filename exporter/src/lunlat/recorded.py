@@ -1,0 +1,23 @@
+"""The recorded series: names of the recording rules that the dashboards, docs and tests read.
+
+Beside `contract.py` (what the exporter publishes) because these names are the other half of the
+contract (docs/contract.md §3): `alerting/rules.py` writes the rules under these names and the
+dashboards query them, so a renamed rule changes both or fails the dashboards' lint.
+Names follow Prometheus' `level:metric:operation` convention; `{window}` and `{op}` are filled in.
+"""
+
+from __future__ import annotations
+
+OPS: tuple[str, ...] = ("read", "write")
+RATE_WINDOWS: tuple[str, ...] = ("1m", "5m")
+# The window of the averages that alerts judge and dashboards draw.
+BREACH_WINDOW = "1m"
+
+IOPS = "lunlat:iops:rate{window}"
+THROUGHPUT = "lunlat:throughput_bytes:rate{window}"
+LATENCY = "lunlat:{op}_latency_seconds:avg{window}"
+GOAL = "lunlat:latency_goal_seconds"
+GOAL_MIN_IOPS = "lunlat:latency_goal_min_iops"
+ABOVE_GOAL = "lunlat:latency_above_goal:bool"
+ABOVE_GOAL_RATIO = "lunlat:latency_above_goal:ratio{window}"
+JUDGED_SINCE = "lunlat:latency_judged_since:timestamp"
