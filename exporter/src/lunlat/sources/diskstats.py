@@ -5,6 +5,11 @@ Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_sho
 - the six time fields are printed as 32-bit unsigned milliseconds (`%u`) and wrap after ~49.7 days
   of summed latency; the count fields are 64-bit (`%lu`) on 64-bit kernels and do not wrap;
 - field 9 (I/Os in flight) is a gauge.
+
+Nothing the kernel does not print is believed: diskstats_show (torvalds/linux, block/genhd.c)
+prints `"%4d %7d %pg "` then `%lu` counts and `%u` times, so a sign, a number wider than 64 bits
+(among the fields lunlat reads) or a name with a control character, NUL or non-ASCII byte makes a
+malformed line, counted and skipped alone; the other lines are published.
 """
 
 from __future__ import annotations
@@ -50,6 +55,15 @@ COUNT_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i not in 
 SECTOR_BYTES = 512  # diskstats sectors are always 512 bytes, whatever the device's block size
 WRAP = 1 << 32
 FIELD_COUNTS = (14, 18, 20)  # whole-line field counts of the three kernel formats
+# The widest number the kernel prints (`%lu` on a 64-bit kernel); lunlat refuses a line whose kept
+# fields (major, minor and the first eleven) are wider. As digits, for the line-by-line path:
+# equal-length digit strings compare as their numbers do.
+U64_MAX = (1 << 64) - 1
+U64_MAX_DIGITS = str(U64_MAX).encode()
+# A device name as the kernel prints it (sda, nvme0n1p2, dm-3, cciss/c0d0): visible ASCII. A NUL
+# would make the sysfs lookup raise, and "." or ".." would name a sysfs directory that is no device.
+_DEVICE_NAME = re.compile(rb"(?!\.\.?\Z)[!-~]+\Z")
+_VISIBLE_ASCII = re.compile(rb"[!-~]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +101,14 @@ def _all_digits(tokens: Sequence[bytes]) -> bool:
     return b"".join(tokens).isdigit()  # bytes.isdigit is ASCII-only
 
 
+def _in_range(tokens: Sequence[bytes]) -> bool:
+    """Every token (all digits) is at most 2**64 - 1."""
+    width = len(U64_MAX_DIGITS)
+    if max(map(len, tokens), default=0) < width:
+        return True
+    return all(len(t) < width or (len(t) == width and t <= U64_MAX_DIGITS) for t in tokens)
+
+
 def parse(data: bytes) -> tuple[Table, list[Malformed]]:
     """Parse /proc/diskstats; lines that are not one of the kernel formats are returned apart.
 
@@ -110,14 +132,19 @@ def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
         return None
     columns = list(zip(*rows, strict=True))
     names = columns[2]
-    if len(set(names)) != len(names) or not all(map(_all_digits, (columns[0], columns[1], *columns[3:]))):
+    unique = set(names)
+    if (
+        len(unique) != len(names)
+        or not all(map(_all_digits, (columns[0], columns[1], *columns[3:])))
+        or not _VISIBLE_ASCII.fullmatch(b"".join(names))  # one regex call for every name
+        or b"." in unique
+        or b".." in unique
+    ):
         return None
-    return Table(
-        [n.decode("ascii", "replace") for n in names],
-        list(map(int, columns[0])),
-        list(map(int, columns[1])),
-        [list(map(int, c)) for c in columns[3 : 3 + KEPT_FIELDS]],
-    )
+    converted = [list(map(int, c)) for c in (columns[0], columns[1], *columns[3 : 3 + KEPT_FIELDS])]
+    if max(map(max, converted)) > U64_MAX:
+        return None
+    return Table([n.decode("ascii") for n in names], converted[0], converted[1], converted[2:])
 
 
 def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
@@ -127,16 +154,23 @@ def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
     for lineno, parts in enumerate(rows, 1):
         if not parts:
             continue
-        line = b" ".join(parts).decode("ascii", "replace")
+        line = b" ".join(parts).decode("ascii", "backslashreplace")  # the log shows odd bytes as \xNN
         if len(parts) not in FIELD_COUNTS:
             bad.append(
                 Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18 or 20")
             )
             continue
-        if not _all_digits([parts[0], parts[1], *parts[3:]]):
+        numbers = [parts[0], parts[1], *parts[3:]]
+        if not _all_digits(numbers):
             bad.append(
                 Malformed(lineno, line, "malformed_line", "a number field is not a non-negative integer")
             )
+            continue
+        if not _in_range(numbers[: 2 + KEPT_FIELDS]):  # the discard and flush fields are read past
+            bad.append(Malformed(lineno, line, "malformed_line", "a number is wider than 64 bits"))
+            continue
+        if not _DEVICE_NAME.match(parts[2]):
+            bad.append(Malformed(lineno, line, "malformed_line", "the device name is not printable ASCII"))
             continue
         name = parts[2].decode("ascii", "replace")
         if name in seen:
