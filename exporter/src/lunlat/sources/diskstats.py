@@ -30,7 +30,7 @@ from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.host import device_families
+from lunlat.sources.host import DeviceFilter, LunInfo, device_families
 from lunlat.topology import (
     BlockDevice,
     LunView,
@@ -313,8 +313,7 @@ class DiskstatsSource:
         self._db_labels = db_labels
         self._sysfs = sysfs
         self._config = config
-        self._include = re.compile(config.include) if config.include else None
-        self._exclude = re.compile(config.exclude) if config.exclude else None
+        self._filter = DeviceFilter.from_config(config)
         self._luns = list(luns)
         self._refresh_interval = refresh_interval
         self._clock = clock
@@ -373,9 +372,7 @@ class DiskstatsSource:
     def _shown(self, view: LunView) -> bool:
         if view.hidden or (view.kind != "lun" and not self._config.show_paths):
             return False
-        if self._include is not None and not self._include.search(view.device):
-            return False
-        return not (self._exclude is not None and self._exclude.search(view.device))
+        return not self._filter.ignored(view.device)
 
     def _topology(self, table: Table) -> _Published:
         mounts, mount_text = read_mounts(self._procfs)
@@ -419,20 +416,20 @@ class DiskstatsSource:
                 continue
             labels.append(LabelSet(contract.DEVICE_LABELS, (view.lun, view.device)))
             extra = lun_labels.get(name, NO_LABELS)
-            info_values = (
-                view.lun,
-                view.device,
-                view.wwid,
-                view.vendor,
-                view.model,
-                view.paths,
-                extra.database,
-                extra.role,
-                extra.workload,
-                ",".join(view.mountpoints),
-                view.kind,
+            lun_info = LunInfo(
+                lun=view.lun,
+                device=view.device,
+                wwid=view.wwid,
+                vendor=view.vendor,
+                model=view.model,
+                paths=view.paths,
+                database=extra.database,
+                role=extra.role,
+                workload=extra.workload,
+                mountpoint=",".join(view.mountpoints),
+                kind=view.kind,
             )
-            info.append(("", LabelSet(contract.LUN_INFO_LABELS, info_values), 1))
+            info.append(lun_info.sample())
         self._published = _Published(
             table.names,
             table.majors,
