@@ -12,6 +12,8 @@ def test_plain_lower_case_identifiers_are_lun_names(name: str) -> None:
     assert LUN_NAME.match(name)
 
 
-@pytest.mark.parametrize("name", ["", "1data", "Data", "ora-data", "ora data", "x" * 42, "../etc", "a.img", "ora\n"])
+@pytest.mark.parametrize(
+    "name", ["", "1data", "Data", "ora-data", "ora data", "x" * 42, "../etc", "a.img", "ora\n"]
+)
 def test_anything_else_is_not(name: str) -> None:
     assert not LUN_NAME.match(name)
