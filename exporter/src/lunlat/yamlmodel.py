@@ -7,6 +7,7 @@ Shared by the exporter config (`--config.file`), the lab description and the lat
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +56,15 @@ def clip(text: str, limit: int = QUOTE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# reprlib stops early (a few items, the ends of a long string), so a huge value is never printed whole.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxset = 2, 4, 4, 4
+_SHORT.maxstring = _SHORT.maxother = QUOTE_CHARS // 2
+
+
 def quote(value: object) -> str:
     """A short repr of a value found in a file, for an error message."""
-    return clip(repr(value))
+    return clip(_SHORT.repr(value))
 
 
 class ConfigError(Exception):
