@@ -200,6 +200,15 @@ def test_check_config_refuses_an_unset_password_env(tmp_path: Path) -> None:
     assert (
         "lunlat.yml:5: oracle[0].password_env: environment variable LUNLAT_TEST_UNSET is not set" in message
     )
+    syntax_only = subprocess.run(
+        [sys.executable, "-m", "lunlat", "check-config", "--syntax-only", str(tmp_path / "lunlat.yml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert (syntax_only.returncode, syntax_only.stderr) == (0, "")
 
 
 def test_check_config_refuses_a_missing_or_unreadable_password_file(tmp_path: Path) -> None:
