@@ -130,3 +130,9 @@ _ORIGINALS: dict[Path, bytes] = {}
 def _original(diskstats: Path) -> bytes:
     """The fixture's diskstats as first written (hypothesis reuses the fixture across examples)."""
     return _ORIGINALS.setdefault(diskstats, diskstats.read_bytes())
+
+
+def test_an_odd_line_is_logged_with_its_odd_bytes_escaped() -> None:
+    _, bad = parse(b"\n".join([GOOD, fields(b"sd\x1b[2J\xff"), GOOD.replace(b"sda", b"sdc")]))
+    (odd,) = bad
+    assert odd.line.startswith("8 16 sd\\x1b[2J\\xff 1 ") and odd.line.isprintable()

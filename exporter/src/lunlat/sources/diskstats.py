@@ -154,7 +154,8 @@ def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
     for lineno, parts in enumerate(rows, 1):
         if not parts:
             continue
-        line = b" ".join(parts).decode("ascii", "backslashreplace")  # the log shows odd bytes as \xNN
+        # For the log: control and non-ASCII bytes as \xNN (bytes' repr), never raw on a terminal.
+        line = repr(b" ".join(parts))[2:-1]
         if len(parts) not in FIELD_COUNTS:
             bad.append(
                 Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18 or 20")
