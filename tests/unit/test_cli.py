@@ -16,9 +16,16 @@ import pytest
 LINE = "   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
 
 
-def lunlat(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def lunlat(
+    *args: str, timeout: float = 30, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "lunlat", *args], capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-m", "lunlat", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
     )
 
 
@@ -104,11 +111,11 @@ def test_serve_with_an_unreachable_oracle_target_still_serves_the_host_layer(
         f"oracle:\n  - name: Oracle\n    dsn: 127.0.0.1:{port}/ORCL\n    user: lunlat\n"
         "    password_env: LUNLAT_TEST_CLI_ORACLE_PASSWORD\n    timeout_seconds: 1\n"
     )
-    checked = lunlat("check-config", str(config))
+    env = {**os.environ, "LUNLAT_TEST_CLI_ORACLE_PASSWORD": "cli-secret-value"}
+    checked = lunlat("check-config", str(config), env=env)  # check-config reads the password source
     assert checked.returncode == 0 and "1 Oracle targets" in checked.stdout
     argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0", f"--path.procfs={procfs}",
             f"--path.sysfs={tmp_path / 'sys'}", "--log.format=json", f"--config.file={config}"]  # fmt: skip
-    env = {**os.environ, "LUNLAT_TEST_CLI_ORACLE_PASSWORD": "cli-secret-value"}
     with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env) as proc:
         try:
             assert proc.stderr is not None
@@ -123,6 +130,31 @@ def test_serve_with_an_unreachable_oracle_target_still_serves_the_host_layer(
             assert proc.wait(timeout=10) == 0
             logs = proc.stderr.read()
             assert "DPY-6005" in logs and "cli-secret-value" not in logs
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def test_serve_warns_of_an_unreadable_password_file_and_still_serves(procfs: Path, tmp_path: Path) -> None:
+    # The file may be mounted later (a Kubernetes secret): serve warns and starts; check-config refuses.
+    config = tmp_path / "lunlat.yaml"
+    config.write_text(
+        "mssql:\n  - name: SQL1\n    server: 127.0.0.1,1\n    user: lunlat\n"
+        f"    password_file: {tmp_path / 'not-yet'}\n    timeout_seconds: 1\n"
+    )
+    assert_clean_error(lunlat("check-config", str(config)), 2, "mssql[0].password_file", ":5:")
+    argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0", f"--path.procfs={procfs}",
+            f"--path.sysfs={tmp_path / 'sys'}", "--log.format=json", f"--config.file={config}"]  # fmt: skip
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stderr is not None
+            warning = json.loads(proc.stderr.readline())
+            assert warning["level"] == "warn" and warning["msg"] == "database password not readable yet"
+            assert warning["key"] == "mssql[0].password_file" and "No such file" in warning["err"]
+            started = json.loads(proc.stderr.readline())
+            assert started["sources"] == "diskstats,mssql:SQL1"
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -210,5 +210,5 @@ def test_unreadable_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.yml")
     binary = tmp_path / "binary.yml"
     binary.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="not UTF-8"):
         load_config(binary)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import subprocess
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -88,3 +89,24 @@ def test_same_text_as_prometheus_client_for_the_same_gauge() -> None:
     ours = Family(contract.SOURCE_UP)
     ours.add(LabelSet(("source",), ('we"ird\\name\n',)), 1.0)
     assert render([ours]) == generate_latest(registry).decode()
+
+
+def test_any_int_renders_as_a_float_the_text_format_takes() -> None:
+    # 10**400 once printed as a 401-digit literal, which Go's ParseFloat refuses (promtool:
+    # "expected float"), and with it the whole exposition.
+    a, b = LabelSet(("lun", "device"), ("a", "a")), LabelSet(("lun", "device"), ("b", "b"))
+    column = Family(SPEC, exponent=-3, column=(LabelList([a, b]), [10**400, 5]))
+    samples = Family(contract.DEVICE_READS, [("", a, -(10**400)), ("", b, True)])
+    text = render([column, samples])
+    assert parsed(text) == {
+        SPEC.name: {(("device", "a"), ("lun", "a")): math.inf, (("device", "b"), ("lun", "b")): 0.005},
+        contract.DEVICE_READS.name: {
+            (("device", "a"), ("lun", "a")): -math.inf,
+            (("device", "b"), ("lun", "b")): 1.0,
+        },
+    }
+    check = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 0, check.stderr
+    assert format_value(10**400, -3) == "+Inf" and format_value(12, -3) == "12e-3"

@@ -29,6 +29,7 @@ from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from lunlat.sources.oracle import OracleSource, connect_oracledb
 from lunlat.sources.psutil_disks import PsutilDisksSource
+from lunlat.yamlmodel import key_path
 
 log = logs.get("lunlat.cli")
 
@@ -148,6 +149,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Validate a config file: exit 0 when valid, 2 with the problems when not.",
     )
     check.add_argument("file", type=Path)
+    # As promtool's `check config --syntax-only` (prometheus/prometheus cmd/promtool/main.go): for a
+    # file checked away from where it runs (CI), without the secrets it will find there.
+    check.add_argument(
+        "--syntax-only",
+        action="store_true",
+        help="check the file only, not the password files and variables it names",
+    )
     _lab_parser(commands)
     _rules_parser(commands)
     _dashboards_parser(commands)
@@ -348,9 +356,9 @@ def _usage_error(message: str) -> int:
     return EXIT_USAGE
 
 
-def _load(path: Path | None) -> Config:
+def _load(path: Path | None, check_secrets: bool = False) -> Config:
     try:
-        return load_config(path)
+        return load_config(path, check_secrets)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"lunlat: config error: {problem}", file=sys.stderr)
@@ -366,6 +374,10 @@ def serve(args: argparse.Namespace) -> int:
     except ListenAddressError as exc:
         return _usage_error(f"--web.listen-address: {exc}")
     config = _load(args.config_file)
+    # A password file may be mounted after the exporter starts (a Kubernetes secret, a Vault agent):
+    # warn and start; the target reports up 0 until the secret can be read (README, "Configuration").
+    for loc, problem in config.secret_problems():
+        log.warning("database password not readable yet", key=key_path(loc), err=problem)
     sources = build_sources(config, args)
     scraper = Scraper(sources, process_registry())
     # A scrape of a large host allocates ~100k short-lived objects; with CPython's default gen-0
@@ -402,7 +414,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def check_config(args: argparse.Namespace) -> int:
-    config = _load(args.file)
+    config = _load(args.file, check_secrets=not args.syntax_only)
     lab = f", lab with {len(config.lab.luns)} LUNs" if config.lab else ""
     databases = "".join(
         f", {len(targets)} {kind} targets"

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import Field, field_validator, model_validator
 
 from lunlat.contract import Role
 from lunlat.lab.config import LabConfig
-from lunlat.yamlmodel import ConfigError, ConfigProblem, Strict, check_regex, load_model, parse_model
+from lunlat.yamlmodel import (
+    ConfigError,
+    ConfigProblem,
+    LocatedError,
+    Strict,
+    check_regex,
+    load_model,
+    parse_model,
+    quote,
+)
 
 __all__ = ["Config", "ConfigError", "ConfigProblem", "load_config", "parse_config"]
 
@@ -54,7 +63,7 @@ class LunMatch(Strict):
             if not str(getattr(self, key)).strip():
                 raise ValueError(f"{key} must not be empty")
         if self.mount is not None and not self.mount.startswith("/"):
-            raise ValueError(f"mount must be an absolute path, got {self.mount!r}")
+            raise ValueError(f"mount must be an absolute path, got {quote(self.mount)}")
         return self
 
     def describe(self) -> str:
@@ -63,6 +72,24 @@ class LunMatch(Strict):
             if value is not None:
                 return f"{key}={value}"
         return "?"
+
+    def identity(self) -> tuple[str, str]:
+        """What this match names, in one spelling: equal identities name the same device(s).
+
+        `/dev/sda` and `sda` are one device; `device: /dev/mapper/X` is `alias: X` (luns.py matches
+        both by dm name); WWIDs compare in the form luns.py compares them.
+        """
+        if self.device is not None:
+            name = self.device.removeprefix("/dev/")
+            return ("alias", name.removeprefix("mapper/")) if name.startswith("mapper/") else ("device", name)
+        if self.wwid is not None:
+            from lunlat.luns import normalize_wwid  # noqa: PLC0415 - luns imports this module
+
+            return ("wwid", normalize_wwid(self.wwid))
+        if self.mount is not None:
+            return ("mount", str(PurePosixPath(self.mount)))
+        key = next(k for k in MATCH_KEYS if getattr(self, k) is not None)
+        return (key, str(getattr(self, key)))
 
 
 class LunEntry(Strict):
@@ -98,8 +125,11 @@ class Secret(Strict):
             return ""
         try:
             text = self.file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"cannot read {self.file}: {getattr(exc, 'strerror', None) or exc}") from None
+        except OSError as exc:
+            raise ValueError(f"cannot read {self.file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            # The decoder's message quotes a byte of the secret: say only what is wrong.
+            raise ValueError(f"cannot read {self.file}: not UTF-8 text") from None
         # Secret files are usually written by `echo` or a template: one trailing newline is not the password.
         return text.removesuffix("\n").removesuffix("\r")
 
@@ -198,11 +228,56 @@ class Config(Strict):
 
     @model_validator(mode="after")
     def _unique_databases(self) -> Config:
-        names = [t.name for t in self.oracle] + [t.name for t in self.mssql]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"database names must be unique, repeated: {', '.join(duplicates)}")
+        first: dict[str, tuple[str, int]] = {}
+        for kind, targets in (("oracle", self.oracle), ("mssql", self.mssql)):
+            for i, target in enumerate(targets):
+                if target.name in first:
+                    raise LocatedError(
+                        f"database name {quote(target.name)} is used twice: names must be unique",
+                        (kind, i, "name"),
+                        (*first[target.name], "name"),
+                    )
+                first[target.name] = (kind, i)
         return self
+
+    @model_validator(mode="after")
+    def _unique_luns(self) -> Config:
+        """Two entries naming the same device the same way: the second would never apply.
+
+        Entries naming one device different ways (an alias and its WWID) show only at run time,
+        where the first entry wins label by label (luns.assign).
+        """
+        first: dict[tuple[str, str], int] = {}
+        for i, entry in enumerate(self.luns):
+            identity = entry.match.identity()
+            if identity in first:
+                raise LocatedError(
+                    f"{entry.match.describe()} names the same device as an earlier entry",
+                    ("luns", i, "match"),
+                    ("luns", first[identity], "match"),
+                )
+            first[identity] = i
+        return self
+
+    def secret_problems(self) -> list[tuple[tuple[int | str, ...], str]]:
+        """Password sources that cannot be read now: (key path, what is wrong), never the secret."""
+        problems: list[tuple[tuple[int | str, ...], str]] = []
+        targets: list[tuple[str, list[OracleTarget] | list[MssqlTarget]]] = [
+            ("oracle", self.oracle),
+            ("mssql", self.mssql),
+        ]
+        for kind, group in targets:
+            for i, target in enumerate(group):
+                secrets = [("password", target.password)]
+                if isinstance(target, OracleTarget) and target.wallet_password is not None:
+                    secrets.append(("wallet_password", target.wallet_password))
+                for what, secret in secrets:
+                    try:
+                        secret.read()
+                    except ValueError as exc:
+                        key = f"{what}_env" if secret.env is not None else f"{what}_file"
+                        problems.append(((kind, i, key), str(exc)))
+        return problems
 
     def lun_entries(self) -> list[LunEntry]:
         """`luns:` entries, then one per lab LUN matching its loop device by backing file (so an
@@ -219,8 +294,13 @@ class Config(Strict):
         return [*self.luns, *derived]
 
 
-def parse_config(text: str, source: str = "<config>") -> Config:
-    return parse_model(text, source, Config, _explain_extra)
+def parse_config(text: str, source: str = "<config>", check_secrets: bool = False) -> Config:
+    """`check_secrets` also refuses password sources that cannot be read now (check-config)."""
+    return parse_model(text, source, Config, _explain_extra, _secret_check if check_secrets else None)
+
+
+def _secret_check(config: Config) -> list[tuple[tuple[int | str, ...], str]]:
+    return config.secret_problems()
 
 
 def _explain_extra(loc: tuple[int | str, ...]) -> str:
@@ -229,6 +309,9 @@ def _explain_extra(loc: tuple[int | str, ...]) -> str:
     return "unknown key"
 
 
-def load_config(path: Path | None) -> Config:
-    """The config in `path`, or the embedded default when no path is given."""
-    return Config() if path is None else load_model(path, Config, _explain_extra)
+def load_config(path: Path | None, check_secrets: bool = False) -> Config:
+    """The config in `path`, or the embedded default when no path is given. `check_secrets` also
+    refuses password sources that cannot be read now (check-config)."""
+    if path is None:
+        return Config()
+    return load_model(path, Config, _explain_extra, _secret_check if check_secrets else None)

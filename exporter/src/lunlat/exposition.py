@@ -9,7 +9,7 @@ against prometheus_client's own parser in tests.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from lunlat.model import Family
 
@@ -20,12 +20,32 @@ def escape_help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
 
 
-def format_value(value: float) -> str:
-    """Integers exactly, floats as the shortest repr that round-trips; Go's spellings of the non-finite."""
+# Readers parse a value with Go's strconv.ParseFloat (prometheus/common, expfmt/text_parse.go,
+# parseFloat), which refuses a literal beyond float64's range (~1.8e308) and with it the whole
+# exposition. An int below this bound, times 10**exponent for |exponent| <= 8, stays in range.
+INT_LIMIT = 10**300
+
+
+def _ints_in_range(values: Sequence[float]) -> bool:
+    """All `values` are ints (not bools) the text format takes as they print."""
+    if not values or set(map(type, values)) != {int}:
+        return False
+    return min(values) > -INT_LIMIT and max(values) < INT_LIMIT
+
+
+def format_value(value: float, exponent: int = 0) -> str:
+    """`value * 10**exponent` as the text format takes it: integers exactly (`1234e-3`), floats as
+    the shortest repr that round-trips, Go's spellings of the non-finite; an int beyond float64's
+    range is the infinity a float64 holds for it."""
     if type(value) is int:
-        return str(value)
+        if -INT_LIMIT < value < INT_LIMIT:
+            return f"{value}e{exponent}" if exponent else str(value)
+        return "+Inf" if value > 0 else "-Inf"
+    value = float(value)
+    if exponent:  # as Family.value: divide for a negative exponent, so 1234e-3 and 1.234 agree
+        value = value / 10.0**-exponent if exponent < 0 else value * 10.0**exponent
     if math.isfinite(value):
-        return repr(float(value))
+        return repr(value)
     if math.isnan(value):
         return "NaN"
     return "+Inf" if value > 0 else "-Inf"
@@ -36,35 +56,42 @@ def _render_column(name: str, family: Family, out: list[str]) -> None:
     labels, values = family.column
     if not values:
         return
-    tail = f"e{family.exponent}\n" if family.exponent else "\n"
-    # str() of an int is exact; anything else takes format_value's spelling.
-    if set(map(type, values)) == {int}:
-        texts = map(str, values)
-    elif family.exponent:
-        raise ValueError(f"{name}: a family with an exponent holds ints only")
-    else:
-        texts = map(format_value, values)
-    out.append(tail.join(map(str.__add__, labels.prefixes(name), texts)))
-    out.append(tail)
+    prefixes = labels.prefixes(name)
+    # The usual case: ints in range, printed by str() with the exponent as a shared tail.
+    if _ints_in_range(values):
+        tail = f"e{family.exponent}\n" if family.exponent else "\n"
+        out.append(tail.join(map(str.__add__, prefixes, map(str, values))))
+        out.append(tail)
+        return
+    exponent = family.exponent
+    out.extend([f"{prefix}{format_value(v, exponent)}\n" for prefix, v in zip(prefixes, values, strict=True)])
 
 
 def _render_family(name: str, family: Family, out: list[str]) -> None:
     if family.column is not None:
         _render_column(name, family, out)
     samples = family.samples
-    if family.exponent:
-        tail = f"e{family.exponent}\n"
+    exponent = family.exponent
+    if not samples:
+        return
+    if _plain([value for _, _, value in samples], exponent):
+        # Ints in range and finite floats print as Python prints them (str, repr), which the
+        # text format accepts.
+        tail = f"e{exponent}\n" if exponent else "\n"
         out.extend([f"{name}{suffix}{labels.text} {value}{tail}" for suffix, labels, value in samples])
         return
-    try:
-        # Fast path: ints and finite floats print as Python prints them (repr), which the
-        # text format accepts; only a non-finite float needs the slow path's spelling.
-        out.extend([f"{name}{suffix}{labels.text} {value}\n" for suffix, labels, value in samples])
-        if any(type(value) is float and not math.isfinite(value) for _, _, value in samples):
-            raise ValueError("non-finite")
-    except ValueError:
-        del out[len(out) - len(samples) :]
-        out.extend([f"{name}{s}{labels.text} {format_value(v)}\n" for s, labels, v in samples])
+    out.extend([f"{name}{s}{labels.text} {format_value(v, exponent)}\n" for s, labels, v in samples])
+
+
+def _plain(values: list[float], exponent: int) -> bool:
+    """Whether every value prints as Python prints it: ints in range, or (without an exponent)
+    finite floats too. A bool, for one, prints "True"."""
+    types = set(map(type, values))
+    if exponent or float not in types:
+        return _ints_in_range(values)
+    if not types <= {int, float}:
+        return False
+    return all(math.isfinite(v) if type(v) is float else -INT_LIMIT < v < INT_LIMIT for v in values)
 
 
 def render(families: Iterable[Family]) -> str:

@@ -6,7 +6,7 @@ device on every scrape keeps its LabelSet and pays for escaping only when the la
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from lunlat.contract import MetricSpec
@@ -35,9 +35,6 @@ class LabelSet:
     def as_dict(self) -> dict[str, str]:
         return dict(zip(self.names, self.values, strict=True))
 
-    def with_label(self, name: str, value: str) -> LabelSet:
-        return LabelSet((*self.names, name), (*self.values, value))
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LabelSet) and self.text == other.text
 
@@ -46,9 +43,6 @@ class LabelSet:
 
     def __repr__(self) -> str:
         return f"LabelSet({self.text})"
-
-
-EMPTY_LABELS = LabelSet((), ())
 
 
 class LabelList:
@@ -116,6 +110,3 @@ class Family:
 
     def add(self, labels: LabelSet, value: float, suffix: str = "") -> None:
         self.samples.append((suffix, labels, value))
-
-    def extend(self, labelled_values: Iterable[tuple[LabelSet, float]]) -> None:
-        self.samples.extend(("", labels, value) for labels, value in labelled_values)

@@ -5,6 +5,11 @@ Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_sho
 - the six time fields are printed as 32-bit unsigned milliseconds (`%u`) and wrap after ~49.7 days
   of summed latency; the count fields are 64-bit (`%lu`) on 64-bit kernels and do not wrap;
 - field 9 (I/Os in flight) is a gauge.
+
+Nothing the kernel does not print is believed: diskstats_show (torvalds/linux, block/genhd.c)
+prints `"%4d %7d %pg "` then `%lu` counts and `%u` times, so a sign, a number wider than 64 bits
+(among the fields lunlat reads) or a name with a control character, NUL or non-ASCII byte makes a
+malformed line, counted and skipped alone; the other lines are published.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.host import device_families
+from lunlat.sources.host import DeviceFilter, LunInfo, device_families
 from lunlat.topology import (
     BlockDevice,
     LunView,
@@ -50,6 +55,15 @@ COUNT_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i not in 
 SECTOR_BYTES = 512  # diskstats sectors are always 512 bytes, whatever the device's block size
 WRAP = 1 << 32
 FIELD_COUNTS = (14, 18, 20)  # whole-line field counts of the three kernel formats
+# The widest number the kernel prints (`%lu` on a 64-bit kernel); lunlat refuses a line whose kept
+# fields (major, minor and the first eleven) are wider. As digits, for the line-by-line path:
+# equal-length digit strings compare as their numbers do.
+U64_MAX = (1 << 64) - 1
+U64_MAX_DIGITS = str(U64_MAX).encode()
+# A device name as the kernel prints it (sda, nvme0n1p2, dm-3, cciss/c0d0): visible ASCII. A NUL
+# would make the sysfs lookup raise, and "." or ".." would name a sysfs directory that is no device.
+_DEVICE_NAME = re.compile(rb"(?!\.\.?\Z)[!-~]+\Z")
+_VISIBLE_ASCII = re.compile(rb"[!-~]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +101,14 @@ def _all_digits(tokens: Sequence[bytes]) -> bool:
     return b"".join(tokens).isdigit()  # bytes.isdigit is ASCII-only
 
 
+def _in_range(tokens: Sequence[bytes]) -> bool:
+    """Every token (all digits) is at most 2**64 - 1."""
+    width = len(U64_MAX_DIGITS)
+    if max(map(len, tokens), default=0) < width:
+        return True
+    return all(len(t) < width or (len(t) == width and t <= U64_MAX_DIGITS) for t in tokens)
+
+
 def parse(data: bytes) -> tuple[Table, list[Malformed]]:
     """Parse /proc/diskstats; lines that are not one of the kernel formats are returned apart.
 
@@ -110,14 +132,19 @@ def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
         return None
     columns = list(zip(*rows, strict=True))
     names = columns[2]
-    if len(set(names)) != len(names) or not all(map(_all_digits, (columns[0], columns[1], *columns[3:]))):
+    unique = set(names)
+    if (
+        len(unique) != len(names)
+        or not all(map(_all_digits, (columns[0], columns[1], *columns[3:])))
+        or not _VISIBLE_ASCII.fullmatch(b"".join(names))  # one regex call for every name
+        or b"." in unique
+        or b".." in unique
+    ):
         return None
-    return Table(
-        [n.decode("ascii", "replace") for n in names],
-        list(map(int, columns[0])),
-        list(map(int, columns[1])),
-        [list(map(int, c)) for c in columns[3 : 3 + KEPT_FIELDS]],
-    )
+    converted = [list(map(int, c)) for c in (columns[0], columns[1], *columns[3 : 3 + KEPT_FIELDS])]
+    if max(map(max, converted)) > U64_MAX:
+        return None
+    return Table([n.decode("ascii") for n in names], converted[0], converted[1], converted[2:])
 
 
 def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
@@ -127,16 +154,24 @@ def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
     for lineno, parts in enumerate(rows, 1):
         if not parts:
             continue
-        line = b" ".join(parts).decode("ascii", "replace")
+        # For the log: control and non-ASCII bytes as \xNN (bytes' repr), never raw on a terminal.
+        line = repr(b" ".join(parts))[2:-1]
         if len(parts) not in FIELD_COUNTS:
             bad.append(
                 Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18 or 20")
             )
             continue
-        if not _all_digits([parts[0], parts[1], *parts[3:]]):
+        numbers = [parts[0], parts[1], *parts[3:]]
+        if not _all_digits(numbers):
             bad.append(
                 Malformed(lineno, line, "malformed_line", "a number field is not a non-negative integer")
             )
+            continue
+        if not _in_range(numbers[: 2 + KEPT_FIELDS]):  # the discard and flush fields are read past
+            bad.append(Malformed(lineno, line, "malformed_line", "a number is wider than 64 bits"))
+            continue
+        if not _DEVICE_NAME.match(parts[2]):
+            bad.append(Malformed(lineno, line, "malformed_line", "the device name is not printable ASCII"))
             continue
         name = parts[2].decode("ascii", "replace")
         if name in seen:
@@ -279,8 +314,7 @@ class DiskstatsSource:
         self._db_labels = db_labels
         self._sysfs = sysfs
         self._config = config
-        self._include = re.compile(config.include) if config.include else None
-        self._exclude = re.compile(config.exclude) if config.exclude else None
+        self._filter = DeviceFilter.from_config(config)
         self._luns = list(luns)
         self._refresh_interval = refresh_interval
         self._clock = clock
@@ -339,9 +373,7 @@ class DiskstatsSource:
     def _shown(self, view: LunView) -> bool:
         if view.hidden or (view.kind != "lun" and not self._config.show_paths):
             return False
-        if self._include is not None and not self._include.search(view.device):
-            return False
-        return not (self._exclude is not None and self._exclude.search(view.device))
+        return not self._filter.ignored(view.device)
 
     def _topology(self, table: Table) -> _Published:
         mounts, mount_text = read_mounts(self._procfs)
@@ -385,20 +417,20 @@ class DiskstatsSource:
                 continue
             labels.append(LabelSet(contract.DEVICE_LABELS, (view.lun, view.device)))
             extra = lun_labels.get(name, NO_LABELS)
-            info_values = (
-                view.lun,
-                view.device,
-                view.wwid,
-                view.vendor,
-                view.model,
-                view.paths,
-                extra.database,
-                extra.role,
-                extra.workload,
-                ",".join(view.mountpoints),
-                view.kind,
+            lun_info = LunInfo(
+                lun=view.lun,
+                device=view.device,
+                wwid=view.wwid,
+                vendor=view.vendor,
+                model=view.model,
+                paths=view.paths,
+                database=extra.database,
+                role=extra.role,
+                workload=extra.workload,
+                mountpoint=",".join(view.mountpoints),
+                kind=view.kind,
             )
-            info.append(("", LabelSet(contract.LUN_INFO_LABELS, info_values), 1))
+            info.append(lun_info.sample())
         self._published = _Published(
             table.names,
             table.majors,

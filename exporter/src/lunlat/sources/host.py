@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
 from lunlat import contract
-from lunlat.model import Family, LabelList
+from lunlat.config import DiskstatsConfig
+from lunlat.model import Family, LabelList, LabelSet, Sample
 
 # The per-device families in contract order, each with the exponent its column is counted in:
 # times arrive as integer milliseconds and are exposed exactly (see Family.exponent).
@@ -27,3 +32,48 @@ def device_families(labels: LabelList, columns: dict[contract.MetricSpec, list[i
             continue
         families.append(Family(spec, exponent=_EXPONENTS.get(spec.name, 0), column=(labels, column)))
     return families
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFilter:
+    """`diskstats.include` / `diskstats.exclude` on kernel device names, compiled once from the
+    config; one `ignored` for every host source (as node_exporter's one deviceFilter,
+    prometheus/node_exporter collector/device_filter.go)."""
+
+    include: re.Pattern[str] | None = None
+    exclude: re.Pattern[str] | None = None
+
+    @classmethod
+    def from_config(cls, config: DiskstatsConfig) -> DeviceFilter:
+        return cls(
+            re.compile(config.include) if config.include else None,
+            re.compile(config.exclude) if config.exclude else None,
+        )
+
+    def ignored(self, name: str) -> bool:
+        """Whether the device is left out: not matched by `include`, or matched by `exclude`."""
+        return (self.include is not None and self.include.search(name) is None) or (
+            self.exclude is not None and self.exclude.search(name) is not None
+        )
+
+
+class LunInfo(NamedTuple):
+    """The labels of one lunlat_lun_info sample, in contract order (contract.LUN_INFO_LABELS)."""
+
+    lun: str
+    device: str
+    wwid: str = ""
+    vendor: str = ""
+    model: str = ""
+    paths: str = ""  # comma-separated path devices of a multipath LUN
+    database: str = ""
+    role: str = ""
+    workload: str = ""
+    mountpoint: str = ""  # comma-separated mountpoints
+    kind: str = "lun"  # contract.KINDS
+
+    def sample(self) -> Sample:
+        return ("", LabelSet(contract.LUN_INFO_LABELS, tuple(self)), 1)
+
+
+assert LunInfo._fields == contract.LUN_INFO_LABELS, "LunInfo must name the contract's labels in order"

@@ -7,7 +7,6 @@ There is no sysfs here, so the LUN is the disk name psutil reports; config entri
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +16,7 @@ from lunlat import contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.host import device_families
+from lunlat.sources.host import DeviceFilter, LunInfo, device_families
 
 log = logs.get(__name__)
 
@@ -39,8 +38,7 @@ class PsutilDisksSource:
         luns: Sequence[LunEntry] = (),
         counters: DiskCounters = _psutil_counters,
     ) -> None:
-        self._include = re.compile(config.include) if config.include else None
-        self._exclude = re.compile(config.exclude) if config.exclude else None
+        self._filter = DeviceFilter.from_config(config)
         self._luns = list(luns)
         self._counters = counters
         self._info_cache: dict[str, Sample] = {}
@@ -51,11 +49,6 @@ class PsutilDisksSource:
                     match=entry.match.describe(),
                 )
 
-    def _shown(self, name: str) -> bool:
-        if self._include is not None and not self._include.search(name):
-            return False
-        return not (self._exclude is not None and self._exclude.search(name))
-
     def _info(self, name: str) -> Sample:
         cached = self._info_cache.get(name)
         if cached is None:
@@ -65,8 +58,7 @@ class PsutilDisksSource:
                     database = database or (entry.database or "")
                     role = role or (entry.role or "")
                     workload = workload or (entry.workload or "")
-            values = (name, name, "", "", "", "", database, role, workload, "", "lun")
-            cached = ("", LabelSet(contract.LUN_INFO_LABELS, values), 1)
+            cached = LunInfo(name, name, database=database, role=role, workload=workload).sample()
             self._info_cache[name] = cached
         return cached
 
@@ -75,7 +67,7 @@ class PsutilDisksSource:
             disks = self._counters()
         except (OSError, RuntimeError) as exc:
             raise SourceError("read_failed", f"psutil.disk_io_counters failed: {exc}") from None
-        names = sorted(n for n in disks if self._shown(n))
+        names = sorted(n for n in disks if not self._filter.ignored(n))
         labels = LabelList([LabelSet(contract.DEVICE_LABELS, (n, n)) for n in names])
         rows = [disks[n] for n in names]
         columns: dict[contract.MetricSpec, list[int]] = {
