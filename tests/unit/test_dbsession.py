@@ -16,6 +16,9 @@ class Conn:
     def __init__(self) -> None:
         self.closed = threading.Event()
 
+    def cursor(self) -> None:
+        raise AssertionError("the session never runs queries")
+
     def close(self) -> None:
         self.closed.set()
 

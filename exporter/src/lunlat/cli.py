@@ -19,16 +19,12 @@ from types import FrameType
 
 from lunlat import __version__, logs
 from lunlat.config import Config, ConfigError, load_config
-from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.files import write_atomic
 from lunlat.lab.state import DEFAULT_STATE_DIR
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
-from lunlat.sources.base import Source
-from lunlat.sources.diskstats import DiskstatsSource
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
-from lunlat.sources.oracle import OracleSource, connect_oracledb
-from lunlat.sources.psutil_disks import PsutilDisksSource
+from lunlat.sources.factory import HOST_SOURCES, Settings
+from lunlat.sources.registry import build_sources
 
 log = logs.get("lunlat.cli")
 
@@ -127,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--collector.host.source",
         dest="host_source",
-        choices=("auto", "diskstats", "psutil"),
+        choices=HOST_SOURCES,
         default="auto",
         help="host counters from <procfs>/diskstats, or psutil where there is none (default auto)",
     )
@@ -297,50 +293,9 @@ def run_lab(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
-    diskstats_config = config.diskstats
-    if args.show_paths is not None:
-        diskstats_config = diskstats_config.model_copy(update={"show_paths": args.show_paths})
-    use_psutil = args.host_source == "psutil" or (
-        args.host_source == "auto"
-        and not (args.procfs / "diskstats").exists()
-        and not sys.platform.startswith("linux")
-    )
-    # Database sources tell the host layer which LUNs hold which database files (Linux: sysfs).
-    db_labels = None if use_psutil else DbLunLabels()
-    databases: list[Source] = [
-        OracleSource(
-            target,
-            connect_oracledb(target),
-            None if use_psutil else FileLocator(args.procfs, args.sysfs),
-            db_labels,
-            names_refresh=args.refresh_interval,
-        )
-        for target in config.oracle
-    ]
-    databases += [
-        MssqlSource(
-            target,
-            connect_pyodbc(target),
-            None if use_psutil else FileLocator(args.procfs, args.sysfs),
-            db_labels,
-        )
-        for target in config.mssql
-    ]
-    if use_psutil:
-        log.info("host counters from psutil", platform=sys.platform)
-        return [PsutilDisksSource(diskstats_config, config.lun_entries()), *databases]
-    if not (args.procfs / "diskstats").is_file():
-        raise SystemExit(_usage_error(f"--path.procfs: {args.procfs / 'diskstats'} does not exist"))
-    host = DiskstatsSource(
-        args.procfs,
-        args.sysfs,
-        diskstats_config,
-        config.lun_entries(),
-        args.refresh_interval,
-        db_labels=db_labels,
-    )
-    return [host, *databases]
+def source_settings(args: argparse.Namespace) -> Settings:
+    """What `serve`'s flags say about the sources; the registry builds them."""
+    return Settings(args.procfs, args.sysfs, args.host_source, args.show_paths, args.refresh_interval)
 
 
 def _usage_error(message: str) -> int:
@@ -366,7 +321,13 @@ def serve(args: argparse.Namespace) -> int:
     except ListenAddressError as exc:
         return _usage_error(f"--web.listen-address: {exc}")
     config = _load(args.config_file)
-    sources = build_sources(config, args)
+    built = build_sources(config, source_settings(args))
+    if built.problems:
+        built.close()
+        for problem in built.problems:
+            _usage_error(problem)
+        return EXIT_USAGE
+    sources = built.sources
     scraper = Scraper(sources, process_registry())
     # A scrape of a large host allocates ~100k short-lived objects; with CPython's default gen-0
     # threshold (700) that triggers dozens of collections walking every startup object each time.

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from lunlat import logs
 from lunlat.sources.base import SourceError
@@ -21,11 +21,16 @@ from lunlat.sources.base import SourceError
 log = logs.get(__name__)
 
 
-class Closable(Protocol):
+class Connection(Protocol):
+    """The part of a DB-API connection the database sources use (python-oracledb, pyodbc, and the
+    tests' emulations)."""
+
+    def cursor(self) -> Any: ...
+
     def close(self) -> None: ...
 
 
-Conn = TypeVar("Conn", bound=Closable)
+Conn = TypeVar("Conn", bound=Connection)
 
 
 class Kind(Enum):
@@ -141,14 +146,11 @@ class Session(Generic[Conn]):
         self.drop(message)
         self._failed(message)
 
-    def classify(self, exc: BaseException) -> Classified:
-        return self._classify(exc)
-
     def close(self) -> None:
         self.drop("closing")
 
 
-def _close_quietly(conn: Closable) -> None:
+def _close_quietly(conn: Connection) -> None:
     try:
         conn.close()
     except Exception:  # closing a broken connection may fail any way it likes
