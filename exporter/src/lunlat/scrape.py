@@ -71,7 +71,7 @@ class Scraper:
         self._clock = clock
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
-        self._problems: dict[str, str | None] = {}  # last failure per source, to log changes only
+        self._problems: dict[str, tuple[str, str] | None] = {}  # last failure per source: log changes only
         self._executor = ThreadPoolExecutor(
             max_workers=2 * len(sources) + 2, thread_name_prefix="lunlat-source"
         )
@@ -91,14 +91,16 @@ class Scraper:
     def _run(self, source: Source) -> Outcome:
         started = self._clock()
         problem: str | None = None
+        kind: tuple[str, str] | None = None  # what the failure is, without the details that vary
         try:
             result = source.collect()
             outcome = Outcome(result.families, True, 0.0, result.errors)
         except SourceError as exc:
-            problem = f"{exc.reason}: {exc}"
+            problem, kind = f"{exc.reason}: {exc}", exc.kind
             outcome = Outcome([], False, 0.0, Counter({exc.reason: exc.count}))
         except Exception as exc:  # a bug in a source must not take the exporter down
             problem = f"internal: {type(exc).__name__}: {exc}"
+            kind = ("internal", problem)
             log.debug("traceback", exc_info=True)
             outcome = Outcome([], False, 0.0, Counter({"internal": 1}))
         outcome.duration = self._clock() - started
@@ -106,11 +108,13 @@ class Scraper:
             for reason, count in outcome.errors.items():
                 self._errors[(source.name, reason)] += count
             previous = self._problems.get(source.name)
-            self._problems[source.name] = problem
-        # Log changes, not every scrape: a source down for a day must not fill the disk.
-        if problem is not None and problem != previous:
+            self._problems[source.name] = kind
+        # Log changes of state (up -> down with the first error, down -> up) and of the kind of
+        # failure, not every scrape: a source down for a day must not fill the disk, and a
+        # driver's message that names a new connection id each attempt is not a new failure.
+        if kind is not None and kind != previous:
             log.warning("source failed", source=source.name, err=problem)
-        elif problem is None and previous is not None:
+        elif kind is None and previous is not None:
             log.info("source recovered", source=source.name)
         return outcome
 

@@ -148,12 +148,12 @@ class DbSource(Generic[Conn]):
             found = self._classify(exc)
             detail = f"{query.name}: {found.code}: {found.message}" if found.code else found.message
             if found.kind is Kind.LOST:
-                self._session.lost(detail)
-                raise SourceError(found.kind.value, detail) from None
+                self._session.lost(detail, found.code)
+                raise SourceError(found.kind.value, detail, code=found.code) from None
             if found.kind is Kind.TIMEOUT:
                 # The session may still be busy on the server: never reuse it.
                 self._session.drop(detail)
-                raise SourceError(found.kind.value, detail) from None
+                raise SourceError(found.kind.value, detail, code=found.code) from None
             errors[found.kind.value] += 1
             if found.kind is Kind.NO_GRANT:
                 self._gates.close(query.name)
