@@ -21,6 +21,7 @@ from lunlat import __version__, logs
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.files import write_atomic
 from lunlat.lab.state import DEFAULT_STATE_DIR
+from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.factory import HOST_SOURCES, Settings
@@ -89,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
         default=40,
         metavar="N",
         help="scrapes served at once; more get 503 (0 = no limit; default 40)",
+    )
+    serve.add_argument(
+        "--web.enable-lifecycle",
+        dest="enable_lifecycle",
+        action="store_true",
+        help="answer POST/PUT /-/reload by re-reading the config file (SIGHUP always does)",
     )
     serve.add_argument(
         "--config.file",
@@ -329,13 +336,20 @@ def serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     sources = built.sources
     scraper = Scraper(sources, process_registry())
+    reloader = Reloader(args.config_file, source_settings(args), scraper)
     # A scrape of a large host allocates ~100k short-lived objects; with CPython's default gen-0
     # threshold (700) that triggers dozens of collections walking every startup object each time.
     # Freezing startup objects and a higher threshold cut the scrape time by ~20 % (bench/).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
     try:
-        server = Server(address, scraper, args.telemetry_path, args.max_requests)
+        server = Server(
+            address,
+            scraper,
+            args.telemetry_path,
+            args.max_requests,
+            reloader.reload if args.enable_lifecycle else None,
+        )
     except OSError as exc:
         print(f"lunlat: error: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -344,8 +358,13 @@ def serve(args: argparse.Namespace) -> int:
         log.info("shutting down", signal=signal.Signals(signum).name)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
+    def reload(_signum: int, _frame: FrameType | None) -> None:
+        # Not in the handler itself: it runs in the main thread, which serves requests.
+        threading.Thread(target=reloader.reload, name="reload", daemon=True).start()
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, reload)
     log.info(
         "listening",
         address=args.listen,

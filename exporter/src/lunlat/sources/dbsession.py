@@ -84,7 +84,6 @@ class Session(Generic[Conn]):
         self._last_reason = "connect_failed"
         self._last_code: str | None = None
         self._last_error = ""
-        self._hanging: _Attempt[Conn] | None = None  # an abandoned connect attempt, maybe still running
         self._conn: Conn | None = None
         self.connects = 0  # successful connects, for logs and tests
 
@@ -111,7 +110,8 @@ class Session(Generic[Conn]):
         return conn
 
     def _open(self) -> Conn:
-        hanging = self._hanging
+        with _HANGING_LOCK:
+            hanging = _HANGING.get(self._source)
         if hanging is not None and not hanging.done.is_set():
             # thin's login has no timeout of its own (see the module docstring): an attempt cut at
             # the timeout may hang for as long as the peer keeps the socket open. Starting another
@@ -122,19 +122,22 @@ class Session(Generic[Conn]):
                 f"the last connect attempt still hangs, {self._clock() - hanging.started:.0f} s after it began",
             )
             raise SourceError("connect_timeout", self._last_error, code="")
-        self._hanging = None
+        with _HANGING_LOCK:
+            _HANGING.pop(self._source, None)
         attempt = _Attempt(self._connect, self._clock())
         threading.Thread(target=attempt.run, name=f"{self._source}-connect", daemon=True).start()
         if not attempt.done.wait(self._timeout):
             attempt.abandon()
-            self._hanging = attempt
+            with _HANGING_LOCK:
+                _HANGING[self._source] = attempt
             self._failed("connect_timeout", "", f"connect took longer than {self._timeout:g} s")
             raise SourceError("connect_timeout", self._last_error, code="")
         error = attempt.error
         if error is not None:
             if isinstance(error, SourceError):  # raised by `connect` itself (e.g. a missing password)
-                self._failed(error.reason, error.code, str(error))
-                raise SourceError(error.reason, self._last_error, code=error.code) from None
+                code = str(error) if error.code is None else error.code  # the waits say the same
+                self._failed(error.reason, code, str(error))
+                raise SourceError(error.reason, self._last_error, code=code) from None
             if not isinstance(error, Exception):
                 raise error
             found = self._classify(error)
@@ -203,6 +206,12 @@ class _Attempt(Generic[Conn]):
             conn = self.conn
         if conn is not None:  # finished between the wait and the flag
             _close_quietly(conn)
+
+
+# The abandoned connect attempt of each source, by name: kept here rather than in the Session so
+# that the new session a config reload makes for the same target waits for it too.
+_HANGING: dict[str, _Attempt[Any]] = {}
+_HANGING_LOCK = threading.Lock()
 
 
 def _close_quietly(conn: Connection) -> None:
