@@ -113,6 +113,9 @@ def test_sighup_and_post_reload_a_running_exporter_and_a_bad_file_keeps_the_old(
         good = exporter.scrape().text
         assert samples(good)[(RELOADED, ())] == 1 and lun_db(good, "sdb") == ""
         assert "oracle:O" not in good
+        config.write_text(ONE_LUN + "diskstats:\n  exclude: '^sdb$'\n")  # a new device filter
+        assert post(exporter.port) == (200, "")
+        assert lun_db(exporter.scrape().text, "sdb") is None and lun_db(exporter.scrape().text, "sda") == "A"
         log = exporter.log_text()
     refusals = [line for line in log.splitlines() if "config reload failed" in line]
     assert len(refusals) == 4 and all("err=" in line and str(config) in line for line in refusals)

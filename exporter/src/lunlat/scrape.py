@@ -117,9 +117,9 @@ class Scraper:
                 # The pool's size follows the sources; running collections finish on the old one.
                 self._executor.shutdown(wait=False)
                 self._executor = self._new_executor(len(sources))
-            flights = {f.source: f for f in self._flights.values()}
+            flights = {id(f.source): f for f in self._flights.values()}
         for source in old:
-            flight = flights.get(source)
+            flight = flights.get(id(source))
             if flight is None:
                 retire(source)
             else:
