@@ -75,3 +75,12 @@ def test_every_source_module_is_registered_once() -> None:
     names = [name for name, _ in registry.FACTORIES]
     assert names == ["diskstats", "psutil", "oracle", "mssql"]
     assert len({factory for _, factory in registry.FACTORIES}) == len(names)
+
+
+def test_a_rebuild_hands_the_database_labels_on(procfs: Path, tmp_path: Path) -> None:
+    first = build_sources(parse_config(CONFIG), Settings(procfs, tmp_path))
+    again = build_sources(parse_config(CONFIG), Settings(procfs, tmp_path), first.db_labels)
+    host, oracle, _ = again.sources
+    assert isinstance(host, DiskstatsSource) and isinstance(oracle, OracleSource)
+    assert first.db_labels is not None and again.db_labels is first.db_labels
+    assert host._db_labels is first.db_labels and oracle._db_labels is first.db_labels

@@ -336,7 +336,7 @@ def serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     sources = built.sources
     scraper = Scraper(sources, process_registry())
-    reloader = Reloader(args.config_file, source_settings(args), scraper)
+    reloader = Reloader(args.config_file, source_settings(args), scraper, built.db_labels)
     # A scrape of a large host allocates ~100k short-lived objects; with CPython's default gen-0
     # threshold (700) that triggers dozens of collections walking every startup object each time.
     # Freezing startup objects and a higher threshold cut the scrape time by ~20 % (bench/).

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from lunlat import contract, logs
 from lunlat.config import ConfigError, load_config
+from lunlat.dbfiles import DbLunLabels
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper
 from lunlat.sources.factory import Settings
@@ -35,9 +36,11 @@ class Reloader:
         path: Path | None,
         settings: Settings,
         scraper: Scraper,
+        db_labels: DbLunLabels | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._path = path
+        self._db_labels = db_labels  # the running sources' LUN labels, handed on to the new ones
         self._settings = settings
         self._scraper = scraper
         self._wall_clock = wall_clock
@@ -66,7 +69,7 @@ class Reloader:
             config = load_config(self._path)
         except ConfigError as exc:
             return [str(p) for p in exc.problems]
-        built = build_sources(config, self._settings)
+        built = build_sources(config, self._settings, self._db_labels)
         if built.problems:
             built.close()
             return built.problems
@@ -75,6 +78,9 @@ class Reloader:
         except ValueError as exc:  # names not unique: the config checks should have said so
             built.close()
             return [str(exc)]
+        if built.db_labels is not None:
+            built.db_labels.keep(s.name for s in built.sources)
+        self._db_labels = built.db_labels
         log.info("config reloaded", file=self._path, sources=",".join(s.name for s in built.sources))
         return []
 

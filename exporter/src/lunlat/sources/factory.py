@@ -56,9 +56,13 @@ class Context:
     db_labels: DbLunLabels | None
 
     @classmethod
-    def of(cls, config: Config, settings: Settings) -> Context:
+    def of(cls, config: Config, settings: Settings, db_labels: DbLunLabels | None = None) -> Context:
+        """`db_labels`: the running sources' (a reload), so the host layer keeps what the database
+        sources told it until they tell it again."""
         platform = settings.host_platform()
-        return cls(config, settings, platform, DbLunLabels() if platform == "diskstats" else None)
+        if platform != "diskstats":
+            return cls(config, settings, platform, None)
+        return cls(config, settings, platform, db_labels if db_labels is not None else DbLunLabels())
 
     def diskstats(self) -> DiskstatsConfig:
         """The config's device filter, with --collector.diskstats.show-paths applied."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lunlat.config import Config
+from lunlat.dbfiles import DbLunLabels
 from lunlat.sources import diskstats, mssql, oracle, psutil_disks
 from lunlat.sources.base import Source
 from lunlat.sources.factory import BuildError, Context, Factory, Settings
@@ -25,16 +26,18 @@ FACTORIES: tuple[tuple[str, Factory], ...] = (
 class Built:
     sources: list[Source] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # one line each
+    db_labels: DbLunLabels | None = None  # what the database sources tell the host layer
 
     def close(self) -> None:
         """Close what was built (database sessions) when it will not be used."""
         close_sources(self.sources)
 
 
-def build_sources(config: Config, settings: Settings) -> Built:
-    """Every registered source for `config`, or the problems of those that cannot be built."""
-    context = Context.of(config, settings)
-    built = Built()
+def build_sources(config: Config, settings: Settings, db_labels: DbLunLabels | None = None) -> Built:
+    """Every registered source for `config`, or the problems of those that cannot be built.
+    `db_labels`: the running sources' on a reload (see Context.of)."""
+    context = Context.of(config, settings, db_labels)
+    built = Built(db_labels=context.db_labels)
     for _name, factory in FACTORIES:
         result = factory(context)
         if isinstance(result, BuildError):
