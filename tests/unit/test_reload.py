@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from lunlat import reload as reload_module
+from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import Source, SourceError, SourceResult
+from lunlat.sources.factory import Settings
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.unit.test_scrape import FakeSource, samples
 
@@ -193,3 +196,20 @@ def test_reload_answers_and_other_methods(server: tuple[Server, list[str | None]
     assert answers == []
     assert post(srv.port, method="DELETE")[0] == 405
     assert post(srv.port, "/metrics")[0] == 405
+
+
+def test_a_failing_build_is_a_refused_reload_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(reload_module, "build_sources", broken)
+    source = FakeSource("kept")
+    scraper = Scraper([source])
+    reloader = Reloader(None, Settings(tmp_path, tmp_path), scraper, wall_clock=lambda: 1234.5)
+    assert reloader.reload() == "internal: RuntimeError: boom"
+    text = scraper.scrape(5)
+    assert samples(text)[(RELOADED, ())] == 0 and samples(text)[(RELOADED_AT, ())] == 1234.5
+    assert source.calls == 1
+    scraper.close()

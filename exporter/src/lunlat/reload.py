@@ -54,7 +54,11 @@ class Reloader:
         """Load the config file again and swap in its sources: None when done, else why not (the
         old config keeps running)."""
         with self._lock:
-            problems = self._swap()
+            try:
+                problems = self._swap()
+            except Exception as exc:  # a bug in a factory must not kill the reload's caller
+                log.debug("traceback", exc_info=True)
+                problems = [f"internal: {type(exc).__name__}: {exc}"]
             if problems:
                 self._successful = False
                 for problem in problems:
