@@ -29,6 +29,8 @@ from lunlat.lab import commands
 from lunlat.lab.state import LabState
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
+from lunlat.sources import oracle as oracle_source
+from lunlat.sources.registry import build_sources
 from tests import prometheus
 from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
 from tests.oracle.emulation import OracleEmulation
@@ -135,9 +137,10 @@ def exporter(config_path: Path, oracle: OracleEmulation) -> Iterator[int]:
     """The lunlat exporter in this process (the Oracle source's connection is the emulation's;
     everything else as `lunlat serve` builds it); yields its port."""
     args = cli._parser().parse_args(["serve", f"--config.file={config_path}"])
-    with mock.patch.object(cli, "connect_oracledb", lambda _target: oracle.connect):
-        sources = cli.build_sources(load_config(config_path), args)
-    scraper = Scraper(sources)
+    with mock.patch.object(oracle_source, "connect_oracledb", lambda _target: oracle.connect):
+        built = build_sources(load_config(config_path), cli.source_settings(args))
+    assert not built.problems, built.problems
+    scraper = Scraper(built.sources)
     server = Server(ListenAddress.parse(f"{LOOPBACK}:0"), scraper)
     thread = threading.Thread(target=server.serve_forever, name="exporter", daemon=True)
     thread.start()

@@ -9,61 +9,39 @@ from __future__ import annotations
 
 import gc
 import logging
-import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 
 import pytest
 
 from lunlat.config import OracleTarget
+from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError
 from lunlat.sources.oracle import OracleSource, connect_oracledb
+from tests import sockets
+from tests.clock import FakeClock
 
 SECRET = "hunter2-do-not-log"  # noqa: S105 - a test value that must never appear in logs
 
 
-@pytest.fixture
-def silent_listener() -> Iterator[int]:
-    """A port that accepts connections and never says a word."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-                accepted.append(conn)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join(2)
-    for conn in accepted:
-        conn.close()
-    server.close()
-    # The abandoned login thread now fails on the reset and drops the driver's socket without
-    # closing it: collect it here, inside this test, whose marks ignore that ResourceWarning.
+def settle() -> None:
+    """After a silent listener closed: the abandoned login thread now fails on the reset and drops
+    the driver's socket without closing it; collect it here, inside the test, whose marks ignore
+    that ResourceWarning."""
     time.sleep(0.5)
     gc.collect()
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@pytest.fixture
+def silent_listener() -> Iterator[int]:
+    with sockets.silent_listener() as port:
+        yield port
+    settle()
 
 
-def source(port: int, timeout: float = 0.5) -> OracleSource:
+def source(port: int, timeout: float = 0.5, clock: Callable[[], float] = time.monotonic) -> OracleSource:
     target = OracleTarget(
         name="Oracle",
         dsn=f"127.0.0.1:{port}/ORCL",
@@ -71,13 +49,13 @@ def source(port: int, timeout: float = 0.5) -> OracleSource:
         password_env="LUNLAT_TEST_REAL_DRIVER_PASSWORD",  # noqa: S106 - a variable name
         timeout_seconds=timeout,
     )
-    return OracleSource(target, connect_oracledb(target))
+    return OracleSource(target, connect_oracledb(target), clock=clock)
 
 
 def test_nothing_listening_fails_fast_with_the_drivers_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LUNLAT_TEST_REAL_DRIVER_PASSWORD", SECRET)
     with pytest.raises(SourceError) as caught:
-        source(closed_port()).collect()
+        source(sockets.closed_port()).collect()
     assert caught.value.reason == "connect_failed"
     assert "DPY-6005" in str(caught.value)
     assert SECRET not in str(caught.value)
@@ -101,6 +79,57 @@ def test_a_login_that_never_answers_is_cut_at_the_timeout(
 def test_a_missing_password_variable_is_named_not_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LUNLAT_TEST_REAL_DRIVER_PASSWORD", raising=False)
     with pytest.raises(SourceError) as caught:
-        source(closed_port()).collect()
+        source(sockets.closed_port()).collect()
     assert caught.value.reason == "connect_failed"
     assert "LUNLAT_TEST_REAL_DRIVER_PASSWORD is not set" in str(caught.value)
+
+
+def connect_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.endswith("-connect") and t.is_alive()]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning")
+def test_a_database_that_never_answers_costs_one_thread_however_long_it_stays_dead(
+    monkeypatch: pytest.MonkeyPatch, silent_listener: int
+) -> None:
+    """thin's login waits forever on a listener that accepts and never answers; each abandoned
+    attempt keeps its thread. A new attempt must not start while the last one still hangs."""
+    monkeypatch.setenv("LUNLAT_TEST_REAL_DRIVER_PASSWORD", SECRET)
+    clock = FakeClock()
+    dead = source(silent_listener, timeout=0.2, clock=clock)
+    before = len(connect_threads())
+    reasons = []
+    for _ in range(12):
+        clock.now += 120  # past the longest backoff: every scrape is a retry
+        with pytest.raises(SourceError) as caught:
+            dead.collect()
+        reasons.append(caught.value.reason)
+        assert len(connect_threads()) - before <= 1
+    assert set(reasons) == {"connect_timeout"}
+    dead.close()
+
+
+@pytest.mark.parametrize("peer", ["dead port", "silent listener"])
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning")
+def test_a_dead_database_is_logged_once_not_at_every_attempt(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, peer: str
+) -> None:
+    """Each attempt's DPY-6005 names a new CONNECTION_ID, and scrapes between attempts say
+    "waiting to retry": neither is a new failure."""
+    monkeypatch.setenv("LUNLAT_TEST_REAL_DRIVER_PASSWORD", SECRET)
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    with ExitStack() as stack:
+        stack.callback(settle)  # last: after the listener closed
+        port = (
+            sockets.closed_port() if peer == "dead port" else stack.enter_context(sockets.silent_listener())
+        )
+        scraper = Scraper([source(port, timeout=0.2, clock=clock)])
+        stack.callback(scraper.close)
+        for _ in range(20):
+            scraper.scrape(5)
+            clock.now += 0.7  # attempts and waits for the backoff alternate
+        errors = scraper.health_families(scraper.collect(5))[2].by_labels()
+    attempts = sum(errors[("oracle:Oracle", reason)] for reason in ("connect_failed", "connect_timeout"))
+    assert attempts >= 4, errors
+    assert len(sockets.failure_lines(caplog.records)) == 1, sockets.failure_lines(caplog.records)

@@ -167,3 +167,20 @@ def test_diskstats_takes_database_labels_and_a_config_entry_still_wins(host: Fak
         "batch",
     )
     assert after["asm_data1"]["database"] == ""
+
+
+def test_after_a_reload_kept_sources_keep_their_labels_and_removed_ones_are_ignored() -> None:
+    labels = DbLunLabels()
+    for name in ("oracle:A", "oracle:B"):
+        labels.register(name)
+    labels.publish("oracle:A", {"dm-3": LunLabels("A", "data", "")})
+    labels.publish("oracle:B", {"dm-4": LunLabels("B", "log", "")})
+    version, _ = labels.merged()
+    labels.keep(["diskstats", "oracle:A"])  # B left the config
+    after, merged = labels.merged()
+    assert merged == {"dm-3": LunLabels("A", "data", "")} and after != version
+    labels.publish("oracle:B", {"dm-4": LunLabels("B", "log", "")})  # its last collection ends late
+    assert labels.merged() == (after, merged)
+    labels.register("oracle:B")  # back in a later config
+    labels.publish("oracle:B", {"dm-4": LunLabels("B", "log", "")})
+    assert labels.merged()[1]["dm-4"] == LunLabels("B", "log", "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 
 import pytest
 
@@ -15,6 +16,9 @@ from tests.clock import FakeClock
 class Conn:
     def __init__(self) -> None:
         self.closed = threading.Event()
+
+    def cursor(self) -> None:
+        raise AssertionError("the session never runs queries")
 
     def close(self) -> None:
         self.closed.set()
@@ -122,3 +126,33 @@ def test_query_gates_close_for_a_while_and_report_reopening() -> None:
     clock.now += 1
     assert gates.open("asm")
     assert gates.reopen("asm") and not gates.reopen("asm")
+
+
+def test_no_new_attempt_starts_while_an_abandoned_one_still_hangs() -> None:
+    clock = FakeClock()
+    release = threading.Event()
+    started: list[float] = []
+
+    def hang() -> Conn:
+        started.append(clock.now)
+        release.wait(10)
+        raise ConnectionResetError("peer went away")
+
+    session: Session[Conn] = Session("s", hang, classify, 0.05, clock)
+    reasons = []
+    for _ in range(5):
+        clock.now += 100  # past every backoff
+        with pytest.raises(SourceError) as caught:
+            session.connection()
+        reasons.append((caught.value.reason, caught.value.count, caught.value.code))
+    assert len(started) == 1, "each retry started another connect while the first still hung"
+    assert reasons == [("connect_timeout", 1, "")] * 5  # one kind of failure: logged once
+    release.set()
+    for _ in range(100):  # the hung attempt ends; the next retry is a real attempt again
+        clock.now += 100
+        with pytest.raises(SourceError):
+            session.connection()
+        if len(started) == 2:
+            break
+        time.sleep(0.02)  # the hung thread needs a moment to see the release
+    assert len(started) == 2

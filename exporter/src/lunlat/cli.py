@@ -19,16 +19,13 @@ from types import FrameType
 
 from lunlat import __version__, logs
 from lunlat.config import Config, ConfigError, load_config
-from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.files import write_atomic
 from lunlat.lab.state import DEFAULT_STATE_DIR
+from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
-from lunlat.sources.base import Source
-from lunlat.sources.diskstats import DiskstatsSource
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
-from lunlat.sources.oracle import OracleSource, connect_oracledb
-from lunlat.sources.psutil_disks import PsutilDisksSource
+from lunlat.sources.factory import HOST_SOURCES, Settings
+from lunlat.sources.registry import build_sources
 from lunlat.yamlmodel import key_path
 
 log = logs.get("lunlat.cli")
@@ -96,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
         help="scrapes served at once; more get 503 (0 = no limit; default 40)",
     )
     serve.add_argument(
+        "--web.enable-lifecycle",
+        dest="enable_lifecycle",
+        action="store_true",
+        help="answer POST/PUT /-/reload by re-reading the config file (SIGHUP always does)",
+    )
+    serve.add_argument(
         "--config.file",
         dest="config_file",
         type=Path,
@@ -128,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--collector.host.source",
         dest="host_source",
-        choices=("auto", "diskstats", "psutil"),
+        choices=HOST_SOURCES,
         default="auto",
         help="host counters from <procfs>/diskstats, or psutil where there is none (default auto)",
     )
@@ -305,50 +308,9 @@ def run_lab(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_sources(config: Config, args: argparse.Namespace) -> list[Source]:
-    diskstats_config = config.diskstats
-    if args.show_paths is not None:
-        diskstats_config = diskstats_config.model_copy(update={"show_paths": args.show_paths})
-    use_psutil = args.host_source == "psutil" or (
-        args.host_source == "auto"
-        and not (args.procfs / "diskstats").exists()
-        and not sys.platform.startswith("linux")
-    )
-    # Database sources tell the host layer which LUNs hold which database files (Linux: sysfs).
-    db_labels = None if use_psutil else DbLunLabels()
-    databases: list[Source] = [
-        OracleSource(
-            target,
-            connect_oracledb(target),
-            None if use_psutil else FileLocator(args.procfs, args.sysfs),
-            db_labels,
-            names_refresh=args.refresh_interval,
-        )
-        for target in config.oracle
-    ]
-    databases += [
-        MssqlSource(
-            target,
-            connect_pyodbc(target),
-            None if use_psutil else FileLocator(args.procfs, args.sysfs),
-            db_labels,
-        )
-        for target in config.mssql
-    ]
-    if use_psutil:
-        log.info("host counters from psutil", platform=sys.platform)
-        return [PsutilDisksSource(diskstats_config, config.lun_entries()), *databases]
-    if not (args.procfs / "diskstats").is_file():
-        raise SystemExit(_usage_error(f"--path.procfs: {args.procfs / 'diskstats'} does not exist"))
-    host = DiskstatsSource(
-        args.procfs,
-        args.sysfs,
-        diskstats_config,
-        config.lun_entries(),
-        args.refresh_interval,
-        db_labels=db_labels,
-    )
-    return [host, *databases]
+def source_settings(args: argparse.Namespace) -> Settings:
+    """What `serve`'s flags say about the sources; the registry builds them."""
+    return Settings(args.procfs, args.sysfs, args.host_source, args.show_paths, args.refresh_interval)
 
 
 def _usage_error(message: str) -> int:
@@ -378,15 +340,28 @@ def serve(args: argparse.Namespace) -> int:
     # warn and start; the target reports up 0 until the secret can be read (README, "Configuration").
     for loc, problem in config.secret_problems():
         log.warning("database password not readable yet", key=key_path(loc), err=problem)
-    sources = build_sources(config, args)
+    built = build_sources(config, source_settings(args))
+    if built.problems:
+        built.close()
+        for problem in built.problems:
+            _usage_error(problem)
+        return EXIT_USAGE
+    sources = built.sources
     scraper = Scraper(sources, process_registry())
+    reloader = Reloader(args.config_file, source_settings(args), scraper, built.db_labels)
     # A scrape of a large host allocates ~100k short-lived objects; with CPython's default gen-0
     # threshold (700) that triggers dozens of collections walking every startup object each time.
     # Freezing startup objects and a higher threshold cut the scrape time by ~20 % (bench/).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
     try:
-        server = Server(address, scraper, args.telemetry_path, args.max_requests)
+        server = Server(
+            address,
+            scraper,
+            args.telemetry_path,
+            args.max_requests,
+            reloader.reload if args.enable_lifecycle else None,
+        )
     except OSError as exc:
         print(f"lunlat: error: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -395,8 +370,13 @@ def serve(args: argparse.Namespace) -> int:
         log.info("shutting down", signal=signal.Signals(signum).name)
         threading.Thread(target=server.shutdown, daemon=True).start()
 
+    def reload(_signum: int, _frame: FrameType | None) -> None:
+        # Not in the handler itself: it runs in the main thread, which serves requests.
+        threading.Thread(target=reloader.reload, name="reload", daemon=True).start()
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, reload)
     log.info(
         "listening",
         address=args.listen,

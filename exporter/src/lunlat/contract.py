@@ -323,7 +323,30 @@ BUILD_INFO = MetricSpec(
     ("version", "python_version"),
 )
 
-HEALTH_METRICS: tuple[MetricSpec, ...] = (SOURCE_UP, SOURCE_DURATION, SOURCE_ERRORS, BUILD_INFO)
+# As Prometheus publishes prometheus_config_last_reload_successful and
+# prometheus_config_last_reload_success_timestamp_seconds (github.com/prometheus/prometheus,
+# cmd/prometheus/main.go): set at start once the config is valid, then by each reload.
+CONFIG_LAST_RELOAD_SUCCESSFUL = MetricSpec(
+    "lunlat_config_last_reload_successful",
+    "gauge",
+    "Whether the last configuration reload attempt was successful.",
+    (),
+)
+CONFIG_LAST_RELOAD_SUCCESS_TIME = MetricSpec(
+    "lunlat_config_last_reload_success_timestamp_seconds",
+    "gauge",
+    "Timestamp of the last successful configuration reload.",
+    (),
+)
+
+HEALTH_METRICS: tuple[MetricSpec, ...] = (
+    SOURCE_UP,
+    SOURCE_DURATION,
+    SOURCE_ERRORS,
+    BUILD_INFO,
+    CONFIG_LAST_RELOAD_SUCCESSFUL,
+    CONFIG_LAST_RELOAD_SUCCESS_TIME,
+)
 
 ALL_METRICS: tuple[MetricSpec, ...] = (
     *DEVICE_METRICS,

@@ -151,22 +151,37 @@ class DbLunLabels:
         self._lock = threading.Lock()
         self._by_source: dict[str, dict[str, LunLabels]] = {}
         self._order: list[str] = []
+        self._retired: set[str] = set()
         self.version = 0
 
     def register(self, source: str) -> None:
         """Fix the precedence: sources registered first win where two claim one device."""
         with self._lock:
+            self._retired.discard(source)
             if source not in self._order:
                 self._order.append(source)
 
     def publish(self, source: str, labels: dict[str, LunLabels]) -> None:
         with self._lock:
-            if self._by_source.get(source) == labels:
+            if source in self._retired or self._by_source.get(source) == labels:
                 return
             self._by_source[source] = dict(labels)
             if source not in self._order:
                 self._order.append(source)
             self.version += 1
+
+    def keep(self, sources: Iterable[str]) -> None:
+        """After a config reload: only these sources, in this order of precedence. What they
+        published stays, so the host layer's labels do not flap until they publish again."""
+        with self._lock:
+            order = list(sources)
+            # A removed source's collection may still be running: what it publishes is ignored.
+            self._retired |= {s for s in self._order if s not in order}
+            self._order = order
+            kept = {s: self._by_source[s] for s in self._order if s in self._by_source}
+            if kept != self._by_source:
+                self._by_source = kept
+                self.version += 1
 
     def merged(self) -> tuple[int, dict[str, LunLabels]]:
         with self._lock:

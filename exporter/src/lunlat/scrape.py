@@ -44,6 +44,7 @@ class Outcome:
 class _Flight:
     future: Future[Outcome]
     started: float
+    source: Source  # a reload may bring a new source under the same name
     timeout_counted: bool = False
 
 
@@ -63,27 +64,66 @@ class Scraper:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        names = [s.name for s in sources]
-        if len(set(names)) != len(names):
-            raise ValueError(f"source names must be unique: {names}")
+        _unique_names(sources)
         self._sources = list(sources)
+        self._names = {s.name for s in sources}
         self._registry = registry
         self._clock = clock
         self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
-        self._problems: dict[str, str | None] = {}  # last failure per source, to log changes only
-        self._executor = ThreadPoolExecutor(
-            max_workers=2 * len(sources) + 2, thread_name_prefix="lunlat-source"
-        )
+        self._problems: dict[str, tuple[str, str] | None] = {}  # last failure per source: log changes only
+        self._executor = self._new_executor(len(sources))
+        self._providers: list[Callable[[], list[Family]]] = []
         # Every declared reason starts at 0, so rate() and increase() see the first error.
         self._errors: Counter[tuple[str, str]] = Counter()
-        for source in self._sources:
-            for reason in (*source.error_reasons, "timeout", "internal"):
-                self._errors[(source.name, reason)] += 0
+        self._declare_errors(self._sources)
         self._build_info = Family(
             contract.BUILD_INFO,
             [("", LabelSet(contract.BUILD_INFO.labels, (__version__, platform.python_version())), 1)],
         )
+
+    @staticmethod
+    def _new_executor(sources: int) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=2 * sources + 2, thread_name_prefix="lunlat-source")
+
+    def _declare_errors(self, sources: Sequence[Source]) -> None:
+        for source in sources:
+            for reason in (*source.error_reasons, "timeout", "internal"):
+                self._errors[(source.name, reason)] += 0
+
+    def add_families(self, provider: Callable[[], list[Family]]) -> None:
+        """Publish what `provider` returns in every scrape, after the health families."""
+        self._providers.append(provider)
+
+    def replace(self, sources: Sequence[Source], retire: Callable[[Source], None]) -> None:
+        """Scrape `sources` from now on, instead of the current ones (a config reload).
+
+        The swap is atomic: a scrape under way finishes with the sources it started with, the next
+        one sees only the new. Error counters of names that stay keep counting; those of names
+        that went are no longer published. `retire` is called with each old source once its
+        collection in flight (if any) has ended, so a database session is never closed under a
+        query.
+        """
+        _unique_names(sources)
+        with self._lock:
+            old, self._sources = self._sources, list(sources)
+            kept = self._names = {s.name for s in sources}
+            for key in [k for k in self._errors if k[0] not in kept]:
+                del self._errors[key]
+            self._declare_errors(sources)
+            for name in [n for n in self._problems if n not in kept]:
+                del self._problems[name]
+            if len(sources) > len(old):
+                # The pool's size follows the sources; running collections finish on the old one.
+                self._executor.shutdown(wait=False)
+                self._executor = self._new_executor(len(sources))
+            flights = {id(f.source): f for f in self._flights.values()}
+        for source in old:
+            flight = flights.get(id(source))
+            if flight is None:
+                retire(source)
+            else:
+                flight.future.add_done_callback(_then(retire, source))
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -91,41 +131,47 @@ class Scraper:
     def _run(self, source: Source) -> Outcome:
         started = self._clock()
         problem: str | None = None
+        kind: tuple[str, str] | None = None  # what the failure is, without the details that vary
         try:
             result = source.collect()
             outcome = Outcome(result.families, True, 0.0, result.errors)
         except SourceError as exc:
-            problem = f"{exc.reason}: {exc}"
+            problem, kind = f"{exc.reason}: {exc}", exc.kind
             outcome = Outcome([], False, 0.0, Counter({exc.reason: exc.count}))
         except Exception as exc:  # a bug in a source must not take the exporter down
             problem = f"internal: {type(exc).__name__}: {exc}"
+            kind = ("internal", problem)
             log.debug("traceback", exc_info=True)
             outcome = Outcome([], False, 0.0, Counter({"internal": 1}))
         outcome.duration = self._clock() - started
         with self._lock:
-            for reason, count in outcome.errors.items():
-                self._errors[(source.name, reason)] += count
+            if source.name in self._names:  # not a source a reload removed while it ran
+                for reason, count in outcome.errors.items():
+                    self._errors[(source.name, reason)] += count
             previous = self._problems.get(source.name)
-            self._problems[source.name] = problem
-        # Log changes, not every scrape: a source down for a day must not fill the disk.
-        if problem is not None and problem != previous:
+            self._problems[source.name] = kind
+        # Log changes of state (up -> down with the first error, down -> up) and of the kind of
+        # failure, not every scrape: a source down for a day must not fill the disk, and a
+        # driver's message that names a new connection id each attempt is not a new failure.
+        if kind is not None and kind != previous:
             log.warning("source failed", source=source.name, err=problem)
-        elif problem is None and previous is not None:
+        elif kind is None and previous is not None:
             log.info("source recovered", source=source.name)
         return outcome
 
     def _flight(self, source: Source) -> _Flight:
         with self._lock:
             flight = self._flights.get(source.name)
-            if flight is None or flight.future.done():
-                flight = _Flight(self._executor.submit(self._run, source), self._clock())
+            if flight is None or flight.future.done() or flight.source is not source:
+                flight = _Flight(self._executor.submit(self._run, source), self._clock(), source)
                 self._flights[source.name] = flight
             return flight
 
     def collect(self, timeout: float) -> list[tuple[Source, Outcome]]:
         """Collect every source within `timeout` seconds."""
         deadline = self._clock() + timeout
-        flights = [(source, self._flight(source)) for source in self._sources]
+        sources = self._sources  # one set for the whole scrape, even across a reload
+        flights = [(source, self._flight(source)) for source in sources]
         outcomes: list[tuple[Source, Outcome]] = []
         for source, flight in flights:
             until = deadline if source.timeout is None else min(deadline, flight.started + source.timeout)
@@ -133,7 +179,7 @@ class Scraper:
                 outcome = flight.future.result(timeout=max(0.0, until - self._clock()))
             except FutureTimeout:
                 with self._lock:
-                    if not flight.timeout_counted:
+                    if not flight.timeout_counted and source.name in self._names:
                         flight.timeout_counted = True
                         self._errors[(source.name, "timeout")] += 1
                         log.warning(
@@ -157,7 +203,7 @@ class Scraper:
             snapshot = sorted(self._errors.items())
         for (name, reason), count in snapshot:
             errors.add(LabelSet(contract.SOURCE_ERRORS.labels, (name, reason)), count)
-        return [up, duration, errors, self._build_info]
+        return [up, duration, errors, self._build_info, *(f for p in self._providers for f in p())]
 
     def scrape(self, timeout: float) -> str:
         """The full /metrics body."""
@@ -167,3 +213,16 @@ class Scraper:
         if self._registry is not None:
             body += generate_latest(self._registry).decode()
         return body
+
+
+def _unique_names(sources: Sequence[Source]) -> None:
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise ValueError(f"source names must be unique: {names}")
+
+
+def _then(retire: Callable[[Source], None], source: Source) -> Callable[[Future[Outcome]], None]:
+    def done(_future: Future[Outcome]) -> None:
+        retire(source)
+
+    return done

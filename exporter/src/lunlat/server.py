@@ -11,6 +11,7 @@ import gzip
 import html
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -77,6 +78,12 @@ def _scrape_timeout(header: str | None) -> float:
     return max(value - SCRAPE_TIMEOUT_MARGIN, value / 2)
 
 
+# /-/reload: re-read the config file. Called with nothing, returns None when done, else why not.
+RELOAD_PATH = "/-/reload"
+Reload = Callable[[], "str | None"]
+MAX_BODY = 4096
+
+
 LANDING = """<!doctype html>
 <html><head><title>lunlat exporter</title></head>
 <body>
@@ -96,8 +103,10 @@ class Server(ThreadingHTTPServer):
         scraper: Scraper,
         telemetry_path: str = "/metrics",
         max_requests: int = 40,
+        reload: Reload | None = None,
     ) -> None:
         self.scraper = scraper
+        self.reload = reload  # None: the lifecycle API is not enabled (--web.enable-lifecycle)
         self.telemetry_path = telemetry_path
         self.slots = threading.BoundedSemaphore(max_requests) if max_requests > 0 else None
         if address.host:
@@ -162,6 +171,8 @@ class Handler(BaseHTTPRequestHandler):
             self._text(HTTPStatus.OK, "Healthy\n")
         elif path == "/-/ready":
             self._text(HTTPStatus.OK, "Ready\n")
+        elif path == RELOAD_PATH:
+            self._lifecycle_get()
         else:
             self._text(HTTPStatus.NOT_FOUND, f"404 not found: {path[:200]}\n")
 
@@ -172,7 +183,44 @@ class Handler(BaseHTTPRequestHandler):
             HTTPStatus.METHOD_NOT_ALLOWED, f"405 method {self.command} not allowed\n", {"Allow": "GET, HEAD"}
         )
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
+    do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
+
+    # --- lifecycle API (POST/PUT /-/reload), with Prometheus' answers: github.com/prometheus/prometheus
+    # web/web.go registers POST and PUT; without --web.enable-lifecycle they get 403 "Lifecycle API
+    # is not enabled.", GET gets 405 "Only POST or PUT requests allowed", a failed reload 500
+    # "failed to reload config: …", a done one 200 with an empty body.
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path != RELOAD_PATH:
+            self._not_allowed()
+            return
+        if not self._discard_body():
+            return
+        if self.server.reload is None:
+            self._text(HTTPStatus.FORBIDDEN, "Lifecycle API is not enabled.")
+            return
+        problem = self.server.reload()
+        if problem is None:
+            self._text(HTTPStatus.OK, "")
+        else:
+            self._text(HTTPStatus.INTERNAL_SERVER_ERROR, f"failed to reload config: {problem}\n")
+
+    do_PUT = do_POST
+
+    def _lifecycle_get(self) -> None:
+        self._text(HTTPStatus.METHOD_NOT_ALLOWED, "Only POST or PUT requests allowed", {"Allow": "POST, PUT"})
+
+    def _discard_body(self) -> bool:
+        """Read the request body (a reload takes none) so the connection stays usable; refuse one
+        that is too large or has no length."""
+        length = self.headers.get("Content-Length", "0")
+        if self.headers.get("Transfer-Encoding") or not length.isdigit() or int(length) > MAX_BODY:
+            self.close_connection = True
+            self._text(HTTPStatus.BAD_REQUEST, "400 a reload takes no body\n")
+            return False
+        self.rfile.read(int(length))
+        return True
 
     def _metrics(self) -> None:
         slots = self.server.slots

@@ -12,12 +12,21 @@ from lunlat.model import Family
 class SourceError(Exception):
     """A collection that failed as a whole: the source is down for this scrape, counted by `reason`."""
 
-    def __init__(self, reason: str, message: str, count: int = 1) -> None:
+    def __init__(self, reason: str, message: str, count: int = 1, code: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         # 0 when the failure was already counted (e.g. a source waiting to reconnect after a
         # failed attempt): the source is down, but no new error happened.
         self.count = count
+        # The class of the failure (a driver's error code) where the message carries details that
+        # change on every attempt (ids, times): a change of `code` is worth a log line, a change
+        # of message is not. None: the message itself is the class.
+        self.code = code
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """What the failure is, for "log once per change": reason and code (or the message)."""
+        return self.reason, str(self) if self.code is None else self.code
 
 
 @dataclass(slots=True)

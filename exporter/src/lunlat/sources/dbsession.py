@@ -4,6 +4,16 @@ Shared by the database sources. Driver specifics come in as two callables: `conn
 open connection) and `classify` (names what an exception means). Why the connect runs in a thread
 of its own: python-oracledb thin has no timeout for the handshake after TCP connect, and a
 database in trouble can hold a login for minutes; a scrape must not wait for it.
+
+python-oracledb offers `tcp_connect_timeout` (TRANSPORT_CONNECT_TIMEOUT in a connect descriptor),
+which bounds only `socket.create_connection` (github.com/oracle/python-oracledb,
+src/oracledb/impl/thin/protocol.pyx `_connect_tcp`); the transport then sets the socket blocking
+with no timeout (src/oracledb/impl/thin/transport.pyx `set_from_socket`: `sock.settimeout(None)`)
+until `call_timeout` is set on the open connection; `expire_time` only turns on TCP keepalive,
+which a peer that accepts and never answers passes. So an attempt cut at the timeout may hang as
+long as the peer keeps the socket open, and a new attempt per retry would leave a thread each:
+while the last attempt still hangs, no new one starts (one thread per dead target, however long
+it stays dead).
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from lunlat import logs
 from lunlat.sources.base import SourceError
@@ -21,11 +31,16 @@ from lunlat.sources.base import SourceError
 log = logs.get(__name__)
 
 
-class Closable(Protocol):
+class Connection(Protocol):
+    """The part of a DB-API connection the database sources use (python-oracledb, pyodbc, and the
+    tests' emulations)."""
+
+    def cursor(self) -> Any: ...
+
     def close(self) -> None: ...
 
 
-Conn = TypeVar("Conn", bound=Closable)
+Conn = TypeVar("Conn", bound=Connection)
 
 
 class Kind(Enum):
@@ -66,6 +81,8 @@ class Session(Generic[Conn]):
         self._backoff_max = backoff_max
         self._backoff = 0.0
         self._retry_at = -float("inf")
+        self._last_reason = "connect_failed"
+        self._last_code: str | None = None
         self._last_error = ""
         self._conn: Conn | None = None
         self.connects = 0  # successful connects, for logs and tests
@@ -81,7 +98,10 @@ class Session(Generic[Conn]):
         if self._clock() < self._retry_at:
             # Not an attempt, so not counted: the error was counted when the attempt failed.
             raise SourceError(
-                "connect_failed", f"not connected, waiting to retry: {self._last_error}", count=0
+                self._last_reason,
+                f"not connected, waiting to retry: {self._last_error}",
+                count=0,
+                code=self._last_code,
             )
         conn = self._open()
         self._conn = conn
@@ -90,40 +110,48 @@ class Session(Generic[Conn]):
         return conn
 
     def _open(self) -> Conn:
-        box: dict[str, object] = {}
-        done = threading.Event()
-        abandoned = threading.Event()
-
-        def attempt() -> None:
-            try:
-                box["conn"] = self._connect()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                box["error"] = exc
-            done.set()
-            if abandoned.is_set() and "conn" in box:
-                _close_quietly(box["conn"])  # type: ignore[arg-type]
-
-        threading.Thread(target=attempt, name=f"{self._source}-connect", daemon=True).start()
-        if not done.wait(self._timeout):
-            abandoned.set()
-            if done.is_set() and "conn" in box:  # finished between the wait and the flag
-                _close_quietly(box["conn"])  # type: ignore[arg-type]
-            self._failed(f"connect took longer than {self._timeout:g} s")
-            raise SourceError("connect_timeout", self._last_error)
-        error = box.get("error")
-        if isinstance(error, BaseException):
+        with _HANGING_LOCK:
+            hanging = _HANGING.get(self._source)
+        if hanging is not None and not hanging.done.is_set():
+            # thin's login has no timeout of its own (see the module docstring): an attempt cut at
+            # the timeout may hang for as long as the peer keeps the socket open. Starting another
+            # would leave one thread per retry behind; wait for this one to end instead.
+            self._failed(
+                "connect_timeout",
+                "",
+                f"the last connect attempt still hangs, {self._clock() - hanging.started:.0f} s after it began",
+            )
+            raise SourceError("connect_timeout", self._last_error, code="")
+        with _HANGING_LOCK:
+            _HANGING.pop(self._source, None)
+        attempt = _Attempt(self._connect, self._clock())
+        threading.Thread(target=attempt.run, name=f"{self._source}-connect", daemon=True).start()
+        if not attempt.done.wait(self._timeout):
+            attempt.abandon()
+            with _HANGING_LOCK:
+                _HANGING[self._source] = attempt
+            self._failed("connect_timeout", "", f"connect took longer than {self._timeout:g} s")
+            raise SourceError("connect_timeout", self._last_error, code="")
+        error = attempt.error
+        if error is not None:
             if isinstance(error, SourceError):  # raised by `connect` itself (e.g. a missing password)
-                self._failed(str(error))
-                raise SourceError(error.reason, self._last_error) from None
+                code = str(error) if error.code is None else error.code  # the waits say the same
+                self._failed(error.reason, code, str(error))
+                raise SourceError(error.reason, self._last_error, code=code) from None
             if not isinstance(error, Exception):
                 raise error
             found = self._classify(error)
-            self._failed(f"{found.code}: {found.message}" if found.code else found.message)
-            raise SourceError("connect_failed", self._last_error) from None
-        return box["conn"]  # type: ignore[return-value]
+            self._failed(
+                "connect_failed",
+                found.code,
+                f"{found.code}: {found.message}" if found.code else found.message,
+            )
+            raise SourceError("connect_failed", self._last_error, code=found.code) from None
+        assert attempt.conn is not None
+        return attempt.conn
 
-    def _failed(self, message: str) -> None:
-        self._last_error = message
+    def _failed(self, reason: str, code: str | None, message: str) -> None:
+        self._last_reason, self._last_code, self._last_error = reason, code, message
         self._backoff = (
             self._backoff_initial if self._backoff == 0 else min(self._backoff * 2, self._backoff_max)
         )
@@ -137,18 +165,56 @@ class Session(Generic[Conn]):
             _close_quietly(conn)
         log.debug("connection dropped", source=self._source, why=reason)
 
-    def lost(self, message: str) -> None:
+    def lost(self, message: str, code: str = "") -> None:
         self.drop(message)
-        self._failed(message)
-
-    def classify(self, exc: BaseException) -> Classified:
-        return self._classify(exc)
+        self._failed("connection_lost", code, message)
 
     def close(self) -> None:
         self.drop("closing")
 
 
-def _close_quietly(conn: Closable) -> None:
+class _Attempt(Generic[Conn]):
+    """One connect in a thread of its own; a connection that arrives after the attempt was
+    abandoned is closed, never leaked."""
+
+    def __init__(self, connect: Callable[[], Conn], started: float) -> None:
+        self._connect = connect
+        self.started = started
+        self.conn: Conn | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+        self._abandoned = False
+
+    def run(self) -> None:
+        try:
+            conn = self._connect()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self.error = exc
+            self.done.set()
+            return
+        with self._lock:
+            self.conn = conn
+            late = self._abandoned
+        self.done.set()
+        if late:
+            _close_quietly(conn)
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            conn = self.conn
+        if conn is not None:  # finished between the wait and the flag
+            _close_quietly(conn)
+
+
+# The abandoned connect attempt of each source, by name: kept here rather than in the Session so
+# that the new session a config reload makes for the same target waits for it too.
+_HANGING: dict[str, _Attempt[Any]] = {}
+_HANGING_LOCK = threading.Lock()
+
+
+def _close_quietly(conn: Connection) -> None:
     try:
         conn.close()
     except Exception:  # closing a broken connection may fail any way it likes

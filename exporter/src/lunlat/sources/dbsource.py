@@ -10,13 +10,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic
 
 from lunlat import logs
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
 from lunlat.model import LabelSet
 from lunlat.sources.base import SourceError
-from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
+from lunlat.sources.dbsession import Classified, Conn, Kind, QueryGates, Session
 
 log = logs.get(__name__)
 
@@ -26,23 +26,6 @@ class Query:
     name: str  # used in logs and in the per-query error handling
     sql: str
     per_scrape: bool  # False: a lookup, cached and refreshed now and then
-
-
-class Cursor(Protocol):
-    def execute(self, statement: str) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def close(self) -> None: ...
-
-
-class Connection(Protocol):
-    def cursor(self) -> Any: ...
-
-    def close(self) -> None: ...
-
-
-Conn = TypeVar("Conn", bound=Connection)
 
 
 class BadRowError(ValueError):
@@ -165,12 +148,12 @@ class DbSource(Generic[Conn]):
             found = self._classify(exc)
             detail = f"{query.name}: {found.code}: {found.message}" if found.code else found.message
             if found.kind is Kind.LOST:
-                self._session.lost(detail)
-                raise SourceError(found.kind.value, detail) from None
+                self._session.lost(detail, found.code)
+                raise SourceError(found.kind.value, detail, code=found.code) from None
             if found.kind is Kind.TIMEOUT:
                 # The session may still be busy on the server: never reuse it.
                 self._session.drop(detail)
-                raise SourceError(found.kind.value, detail) from None
+                raise SourceError(found.kind.value, detail, code=found.code) from None
             errors[found.kind.value] += 1
             if found.kind is Kind.NO_GRANT:
                 self._gates.close(query.name)

@@ -30,6 +30,7 @@ from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.factory import BuildError, Context
 from lunlat.sources.host import DeviceFilter, LunInfo, device_families
 from lunlat.topology import (
     BlockDevice,
@@ -477,3 +478,22 @@ class DiskstatsSource:
         for what in sorted(described - self._warned_unmatched):
             log.warning("config luns entry matches no device (yet)", match=what)
         self._warned_unmatched = described
+
+
+def build(context: Context) -> list[DiskstatsSource] | BuildError:
+    """The host layer from <procfs>/diskstats, unless psutil was chosen."""
+    if context.platform != "diskstats":
+        return []
+    procfs = context.settings.procfs
+    if not (procfs / "diskstats").is_file():
+        return BuildError(f"--path.procfs: {procfs / 'diskstats'} does not exist")
+    return [
+        DiskstatsSource(
+            procfs,
+            context.settings.sysfs,
+            context.diskstats(),
+            context.config.lun_entries(),
+            context.settings.refresh_interval,
+            db_labels=context.db_labels,
+        )
+    ]

@@ -14,7 +14,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from lunlat import contract, logs
 from lunlat.config import MssqlTarget
@@ -22,8 +22,9 @@ from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import mssql_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Kind
+from lunlat.sources.dbsession import Classified, Connection, Kind
 from lunlat.sources.dbsource import DbSource, count_value, id_value, text_value
+from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
 
@@ -35,16 +36,6 @@ TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
 # PERFORMANCE STATE on 2022+), and an Always On secondary that is not readable.
 NO_GRANT_NUMBERS = frozenset({297, 300, 229})
 _NUMBER = re.compile(r"\((\d{3,5})\)")  # drivers put the native error number in parentheses
-
-
-class Connection(Protocol):
-    """The part of pyodbc.Connection the source uses."""
-
-    timeout: int
-
-    def cursor(self) -> Any: ...
-
-    def close(self) -> None: ...
 
 
 def sqlstate(exc: BaseException) -> str:
@@ -95,11 +86,12 @@ def connection_string(target: MssqlTarget, password: str) -> str:
 
 
 def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
+    """A connect function for `target` through pyodbc; BuildError without the driver."""
     try:
         import pyodbc  # noqa: PLC0415 - optional dependency, only for configured SQL Server targets
     except ImportError:
-        raise SystemExit(
-            "lunlat: error: the mssql source needs pyodbc and an ODBC driver: pip install 'lunlat[mssql]'"
+        raise BuildError(
+            "the mssql source needs pyodbc and an ODBC driver: pip install 'lunlat[mssql]'"
         ) from None
     # Pooled connections outlive close(): a dead one would come back from the pool.
     pyodbc.pooling = False
@@ -238,3 +230,16 @@ class MssqlSource(DbSource[Connection]):
             waits.add(labels, count)
             waited.add(labels, ms)
         return [waits, waited]
+
+
+def build(context: Context) -> list[MssqlSource] | BuildError:
+    """One source per configured SQL Server instance."""
+    if not context.config.mssql:
+        return []
+    try:
+        return [
+            MssqlSource(target, connect_pyodbc(target), context.locator(), context.db_labels)
+            for target in context.config.mssql
+        ]
+    except BuildError as exc:
+        return exc

@@ -26,7 +26,7 @@ from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Kind
+from lunlat.sources.dbsession import Classified, Connection, Kind
 from lunlat.sources.dbsource import (
     BadRowError,
     DbSource,
@@ -36,6 +36,7 @@ from lunlat.sources.dbsource import (
     seconds_value,
     text_value,
 )
+from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
 
@@ -81,14 +82,10 @@ NAMES_REFRESH_SECONDS = 300.0
 UNKNOWN_FILE_RECHECK_SECONDS = 30.0
 
 
-class Connection(Protocol):
-    """The part of oracledb.Connection the source uses (tests pass an emulation)."""
+class OracleConnection(Connection, Protocol):
+    """A connection whose calls the source bounds: oracledb.Connection (tests pass an emulation)."""
 
     call_timeout: int
-
-    def cursor(self) -> Any: ...
-
-    def close(self) -> None: ...
 
 
 def error_code(exc: BaseException) -> str:
@@ -117,16 +114,14 @@ def classify(exc: BaseException) -> Classified:
     return Classified(Kind.QUERY_FAILED, code, message)
 
 
-def connect_oracledb(target: OracleTarget) -> Callable[[], Connection]:
-    """A connect function for `target` through python-oracledb thin."""
+def connect_oracledb(target: OracleTarget) -> Callable[[], OracleConnection]:
+    """A connect function for `target` through python-oracledb thin; BuildError without the driver."""
     try:
         import oracledb  # noqa: PLC0415 - optional dependency, only for configured Oracle targets
     except ImportError:
-        raise SystemExit(
-            "lunlat: error: the oracle source needs python-oracledb: pip install 'lunlat[oracle]'"
-        ) from None
+        raise BuildError("the oracle source needs python-oracledb: pip install 'lunlat[oracle]'") from None
 
-    def connect() -> Connection:
+    def connect() -> OracleConnection:
         try:
             password = target.password.read()
             wallet = target.wallet_password
@@ -178,7 +173,7 @@ def format_le(bound_micro: int) -> str:
     return f"{bound_micro / 1_000_000:.6f}".rstrip("0").rstrip(".")
 
 
-class OracleSource(DbSource[Connection]):
+class OracleSource(DbSource[OracleConnection]):
     """The Oracle layer of one configured database."""
 
     grants_hint = "deploy/oracle/grants.sql"
@@ -186,7 +181,7 @@ class OracleSource(DbSource[Connection]):
     def __init__(
         self,
         target: OracleTarget,
-        connect: Callable[[], Connection],
+        connect: Callable[[], OracleConnection],
         locator: FileLocator | None = None,
         db_labels: DbLunLabels | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -247,7 +242,7 @@ class OracleSource(DbSource[Connection]):
 
     # --- names --------------------------------------------------------------------------------
 
-    def _look_up_names(self, conn: Connection, errors: Counter[str]) -> None:
+    def _look_up_names(self, conn: OracleConnection, errors: Counter[str]) -> None:
         names = Names(looked_up_at=self._clock())
 
         def lookup(query: Query, parse: Callable[[Any], Any]) -> list[Any]:
@@ -483,3 +478,22 @@ class OracleSource(DbSource[Connection]):
             for path in self._names.files_of(role):
                 files.extend((location, role) for location in self._locations_of(path))
         return files
+
+
+def build(context: Context) -> list[OracleSource] | BuildError:
+    """One source per configured Oracle target."""
+    if not context.config.oracle:
+        return []
+    try:
+        return [
+            OracleSource(
+                target,
+                connect_oracledb(target),
+                context.locator(),
+                context.db_labels,
+                names_refresh=context.settings.refresh_interval,
+            )
+            for target in context.config.oracle
+        ]
+    except BuildError as exc:
+        return exc

@@ -7,6 +7,7 @@ There is no sysfs here, so the LUN is the disk name psutil reports; config entri
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from lunlat import contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.factory import BuildError, Context
 from lunlat.sources.host import DeviceFilter, LunInfo, device_families
 
 log = logs.get(__name__)
@@ -84,3 +86,11 @@ class PsutilDisksSource:
         families = device_families(labels, columns)
         families.append(Family(contract.LUN_INFO, [self._info(n) for n in names]))
         return SourceResult(families)
+
+
+def build(context: Context) -> list[PsutilDisksSource] | BuildError:
+    """The host layer from psutil, where it was chosen (--collector.host.source, or no diskstats)."""
+    if context.platform != "psutil":
+        return []
+    log.info("host counters from psutil", platform=sys.platform)
+    return [PsutilDisksSource(context.diskstats(), context.config.lun_entries())]

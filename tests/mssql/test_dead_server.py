@@ -1,0 +1,56 @@
+"""A SQL Server that is gone, through the real driver (pyodbc → FreeTDS): a dead port and a listener
+that accepts and never answers cost constant resources and one log line, not one per attempt."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import ExitStack
+
+import pytest
+
+from lunlat.config import MssqlTarget
+from lunlat.scrape import Scraper
+from lunlat.sources.mssql import MssqlSource, connect_pyodbc
+from tests import sockets
+from tests.clock import FakeClock
+from tests.mssql.test_mssql_source import NO_DRIVER
+
+pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
+
+
+def source(port: int, clock: FakeClock) -> MssqlSource:
+    target = MssqlTarget(
+        name="SQL",
+        server=f"127.0.0.1,{port}",
+        driver="FreeTDS",
+        user="lunlat",
+        password_env="LUNLAT_TEST_MSSQL_DEAD_PASSWORD",  # noqa: S106 - a variable name
+        encrypt=False,
+        timeout_seconds=1,
+    )
+    return MssqlSource(target, connect_pyodbc(target), clock=clock)
+
+
+@pytest.mark.parametrize("peer", ["dead port", "silent listener"])
+def test_a_dead_server_is_logged_once_and_keeps_no_thread(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, peer: str
+) -> None:
+    monkeypatch.setenv("LUNLAT_TEST_MSSQL_DEAD_PASSWORD", "pw")
+    caplog.set_level(logging.INFO)
+    clock = FakeClock()
+    with ExitStack() as stack:
+        port = (
+            sockets.closed_port() if peer == "dead port" else stack.enter_context(sockets.silent_listener())
+        )
+        scraper = Scraper([source(port, clock)])
+        stack.callback(scraper.close)
+        for _ in range(8):
+            scraper.scrape(5)
+            clock.now += 0.7  # attempts and waits for the backoff alternate
+            hanging = [t for t in threading.enumerate() if t.name == "mssql:SQL-connect" and t.is_alive()]
+            assert len(hanging) <= 1
+        errors = scraper.health_families(scraper.collect(5))[2].by_labels()
+    attempts = sum(errors[("mssql:SQL", reason)] for reason in ("connect_failed", "connect_timeout"))
+    assert attempts >= 3, errors
+    assert len(sockets.failure_lines(caplog.records)) == 1, sockets.failure_lines(caplog.records)

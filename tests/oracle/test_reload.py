@@ -1,0 +1,69 @@
+"""A config reload closes the old database sessions and opens new ones, with the emulated Oracle."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lunlat.config import load_config
+from lunlat.reload import Reloader
+from lunlat.scrape import Scraper
+from lunlat.sources import oracle
+from lunlat.sources.factory import Settings
+from lunlat.sources.registry import build_sources
+from tests.oracle.emulation import EmulatedConnection, OracleEmulation
+from tests.unit.test_scrape import samples
+
+TARGET = (
+    "oracle:\n  - {name: Oracle, dsn: 'db1:1521/ORCL', user: lunlat, password_env: LUNLAT_TEST_RELOAD_PW}\n"
+)
+
+
+def test_a_reload_closes_the_old_session_and_keeps_the_error_counters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LUNLAT_TEST_RELOAD_PW", "pw")
+    emu = OracleEmulation()
+    made: list[EmulatedConnection] = []
+
+    def connect_for(_target: object) -> Callable[[], EmulatedConnection]:
+        def connect() -> EmulatedConnection:
+            made.append(emu.connect())
+            return made[-1]
+
+        return connect
+
+    monkeypatch.setattr(oracle, "connect_oracledb", connect_for)
+    (tmp_path / "proc" / "1").mkdir(parents=True)
+    (tmp_path / "proc" / "diskstats").write_text("")
+    (tmp_path / "proc" / "1" / "mountinfo").write_text("")
+    config = tmp_path / "lunlat.yaml"
+    config.write_text(TARGET)
+    settings = Settings(tmp_path / "proc", tmp_path / "sys")
+    scraper = Scraper(build_sources(load_config(config), settings).sources)
+    reloader = Reloader(config, settings, scraper)
+    lost = ("lunlat_source_errors_total", (("reason", "connection_lost"), ("source", "oracle:Oracle")))
+    up = ("lunlat_source_up", (("source", "oracle:Oracle"),))
+    try:
+        assert samples(scraper.scrape(5))[up] == 1 and state(made[0]) == "open"
+        emu.kill_sessions()
+        assert samples(scraper.scrape(5))[lost] == 1
+        time.sleep(1.1)  # the first backoff step
+        assert samples(scraper.scrape(5))[up] == 1 and len(made) == 2 and state(made[1]) == "open"
+
+        config.write_text(TARGET + "luns:\n  - {match: {device: sdz}, role: data}\n")
+        assert reloader.reload() is None
+        assert state(made[1]) == "closed", "the reload must close the old session"
+        after = samples(scraper.scrape(5))
+        assert len(made) == 3 and state(made[2]) == "open"
+        assert after[up] == 1 and after[lost] == 1  # counting on, not reset
+    finally:
+        scraper.close()
+        emu.release()
+
+
+def state(conn: EmulatedConnection) -> str:
+    return str(conn._state)

@@ -1,0 +1,215 @@
+"""Config reload: SIGHUP and POST /-/reload on a real `lunlat serve`, the swap of sources in the
+scraper, and the lifecycle API's answers (Prometheus' own: 403 without --web.enable-lifecycle, 405
+for GET, 500 with the reason when the new file is bad)."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lunlat import reload as reload_module
+from lunlat.reload import Reloader
+from lunlat.scrape import Scraper
+from lunlat.server import ListenAddress, Server
+from lunlat.sources.base import Source, SourceError, SourceResult
+from lunlat.sources.factory import Settings
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.unit.test_scrape import FakeSource, samples
+
+DISKSTATS = "".join(
+    f"   8 {16 * i:6d} {name} 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
+    for i, name in enumerate(("sda", "sdb"))
+)
+ONE_LUN = "luns:\n  - match: {device: sda}\n    database: A\n    role: data\n"
+TWO_LUNS = ONE_LUN + "  - match: {device: sdb}\n    database: B\n    role: log\n"
+WITH_ORACLE = TWO_LUNS + (
+    "oracle:\n  - {name: O, dsn: '127.0.0.1:1/ORCL', user: u, password_env: LUNLAT_TEST_RELOAD_NOT_SET}\n"
+)
+RELOADED = "lunlat_config_last_reload_successful"
+RELOADED_AT = "lunlat_config_last_reload_success_timestamp_seconds"
+
+
+def post(port: int, path: str = "/-/reload", method: str = "POST") -> tuple[int, str]:
+    conn = http.client.HTTPConnection(LOOPBACK, port, timeout=30)
+    try:
+        conn.request(method, path)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
+def lun_db(text: str, lun: str) -> str | None:
+    for (name, labels), _ in samples(text).items():
+        if name == "lunlat_lun_info" and dict(labels)["lun"] == lun:
+            return dict(labels)["database"]
+    return None
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 15) -> None:
+    until = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > until:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def exporter_files(tmp_path: Path) -> tuple[Path, list[str]]:
+    proc = tmp_path / "proc"
+    (proc / "1").mkdir(parents=True)
+    (proc / "diskstats").write_text(DISKSTATS)
+    (proc / "1" / "mountinfo").write_text("")
+    config = tmp_path / "lunlat.yaml"
+    config.write_text(ONE_LUN)
+    flags = [f"--path.procfs={proc}", f"--path.sysfs={tmp_path / 'sys'}", f"--config.file={config}"]
+    return config, flags
+
+
+def test_sighup_and_post_reload_a_running_exporter_and_a_bad_file_keeps_the_old(
+    tmp_path: Path, exporter_files: tuple[Path, list[str]]
+) -> None:
+    config, flags = exporter_files
+    argv = lunlat_serve(*flags, "--web.enable-lifecycle")
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
+        first = samples(exporter.scrape().text)
+        assert first[(RELOADED, ())] == 1 and first[(RELOADED_AT, ())] > 1e9
+        assert lun_db(exporter.scrape().text, "sdb") == ""
+
+        config.write_text(TWO_LUNS)  # SIGHUP: the new entry labels sdb
+        os.kill(exporter.pid, signal.SIGHUP)
+        wait_for(lambda: lun_db(exporter.scrape().text, "sdb") == "B", "sdb labelled after SIGHUP")
+
+        config.write_text(WITH_ORACLE)  # POST: a new database target, done when the answer comes
+        assert post(exporter.port) == (200, "")
+        after = exporter.scrape().text
+        assert 'lunlat_source_up{source="oracle:O"} 0' in after
+        loaded_at = samples(after)[(RELOADED_AT, ())]
+        assert samples(after)[(RELOADED, ())] == 1 and loaded_at >= first[(RELOADED_AT, ())]
+
+        # Two problems: a role that does not exist, a target without a password.
+        config.write_text(WITH_ORACLE.replace("role: log", "role: lg") + "  - {name: O2, dsn: x, user: u}\n")
+        status, body = post(exporter.port)
+        assert status == 500 and body.startswith("failed to reload config: ") and str(config) in body
+        assert "luns[1].role" in body and "oracle[1]" in body
+        refusals = [line for line in exporter.log_text().splitlines() if "config reload failed" in line]
+        assert len(refusals) == 2 and "luns[1].role" in refusals[0] and "oracle[1]" in refusals[1]
+        bad = exporter.scrape().text
+        assert samples(bad)[(RELOADED, ())] == 0
+        assert samples(bad)[(RELOADED_AT, ())] == loaded_at
+        assert lun_db(bad, "sdb") == "B" and 'lunlat_source_up{source="oracle:O"} 0' in bad
+        os.kill(exporter.pid, signal.SIGHUP)  # a bad file by SIGHUP: the same
+        wait_for(
+            lambda: exporter.log_text().count("config reload failed") == 4, "the refusal by SIGHUP logged"
+        )
+        assert samples(exporter.scrape().text)[(RELOADED, ())] == 0
+
+        config.write_text(ONE_LUN)  # good again: sdb loses its labels, the Oracle target goes
+        assert post(exporter.port, method="PUT") == (200, "")
+        good = exporter.scrape().text
+        assert samples(good)[(RELOADED, ())] == 1 and lun_db(good, "sdb") == ""
+        assert "oracle:O" not in good
+        config.write_text(ONE_LUN + "diskstats:\n  exclude: '^sdb$'\n")  # a new device filter
+        assert post(exporter.port) == (200, "")
+        assert lun_db(exporter.scrape().text, "sdb") is None and lun_db(exporter.scrape().text, "sda") == "A"
+        log = exporter.log_text()
+    refusals = [line for line in log.splitlines() if "config reload failed" in line]
+    assert len(refusals) == 4 and all("err=" in line and str(config) in line for line in refusals)
+    assert "Traceback" not in log
+
+
+def test_without_the_lifecycle_flag_reload_is_forbidden_but_sighup_works(
+    tmp_path: Path, exporter_files: tuple[Path, list[str]]
+) -> None:
+    config, flags = exporter_files
+    with ExporterProcess(lunlat_serve(*flags), tmp_path / "l.log", port_pattern=LUNLAT_PORT) as exporter:
+        config.write_text(TWO_LUNS)
+        assert post(exporter.port) == (403, "Lifecycle API is not enabled.")
+        assert post(exporter.port, method="GET") == (405, "Only POST or PUT requests allowed")
+        assert lun_db(exporter.scrape().text, "sdb") == ""
+        os.kill(exporter.pid, signal.SIGHUP)
+        wait_for(lambda: lun_db(exporter.scrape().text, "sdb") == "B", "sdb labelled after SIGHUP")
+
+
+class Closable(FakeSource):
+    def __init__(self, name: str, behaviour: Callable[[], SourceResult] | None = None) -> None:
+        super().__init__(name, behaviour)
+        self.closed = threading.Event()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def fail() -> SourceResult:
+    raise SourceError("read_failed", "gone")
+
+
+def test_a_swap_keeps_the_counters_of_sources_that_stay_and_closes_old_ones_after_their_collection() -> None:
+    gate = threading.Event()
+    stays, goes = Closable("stays", fail), Closable("goes", lambda: (gate.wait(10), SourceResult([]))[1])
+    scraper = Scraper([stays, goes])
+    scraper.collect(0.2)  # `goes` is still collecting past the deadline
+    retired: list[Source] = []
+
+    def retire(source: Source) -> None:
+        retired.append(source)
+        if isinstance(source, Closable):
+            source.close()
+
+    new_stays, added = Closable("stays", fail), Closable("added")
+    scraper.replace([new_stays, added], retire)
+    assert retired == [stays], "a source must not be closed under its running collection"
+    text = scraper.scrape(5)
+    counts = samples(text)
+    assert counts[("lunlat_source_errors_total", (("reason", "read_failed"), ("source", "stays")))] == 2
+    assert counts[("lunlat_source_errors_total", (("reason", "read_failed"), ("source", "added")))] == 0
+    assert 'source="goes"' not in text
+    assert new_stays.calls == 1 and added.calls == 1 and stays.calls == 1
+    gate.set()
+    assert goes.closed.wait(5)
+    assert 'source="goes"' not in scraper.scrape(5)
+    scraper.close()
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[Server, list[str | None]]]:
+    answers: list[str | None] = [None, "c.yml:2: bad"]
+    srv = Server(ListenAddress(LOOPBACK, 0), Scraper([]), reload=lambda: answers.pop(0))
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv, answers
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_reload_answers_and_other_methods(server: tuple[Server, list[str | None]]) -> None:
+    srv, answers = server
+    assert post(srv.port) == (200, "")
+    assert post(srv.port, method="PUT") == (500, "failed to reload config: c.yml:2: bad\n")
+    assert answers == []
+    assert post(srv.port, method="DELETE")[0] == 405
+    assert post(srv.port, "/metrics")[0] == 405
+
+
+def test_a_failing_build_is_a_refused_reload_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(reload_module, "build_sources", broken)
+    source = FakeSource("kept")
+    scraper = Scraper([source])
+    reloader = Reloader(None, Settings(tmp_path, tmp_path), scraper, wall_clock=lambda: 1234.5)
+    assert reloader.reload() == "internal: RuntimeError: boom"
+    text = scraper.scrape(5)
+    assert samples(text)[(RELOADED, ())] == 0 and samples(text)[(RELOADED_AT, ())] == 1234.5
+    assert source.calls == 1
+    scraper.close()
