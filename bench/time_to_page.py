@@ -58,7 +58,7 @@ def main() -> int:
             with (
                 tempfile.TemporaryDirectory(prefix="lunlat-stack-") as workdir,
                 WebhookReceiver() as hook,
-                AlertingStack(Path(workdir), lab_config, hook.url) as stack,
+                AlertingStack(Path(workdir), e2e.LAB_EXPORTER_CONFIG, hook.url) as stack,
             ):
                 stack.wait_for_series("lunlat:latency_above_goal:bool", 9, timeout=180)
                 time.sleep(SETTLE_S)  # every 1m window full of OLTP before the onset

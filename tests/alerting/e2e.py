@@ -15,6 +15,9 @@ from lunlat.lab.state import LabState
 from tests.alerting.stack import Notification, WebhookReceiver, started_at
 
 LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
+# The exporter's config for the lab's LUNs, generated from LAB_CONFIG: the headroom lab below has the
+# same LUNs and labels, so the exporter reads it for either.
+LAB_EXPORTER_CONFIG = LAB_CONFIG.with_name("lunlat.yaml")
 # The lab's baselines (0.16-0.64 ms, after the reference) plus the cost of an I/O through FUSE sit
 # at 0.5-0.8 ms on a quiet 2-core VM, but at 1.0-1.4 ms on one with a steady 10 % steal: no margin
 # left below a 1 ms goal. The paging tests run the same lab with every baseline at HEADROOM_MS, so
@@ -77,16 +80,16 @@ def headroom_lab_config(directory: Path) -> Path:
     HEADROOM_LOAD of their rate (see above): the same LUNs, names, labels and phases, without the
     log readers (`archive`: below the idle guard, never judged)."""
     data = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
-    for lun in data["lab"]["luns"]:
+    for lun in data["luns"]:
         lun["latency"] = {"read_ms": HEADROOM_MS, "write_ms": HEADROOM_MS}
-    workloads = data["lab"]["workloads"]
+    workloads = data["workloads"]
     unjudged = {name for name, w in workloads.items() if w["kind"] == "archive"}
     for name in unjudged:
         del workloads[name]
     for workload in workloads.values():
         workload["rate_iops"] = max(MIN_JUDGED_IOPS, round(workload["rate_iops"] * HEADROOM_LOAD))
-    for phase, members in data["lab"]["phases"].items():
-        data["lab"]["phases"][phase] = [m for m in members if m not in unjudged]
+    for phase, members in data["phases"].items():
+        data["phases"][phase] = [m for m in members if m not in unjudged]
     path = directory / "lab-headroom.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
@@ -96,7 +99,7 @@ def breach_and_restore(state_dir: Path, hook: WebhookReceiver, lab_config: Path,
     """Raise the data LUN to BREACH_MS, wait for its page; `hold` seconds later restore it to its
     latency in `lab_config`, wait for the resolution. (Restoring at once would start every resolve
     on the group's notification tick.)"""
-    _, lab = commands.load_lab(lab_config)
+    lab = commands.load_lab(lab_config)
     normal = next(lun.latency for lun in lab.luns if lun.name == BREACH_LUN)
     onset, onset_wall = time.monotonic(), time.time()
     commands.set_latency(state_dir, BREACH_LUN, BREACH_MS, BREACH_MS, None)

@@ -99,7 +99,10 @@ def lab_state() -> Iterator[Path]:
 
 def test_breach_pages_and_restore_resolves(lab_state: Path, tmp_path: Path) -> None:
     lab_config = e2e.headroom_lab_config(tmp_path)
-    with WebhookReceiver() as hook, AlertingStack(tmp_path / "stack", lab_config, hook.url) as stack:
+    with (
+        WebhookReceiver() as hook,
+        AlertingStack(tmp_path / "stack", e2e.LAB_EXPORTER_CONFIG, hook.url) as stack,
+    ):
         # (1) OLTP alone: once every busy LUN is judged, a window below goal sends nothing.
         stack.wait_for_series("lunlat:latency_above_goal:bool", JUDGED, timeout=180)
         attempt, worst = quiet_window(stack, hook)

@@ -38,6 +38,7 @@ from tests.oracle.simulator import IO, Commits, Load, LogNormal
 from tests.procs import LOOPBACK
 
 LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
+LAB_EXPORTER_CONFIG = LAB_CONFIG.with_name("lunlat.yaml")  # generated from LAB_CONFIG
 INTERVAL_SECONDS = 5
 OLTP_SECONDS = 45.0
 BREACH_LUN = "sqlserver1_data"
@@ -113,9 +114,9 @@ class DashboardData:
 
 
 def exporter_config(lab_state: LabState, directory: Path, mssql_port: int) -> Path:
-    """deploy/lab/lab.yaml (the lab's LUNs with their databases, roles and workloads) plus the
+    """deploy/lab/lunlat.yaml (the lab's LUNs with their databases, roles and workloads) plus the
     Oracle and SQL Server targets whose files live on those LUNs."""
-    data = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
+    data = yaml.safe_load(LAB_EXPORTER_CONFIG.read_text(encoding="utf-8"))
     login = {"user": "lunlat", "password_env": PASSWORD_ENV, "workload": "oltp", "timeout_seconds": 5}
     data["oracle"] = [{"name": "Oracle", "dsn": "emulated:1521/ORCL", **login}]
     data["mssql"] = [

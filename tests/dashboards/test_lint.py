@@ -135,7 +135,7 @@ def test_the_goal_comes_from_the_goals_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(BOARDS))
 def test_dashboards_pass_the_lint(name: str) -> None:
     board = boards.load()[name]
-    lun_names = {lun["name"] for lun in yaml.safe_load(LAB.read_text(encoding="utf-8"))["lab"]["luns"]}
+    lun_names = {lun["name"] for lun in yaml.safe_load(LAB.read_text(encoding="utf-8"))["luns"]}
     problems = [
         *lint.variable_problems(name, board),
         *lint.panel_problems(name, board),

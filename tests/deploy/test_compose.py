@@ -142,6 +142,17 @@ def test_the_lab_profile_runs_the_lab_with_its_config() -> None:
     assert "AS lab" in (ROOT / "exporter" / "Dockerfile").read_text(encoding="utf-8")
 
 
+def test_the_lab_profile_documents_the_exporter_config_generated_for_the_lab() -> None:
+    """The exporter reads ordinary `luns:` entries, never the lab description: compose's lab profile
+    names the generated config, which loads and labels every lab LUN by its image file."""
+    text = (ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    assert "LUNLAT_CONFIG=./deploy/lab/lunlat.yaml docker compose --profile lab" in text
+    assert "LUNLAT_CONFIG=./deploy/lab/lab.yaml" not in text
+    config = load_config(ROOT / "deploy" / "lab" / "lunlat.yaml")
+    lab_luns = yaml.safe_load((ROOT / "deploy" / "lab" / "lab.yaml").read_text(encoding="utf-8"))["luns"]
+    assert [entry.match.loop_file for entry in config.luns] == [f"{lun['name']}.img" for lun in lab_luns]
+
+
 def test_the_fleet_configs_are_valid() -> None:
     """deploy/fleet: the central compose file validates; the Prometheus agent config passes promtool
     in agent mode (vmagent.yml itself runs in tests/deploy/test_fleet.py)."""

@@ -7,13 +7,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lunlat.lab import commands, fio, measure, system
+from lunlat.lab import commands, measure, system
+from lunlat.lab.fio import jobs, process, report
 from lunlat.lab.state import LabState
 from tests.labhost import lab_skip_reason
 from tests.procs import LUNLAT_PORT, ExporterProcess
@@ -32,7 +34,7 @@ def _lab_host() -> None:
 
 
 def write_lab(path: Path, body: str) -> Path:
-    path.write_text("diskstats:\n  include: '^loop'\nlab:\n  size_mib: 64\n" + body)
+    path.write_text("size_mib: 64\n" + textwrap.dedent(body))
     return path
 
 
@@ -62,23 +64,23 @@ ACCURACY_LAB = """\
 def test_exporter_average_agrees_with_fio_completion_latency(tmp_path: Path, lab_dir: Path) -> None:
     config = write_lab(tmp_path / "lab.yaml", ACCURACY_LAB)
     state = commands.up(config, lab_dir)
-    _, lab = commands.load_lab(config)
+    lab = commands.load_lab(config)
     argv = [
         sys.executable,
         "-m",
         "lunlat",
         "serve",
         "--web.listen-address=127.0.0.1:0",
-        f"--config.file={config}",
+        f"--config.file={state.exporter_config}",  # written by `up`: the lab's LUNs as luns: entries
     ]
     with ExporterProcess(argv, tmp_path / "exporter.log", port_pattern=LUNLAT_PORT) as exporter:
         before = measure.from_exposition(exporter.scrape().text)
         out = tmp_path / "fio"
         out.mkdir()
-        fio.run(fio.job_file(lab, ["probe"], state.loops, 15), out, out / "fio.json", timeout=120)
+        process.run(jobs.job_file(lab, ["probe"], state.loops, 15), out, out / "fio.json", timeout=120)
         after = measure.from_exposition(exporter.scrape().text)
-    truth = fio.results(fio.load(out / "fio.json"))
-    report = []
+    truth = report.results(report.load(out / "fio.json"))
+    seen = []
     measured: dict[tuple[str, str], float] = {}
     for lun in ("fast", "slow"):
         device = Path(state.loops[lun]).name
@@ -89,15 +91,15 @@ def test_exporter_average_agrees_with_fio_completion_latency(tmp_path: Path, lab
             assert ops == result.ios, f"{lun} {op}: every fio I/O is one block request (4k random, no merges)"
             assert exporter_ms is not None
             fio_ms = result.clat_mean_s * 1000
-            report.append(f"{lun} {op}: exporter {exporter_ms:.4f} ms, fio {fio_ms:.4f} ms")
-            assert exporter_ms == pytest.approx(fio_ms, rel=TOLERANCE), report[-1]
+            seen.append(f"{lun} {op}: exporter {exporter_ms:.4f} ms, fio {fio_ms:.4f} ms")
+            assert exporter_ms == pytest.approx(fio_ms, rel=TOLERANCE), seen[-1]
             measured[(lun, op)] = exporter_ms
-    print("\n".join(report))
+    print("\n".join(seen))
     # The injected delays show. How close to target depends on the host: the overhead calibrated at
     # `up` is that of paced I/O, and steal time on a shared VM adds its own (see the README).
     for op in ("read", "write"):
-        assert 1.5 < measured[("slow", op)] < 3.0, report
-        assert measured[("slow", op)] > 2 * measured[("fast", op)], report
+        assert 1.5 < measured[("slow", op)] < 3.0, seen
+        assert measured[("slow", op)] > 2 * measured[("fast", op)], seen
 
 
 INTERFERENCE_LAB = """\

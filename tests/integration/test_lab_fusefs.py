@@ -124,7 +124,7 @@ def start_daemon(tmp_path: Path) -> Iterator[Callable[[Settings], Daemon]]:
         log = tmp_path / "fusefs.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "lunlat.lab.fusefs", "--backing", str(backing),
+                [sys.executable, "-m", "lunlat.lab.daemon", "--backing", str(backing),
                  "--mount", str(mountpoint), "--settings", str(settings_file)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip

@@ -1,37 +1,43 @@
-"""The lab description (deploy/lab/lab.yaml) is valid, mirrors the reference, and labels the exporter's LUNs."""
+"""The lab description (deploy/lab/lab.yaml) is valid, mirrors the reference, and labels the exporter's LUNs
+through the exporter config generated from it (deploy/lab/lunlat.yaml)."""
 
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from lunlat.config import ConfigError, LunMatch, load_config, parse_config
+from lunlat.lab.config import LabConfig
+from lunlat.lab.exporter_config import exporter_config, render
 from lunlat.lab.settings import Settings
 from lunlat.luns import matched_devices
 from lunlat.topology import BlockDevice, MountTable, resolve
+from lunlat.yamlmodel import parse_model
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "deploy" / "lab" / "lab.yaml"
+LAB_EXPORTER_CONFIG = ROOT / "deploy" / "lab" / "lunlat.yaml"
 REFERENCE = ROOT.parent / "shared" / "reference" / "powermax_2000_latency_tables.csv"
 
 
 def test_the_shipped_lab_is_a_valid_config_with_the_reference_databases() -> None:
-    config = load_config(LAB)
-    assert config.lab is not None
-    databases = {(lun.database, lun.engine) for lun in config.lab.luns}
+    config = LabConfig.load(LAB)
+    databases = {(lun.database, lun.engine) for lun in config.luns}
     assert databases == {("SQL Server 1", "mssql"), ("SQL Server 2", "mssql"), ("Oracle", "oracle")}
     for database, _ in databases:
-        roles = {lun.role for lun in config.lab.luns if lun.database == database and lun.workload == "oltp"}
+        roles = {lun.role for lun in config.luns if lun.database == database and lun.workload == "oltp"}
         assert roles == {"data", "log"}, database
-    assert list(config.lab.phases) == ["oltp", "oltp+dss", "oltp+dss+snapshot"]
+    assert list(config.phases) == ["oltp", "oltp+dss", "oltp+dss+snapshot"]
 
 
 @pytest.mark.skipif(not REFERENCE.exists(), reason="shared/reference is not beside the repository")
 def test_baselines_follow_the_reference_oltp_tables() -> None:
-    config = load_config(LAB)
-    assert config.lab is not None
+    config = LabConfig.load(LAB)
     with REFERENCE.open() as f:
         rows = [
             r for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["phase"] == "oltp"
@@ -39,7 +45,7 @@ def test_baselines_follow_the_reference_oltp_tables() -> None:
     assert rows
     for row in rows:
         (lun,) = [
-            lun for lun in config.lab.luns
+            lun for lun in config.luns
             if lun.database == row["database"] and lun.role == row["lun_role"] and lun.workload == row["workload"]
         ]  # fmt: skip
         configured = lun.latency.read_ms if row["op"] == "read" else lun.latency.write_ms
@@ -47,10 +53,9 @@ def test_baselines_follow_the_reference_oltp_tables() -> None:
 
 
 def test_every_lab_lun_becomes_a_luns_entry_matching_its_loop_file() -> None:
-    config = load_config(LAB)
-    assert config.lab is not None
-    entries = config.lun_entries()
-    assert len(entries) == len(config.luns) + len(config.lab.luns)
+    config = LabConfig.load(LAB)
+    entries = exporter_config(config).lun_entries()
+    assert len(entries) == len(config.luns)
     by_file = {e.match.loop_file: e for e in entries if e.match.loop_file}
     snap = by_file["oracle_snap_log.img"]
     assert (snap.database, snap.role, snap.workload) == ("Oracle", "log", "snapshot_oltp")
@@ -102,15 +107,52 @@ def test_loop_file_matches_by_name_or_full_path() -> None:
 )
 def test_lab_mistakes_are_named(snippet: str, needle: str) -> None:
     with pytest.raises(ConfigError) as err:
-        parse_config("lab:\n" + snippet)
+        parse_model(textwrap.dedent(snippet), "lab.yaml", LabConfig)
     assert any(needle in str(p) for p in err.value.problems), err.value
 
 
+def test_the_committed_exporter_config_is_generated_from_the_lab_and_loads() -> None:
+    """deploy/lab/lunlat.yaml is what `lunlat lab exporter-config` writes (CI runs its --check), and
+    the exporter loads it as an ordinary config: the loop devices only, each lab LUN labelled."""
+    lab = LabConfig.load(LAB)
+    assert LAB_EXPORTER_CONFIG.read_text(encoding="utf-8") == render(lab)
+    config = load_config(LAB_EXPORTER_CONFIG)
+    assert config == exporter_config(lab)
+    assert config.diskstats.include == "^loop"
+    labels = {e.match.loop_file: (e.database, e.role, e.workload) for e in config.luns}
+    assert labels == {f"{lun.name}.img": (lun.database, lun.role, lun.workload) for lun in lab.luns}
+
+
+def test_the_exporter_config_does_not_know_the_lab() -> None:
+    """A `lab:` section is not the exporter's: its config refuses it as any unknown key."""
+    with pytest.raises(ConfigError, match="lab: unknown key"):
+        parse_config("lab:\n  size_mib: 64\n")
+
+
+def test_exporter_config_check_fails_on_a_stale_file_and_passes_on_a_fresh_one(tmp_path: Path) -> None:
+    output = tmp_path / "lunlat.yaml"
+    argv = [sys.executable, "-m", "lunlat", "lab", "exporter-config", f"--config={LAB}", f"--output={output}"]
+    missing = subprocess.run([*argv, "--check"], capture_output=True, text=True, check=False)
+    assert missing.returncode == 1 and "run `lunlat lab exporter-config`" in missing.stderr
+    assert subprocess.run(argv, capture_output=True, check=False).returncode == 0
+    assert output.read_text(encoding="utf-8") == render(LabConfig.load(LAB))
+    assert subprocess.run([*argv, "--check"], capture_output=True, check=False).returncode == 0
+    output.write_text(output.read_text(encoding="utf-8").replace("role: log", "role: data"), encoding="utf-8")
+    stale = subprocess.run([*argv, "--check"], capture_output=True, text=True, check=False)
+    assert stale.returncode == 1 and "is stale" in stale.stderr
+
+
+def test_importing_the_cli_loads_no_lab_module() -> None:
+    """The exporter does not know the lab: its command line loads lab modules only for `lunlat lab`."""
+    code = "import sys, lunlat.cli; print(sorted(m for m in sys.modules if m.startswith('lunlat.lab')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
 def test_settings_round_trip_from_the_lab() -> None:
-    config = load_config(LAB)
-    assert config.lab is not None
-    settings = Settings.from_config(config.lab)
+    config = LabConfig.load(LAB)
+    settings = Settings.from_config(config)
     again = Settings.from_json(settings.to_json())
     assert again == settings
     assert again.luns["oracle_log"].write_ms == 0.64
-    assert again.arrays["powermax"].slots == config.lab.arrays["powermax"].slots
+    assert again.arrays["powermax"].slots == config.arrays["powermax"].slots

@@ -22,9 +22,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lunlat.config import load_config
-from lunlat.lab import fio
 from lunlat.lab.config import LabConfig, LabLun, Latency, Workload
+from lunlat.lab.fio import FioError, jobs, process, report
 
 LAB_YAML = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
 HAVE_FIO = shutil.which("fio") is not None
@@ -75,7 +74,7 @@ def options(text: str, section: str) -> dict[str, str | None]:
 
 
 def test_one_section_per_workload_and_lun_after_global() -> None:
-    text = fio.job_file(lab(WORKLOADS), ALL, DEVICES, 10)
+    text = jobs.job_file(lab(WORKLOADS), ALL, DEVICES, 10)
     assert ini(text).sections() == [
         "global", "oltp@data", "log@log", "dss@data", "snapshot-copy@snap", "snapshot@snap",
     ]  # fmt: skip
@@ -88,7 +87,7 @@ def test_one_section_per_workload_and_lun_after_global() -> None:
 
 
 def test_oltp_is_random_mixed_io_capped_in_total_per_job_at_its_mix() -> None:
-    assert options(fio.job_file(lab(WORKLOADS), ["oltp"], DEVICES, 2.5), "oltp@data") == {
+    assert options(jobs.job_file(lab(WORKLOADS), ["oltp"], DEVICES, 2.5), "oltp@data") == {
         "filename": "/dev/loop3",
         "rw": "randrw",
         "rwmixread": "75",
@@ -104,7 +103,7 @@ def test_oltp_is_random_mixed_io_capped_in_total_per_job_at_its_mix() -> None:
 
 
 def test_log_is_small_sequential_synchronous_writes() -> None:
-    assert options(fio.job_file(lab(WORKLOADS), ["log"], DEVICES, 1), "log@log") == {
+    assert options(jobs.job_file(lab(WORKLOADS), ["log"], DEVICES, 1), "log@log") == {
         "filename": "/dev/loop4",
         "rw": "write",
         "bs": "4k",
@@ -120,7 +119,7 @@ def test_log_is_small_sequential_synchronous_writes() -> None:
 
 def test_archive_reads_the_log_sequentially_one_at_a_time() -> None:
     config = lab({"archive": Workload(kind="archive", luns=["log"], block_size="64k", rate_iops=5)})
-    assert options(fio.job_file(config, ["archive"], DEVICES, 1), "archive@log") == {
+    assert options(jobs.job_file(config, ["archive"], DEVICES, 1), "archive@log") == {
         "filename": "/dev/loop4",
         "rw": "read",
         "bs": "64k",
@@ -134,7 +133,7 @@ def test_archive_reads_the_log_sequentially_one_at_a_time() -> None:
 
 
 def test_dss_is_large_sequential_reads() -> None:
-    got = options(fio.job_file(lab(WORKLOADS), ["dss"], DEVICES, 1), "dss@data")
+    got = options(jobs.job_file(lab(WORKLOADS), ["dss"], DEVICES, 1), "dss@data")
     assert {k: got[k] for k in ("rw", "bs", "ioengine", "iodepth", "rate_iops")} == {
         "rw": "read", "bs": "256k", "ioengine": "libaio", "iodepth": "2", "rate_iops": "20",
     }  # fmt: skip
@@ -144,11 +143,11 @@ def test_dss_is_large_sequential_reads() -> None:
 def test_dss_refuses_blocks_outside_256k_to_1m(block_size: str) -> None:
     config = lab({"dss": Workload(kind="dss", luns=["data"], block_size=block_size)})
     with pytest.raises(ValueError, match="dss workload reads large blocks"):
-        fio.job_file(config, ["dss"], DEVICES, 1)
+        jobs.job_file(config, ["dss"], DEVICES, 1)
 
 
 def test_snapshot_copies_the_whole_lun_then_runs_oltp_on_it() -> None:
-    text = fio.job_file(lab(WORKLOADS), ["snapshot"], DEVICES, 3, ramp_s=1)
+    text = jobs.job_file(lab(WORKLOADS), ["snapshot"], DEVICES, 3, ramp_s=1)
     copy_job = options(text, "snapshot-copy@snap")
     assert copy_job == {
         "filename": "/dev/loop5",
@@ -156,7 +155,7 @@ def test_snapshot_copies_the_whole_lun_then_runs_oltp_on_it() -> None:
         "bs": "1M",
         "ioengine": "libaio",
         "iodepth": "1",
-        "rate": f"{fio.COPY_RATE_MIB_S}m",
+        "rate": f"{jobs.COPY_RATE_MIB_S}m",
     }
     # Not time_based and no runtime: the copy ends once size= (the LUN, in [global]) is written.
     oltp = options(text, "snapshot@snap")
@@ -168,15 +167,15 @@ def test_snapshot_copies_the_whole_lun_then_runs_oltp_on_it() -> None:
 
 def test_expected_seconds_counts_the_snapshot_copy_before_its_oltp() -> None:
     config = lab(WORKLOADS)
-    assert fio.expected_seconds(config, ["oltp", "log"], 10, ramp_s=2) == 12
-    copy_s = SIZE_MIB / fio.COPY_RATE_MIB_S
-    assert fio.expected_seconds(config, ALL, 10, ramp_s=2) == pytest.approx(12 + copy_s)
+    assert jobs.expected_seconds(config, ["oltp", "log"], 10, ramp_s=2) == 12
+    copy_s = SIZE_MIB / jobs.COPY_RATE_MIB_S
+    assert jobs.expected_seconds(config, ALL, 10, ramp_s=2) == pytest.approx(12 + copy_s)
 
 
 def test_open_ended_runs_get_a_runtime_nobody_waits_for() -> None:
-    got = options(fio.job_file(lab(WORKLOADS), ["oltp"], DEVICES, None), "oltp@data")
-    assert got["runtime"] == f"{fio.OPEN_ENDED_S}s"
-    assert fio.OPEN_ENDED_S >= 7 * 24 * 3600
+    got = options(jobs.job_file(lab(WORKLOADS), ["oltp"], DEVICES, None), "oltp@data")
+    assert got["runtime"] == f"{jobs.OPEN_ENDED_S}s"
+    assert jobs.OPEN_ENDED_S >= 7 * 24 * 3600
     assert "ramp_time" not in got
 
 
@@ -186,7 +185,7 @@ def test_no_rate_cap_when_the_workload_has_none_and_single_direction_mixes_use_o
         "reads": Workload(kind="oltp", luns=["log"], read_percent=100, rate_iops=50),
         "writes": Workload(kind="oltp", luns=["snap"], read_percent=0, rate_iops=50),
     })  # fmt: skip
-    text = fio.job_file(config, ["free", "reads", "writes"], DEVICES, 1)
+    text = jobs.job_file(config, ["free", "reads", "writes"], DEVICES, 1)
     assert "rate_iops" not in options(text, "free@data")
     assert options(text, "reads@log")["rate_iops"] == "50"
     assert options(text, "writes@snap")["rate_iops"] == "50"
@@ -194,7 +193,7 @@ def test_no_rate_cap_when_the_workload_has_none_and_single_direction_mixes_use_o
 
 @given(total=st.integers(1, 100_000), read_percent=st.integers(0, 100))
 def test_rate_split_keeps_the_mix_and_never_uncaps_a_direction(total: int, read_percent: int) -> None:
-    reads, writes = fio.split_rate(total, read_percent)
+    reads, writes = jobs.split_rate(total, read_percent)
     assert (reads > 0) == (read_percent > 0)
     assert (writes > 0) == (read_percent < 100)
     assert total <= reads + writes <= total + 1
@@ -203,13 +202,13 @@ def test_rate_split_keeps_the_mix_and_never_uncaps_a_direction(total: int, read_
 
 def test_same_inputs_give_the_same_text_whatever_the_devices_order() -> None:
     config = lab(WORKLOADS)
-    first = fio.job_file(config, ALL, DEVICES, 5, ramp_s=2)
-    again = fio.job_file(lab(WORKLOADS), ALL, dict(reversed(DEVICES.items())), 5, ramp_s=2)
+    first = jobs.job_file(config, ALL, DEVICES, 5, ramp_s=2)
+    again = jobs.job_file(lab(WORKLOADS), ALL, dict(reversed(DEVICES.items())), 5, ramp_s=2)
     assert first == again
 
 
 def test_a_colon_in_a_path_is_escaped_for_fio() -> None:
-    text = fio.job_file(lab(WORKLOADS), ["log"], {**DEVICES, "log": "/dev/disk/by-path/pci-0:1"}, 1)
+    text = jobs.job_file(lab(WORKLOADS), ["log"], {**DEVICES, "log": "/dev/disk/by-path/pci-0:1"}, 1)
     assert options(text, "log@log")["filename"] == "/dev/disk/by-path/pci-0\\:1"
 
 
@@ -230,35 +229,34 @@ def test_bad_inputs_are_clear_value_errors(
     workloads: list[str], devices: dict[str, str], runtime: float, ramp: float, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        fio.job_file(lab(WORKLOADS), workloads, devices, runtime, ramp_s=ramp)
+        jobs.job_file(lab(WORKLOADS), workloads, devices, runtime, ramp_s=ramp)
 
 
 @pytest.mark.parametrize("name", ["snap-copy", "global", "has space", "a@b", "x]y"])
 def test_workload_names_that_cannot_name_fio_jobs_are_refused(name: str) -> None:
     config = lab({name: Workload(kind="log", luns=["log"])})
     with pytest.raises(ValueError, match="cannot name fio jobs"):
-        fio.job_file(config, [name], DEVICES, 1)
+        jobs.job_file(config, [name], DEVICES, 1)
 
 
 def test_block_sizes_that_direct_io_refuses_are_refused() -> None:
     config = lab({"log": Workload(kind="log", luns=["log"], block_size="1000")})
     with pytest.raises(ValueError, match="not a multiple of 512"):
-        fio.job_file(config, ["log"], DEVICES, 1)
+        jobs.job_file(config, ["log"], DEVICES, 1)
 
 
 def test_a_lun_listed_twice_in_a_workload_is_refused() -> None:
     config = lab({"log": Workload(kind="log", luns=["log", "log"])})
     with pytest.raises(ValueError, match="LUNs listed twice: log"):
-        fio.job_file(config, ["log"], DEVICES, 1)
+        jobs.job_file(config, ["log"], DEVICES, 1)
 
 
 @needs_fio
 def test_fio_accepts_every_phase_of_the_shipped_lab() -> None:
-    config = load_config(LAB_YAML).lab
-    assert config is not None
+    config = LabConfig.load(LAB_YAML)
     devices = {lun.name: f"/dev/loop{i}" for i, lun in enumerate(config.luns)}
     for phase, workloads in config.phases.items():
-        text = fio.job_file(config, workloads, devices, None)
+        text = jobs.job_file(config, workloads, devices, None)
         result = subprocess.run(
             ["fio", "--parse-only", "-"], input=text, capture_output=True, text=True, check=False
         )
@@ -302,7 +300,7 @@ REPORT: dict[str, Any] = {
 
 
 def test_a_luns_jobs_combine_weighted_by_io_count() -> None:
-    data = fio.results(REPORT)["data"]
+    data = report.results(REPORT)["data"]
     assert data.read is not None and data.write is not None
     assert data.read.ios == 450
     assert data.read.clat_mean_s == pytest.approx((300 * 400e-6 + 100 * 800e-6 + 50 * 2000e-6) / 450)
@@ -321,7 +319,7 @@ def test_a_luns_jobs_combine_weighted_by_io_count() -> None:
 
 
 def test_snapshot_copies_are_listed_but_not_in_the_luns_figures() -> None:
-    snap = fio.results(REPORT)["snap"]
+    snap = report.results(REPORT)["snap"]
     assert snap.write is not None and snap.write.ios == 10
     assert snap.write.clat_mean_s == pytest.approx(300e-6)
     copy_job = snap.jobs["snapshot-copy@snap"]
@@ -334,7 +332,7 @@ def test_snapshot_copies_are_listed_but_not_in_the_luns_figures() -> None:
 
 
 def test_jobs_not_named_workload_at_lun_are_skipped_with_the_reason() -> None:
-    parsed = fio.parse(REPORT)
+    parsed = report.parse(REPORT)
     assert set(parsed.luns) == {"data", "snap"}
     assert parsed.skipped == {
         "warmup": "not a lab job name: no '@' between workload and LUN",
@@ -343,10 +341,10 @@ def test_jobs_not_named_workload_at_lun_are_skipped_with_the_reason() -> None:
 
 
 def broken(edit: str) -> dict[str, Any]:
-    report = copy.deepcopy(REPORT)
-    job = report["jobs"][0]
+    edited = copy.deepcopy(REPORT)
+    job = edited["jobs"][0]
     if edit == "no jobs":
-        del report["jobs"]
+        del edited["jobs"]
     elif edit == "no jobname":
         del job["jobname"]
     elif edit == "no write":
@@ -359,7 +357,7 @@ def broken(edit: str) -> dict[str, Any]:
         del job["read"]["clat_ns"]["N"]
     elif edit == "text mean":
         job["read"]["clat_ns"]["mean"] = "fast"
-    return report
+    return edited
 
 
 @pytest.mark.parametrize(
@@ -375,14 +373,14 @@ def broken(edit: str) -> dict[str, Any]:
     ],
 )
 def test_a_report_missing_what_the_lab_needs_is_an_error(edit: str, message: str) -> None:
-    with pytest.raises(fio.FioError, match=message):
-        fio.results(broken(edit))
+    with pytest.raises(FioError, match=message):
+        report.results(broken(edit))
 
 
 def test_reports_of_fio_2_in_microseconds_are_read_too() -> None:
     job = {"jobname": "log@log", "read": {"total_ios": 0, "clat": {"mean": 0.0, "N": 0}},
            "write": {"total_ios": 4, "clat": {"mean": 250.0, "N": 4}}}  # fmt: skip
-    result = fio.results({"jobs": [job]})["log"]
+    result = report.results({"jobs": [job]})["log"]
     assert result.read is None
     assert result.write is not None and result.write.clat_mean_s == pytest.approx(250e-6)
 
@@ -391,7 +389,7 @@ def test_io_without_latency_samples_has_no_average() -> None:
     # A run stopped during its ramp: fio counts the I/Os but has no latency for them.
     job = report_job("oltp@data", (22, 0.0), (0, 0.0))
     job["read"]["clat_ns"]["N"] = 0
-    assert fio.results({"jobs": [job]})["data"].read is None
+    assert report.results({"jobs": [job]})["data"].read is None
 
 
 def test_load_skips_fio_messages_before_and_text_after_the_report(tmp_path: Path) -> None:
@@ -400,17 +398,17 @@ def test_load_skips_fio_messages_before_and_text_after_the_report(tmp_path: Path
     path.write_text(
         "\nfio: terminating on signal 15\n{not json\n" + body + "\nfio: file hash not empty on exit\n"
     )
-    assert fio.load(path) == REPORT
+    assert report.load(path) == REPORT
 
 
 @pytest.mark.parametrize(("content", "message"), [("", "file is empty"), ("fio: oops\n", "fio: oops")])
 def test_load_without_a_report_is_an_error(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "fio.json"
     path.write_text(content)
-    with pytest.raises(fio.FioError, match=message):
-        fio.load(path)
-    with pytest.raises(fio.FioError, match="no fio report"):
-        fio.load(tmp_path / "missing.json")
+    with pytest.raises(FioError, match=message):
+        report.load(path)
+    with pytest.raises(FioError, match="no fio report"):
+        report.load(tmp_path / "missing.json")
 
 
 # --- real fio runs -------------------------------------------------------------------------------
@@ -458,27 +456,27 @@ RUNTIME_S = 1.5
 def test_results_of_a_real_run_match_fios_per_job_figures(tmp_path: Path) -> None:
     config = lab(WORKLOADS)
     devices, direct = file_devices(tmp_path, ("data", "log", "snap"))
-    text = on_files(fio.job_file(config, ALL, devices, RUNTIME_S), direct)
+    text = on_files(jobs.job_file(config, ALL, devices, RUNTIME_S), direct)
     started = time.monotonic()
-    report = fio.run(text, tmp_path / "fio", tmp_path / "fio" / "fio.json", timeout=60)
+    fio_json = process.run(text, tmp_path / "fio", tmp_path / "fio" / "fio.json", timeout=60)
     elapsed = time.monotonic() - started
     # The snapshot's OLTP waited for the copy (16 MiB at the copy rate) before its 1.5 s.
-    assert elapsed >= RUNTIME_S + SIZE_MIB / fio.COPY_RATE_MIB_S * 0.8
-    assert (tmp_path / "fio" / fio.JOB_FILE).read_text() == text
+    assert elapsed >= RUNTIME_S + SIZE_MIB / jobs.COPY_RATE_MIB_S * 0.8
+    assert (tmp_path / "fio" / process.JOB_FILE).read_text() == text
 
-    parsed = fio.parse(report)
+    parsed = report.parse(fio_json)
     assert parsed.skipped == {}
     assert set(parsed.luns) == {"data", "log", "snap"}
     raw: dict[str, list[dict[str, Any]]] = {}
-    for job in report["jobs"]:
+    for job in fio_json["jobs"]:
         assert job["error"] == 0, job["jobname"]
         raw.setdefault(job["jobname"], []).append(job)
     assert len(raw["oltp@data"]) == 2  # numjobs=2: two processes under one name
 
     expected = {"data": {"read", "write"}, "log": {"write"}, "snap": {"read", "write"}}
     for name, result in parsed.luns.items():
-        measured = [j for jname, jobs in raw.items() if jname.endswith(f"@{name}") and "-copy@" not in jname
-                    for j in jobs]  # fmt: skip
+        measured = [j for jname, runs in raw.items() if jname.endswith(f"@{name}") and "-copy@" not in jname
+                    for j in runs]  # fmt: skip
         for op in ("read", "write"):
             got = result.op(op)
             if op not in expected[name]:
@@ -498,8 +496,8 @@ def test_results_of_a_real_run_match_fios_per_job_figures(tmp_path: Path) -> Non
                     assert job_op.clat_percentiles_s[99.0] == pytest.approx(fio_p99)
 
     # Every OLTP process is capped at 200 IOPS in all, split 75/25 like its mix.
-    for process in raw["oltp@data"]:
-        reads, writes = process["read"]["total_ios"], process["write"]["total_ios"]
+    for clone in raw["oltp@data"]:
+        reads, writes = clone["read"]["total_ios"], clone["write"]["total_ios"]
         assert reads + writes <= 200 * RUNTIME_S * 1.1 + 5
         assert reads / (reads + writes) == pytest.approx(0.75, abs=0.08)
     dss = parsed.luns["data"].jobs["dss@data"]
@@ -515,55 +513,57 @@ def test_stop_ends_an_open_ended_run_and_fio_still_reports(tmp_path: Path) -> No
     config = lab(WORKLOADS)
     devices, direct = file_devices(tmp_path, ("data",))
     output = tmp_path / "fio" / "fio.json"
-    proc = fio.start(
-        on_files(fio.job_file(config, ["oltp"], devices, None), direct), tmp_path / "fio", output
+    proc = process.start(
+        on_files(jobs.job_file(config, ["oltp"], devices, None), direct), tmp_path / "fio", output
     )
     time.sleep(1.0)
     started = time.monotonic()
-    code = fio.stop(proc, timeout=10)
+    code = process.stop(proc, timeout=10)
     assert time.monotonic() - started < 5
     assert code == 128  # fio's exit code after it handled SIGTERM
-    result = fio.results(fio.load(output))["data"]
+    result = report.results(report.load(output))["data"]
     assert result.read is not None and result.read.ios > 0
     assert result.write is not None and result.write.ios > 0
-    assert fio.stop(proc) == 128  # stopping a stopped run is harmless
+    assert process.stop(proc) == 128  # stopping a stopped run is harmless
 
 
 @needs_fio
 def test_stop_pid_stops_a_run_known_only_by_its_pid(tmp_path: Path) -> None:
     devices, direct = file_devices(tmp_path, ("log",))
     output = tmp_path / "fio.json"
-    proc = fio.start(on_files(fio.job_file(lab(WORKLOADS), ["log"], devices, None), direct), tmp_path, output)
+    proc = process.start(
+        on_files(jobs.job_file(lab(WORKLOADS), ["log"], devices, None), direct), tmp_path, output
+    )
     try:
         time.sleep(1.0)
-        fio.stop_pid(proc.pid, timeout=10)
+        process.stop_pid(proc.pid, timeout=10)
         proc.wait(5)
     finally:
-        fio.stop(proc)
-    assert fio.results(fio.load(output))["log"].write is not None
-    fio.stop_pid(proc.pid)  # gone: nothing to do
+        process.stop(proc)
+    assert report.results(report.load(output))["log"].write is not None
+    process.stop_pid(proc.pid)  # gone: nothing to do
 
 
 @needs_fio
 def test_a_run_past_its_timeout_is_stopped_and_reported(tmp_path: Path) -> None:
     devices, direct = file_devices(tmp_path, ("log",))
-    text = on_files(fio.job_file(lab(WORKLOADS), ["log"], devices, None), direct)
-    with pytest.raises(fio.FioError, match="did not finish within 1s"):
-        fio.run(text, tmp_path, tmp_path / "fio.json", timeout=1)
-    assert fio.results(fio.load(tmp_path / "fio.json"))["log"].write is not None
+    text = on_files(jobs.job_file(lab(WORKLOADS), ["log"], devices, None), direct)
+    with pytest.raises(FioError, match="did not finish within 1s"):
+        process.run(text, tmp_path, tmp_path / "fio.json", timeout=1)
+    assert report.results(report.load(tmp_path / "fio.json"))["log"].write is not None
 
 
 @needs_fio
 def test_a_missing_device_fails_the_run_instead_of_creating_a_file(tmp_path: Path) -> None:
     devices = {name: str(tmp_path / f"{name}.img") for name in DEVICES}
-    with pytest.raises(fio.FioError, match="allow_file_create"):
-        fio.run(
-            fio.job_file(lab(WORKLOADS), ["log"], devices, 0.5), tmp_path, tmp_path / "fio.json", timeout=30
+    with pytest.raises(FioError, match="allow_file_create"):
+        process.run(
+            jobs.job_file(lab(WORKLOADS), ["log"], devices, 0.5), tmp_path, tmp_path / "fio.json", timeout=30
         )
     assert not Path(devices["log"]).exists()
 
 
 def test_start_without_fio_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(fio.FioError, match="Debian package fio"):
-        fio.start("[global]\n", tmp_path, tmp_path / "fio.json")
+    with pytest.raises(FioError, match="Debian package fio"):
+        process.start("[global]\n", tmp_path, tmp_path / "fio.json")

@@ -3,11 +3,15 @@ and the filesystem operations called directly (tests/integration/test_lab_fusefs
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import importlib.util
 import logging
 import os
 import random
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,21 +21,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lunlat.lab.fusefs import (
-    MIB,
-    DeadlineSleeper,
-    Injector,
-    LabFS,
-    SettingsError,
-    SettingsWatcher,
-    SlotQueue,
-    check_settings,
-    load_settings,
-    lun_of,
-    sample_latency_ms,
-    service_seconds,
-)
-from lunlat.lab.settings import ArraySetting, LunSetting, Settings
+from lunlat.lab.daemon import libfuse
+from lunlat.lab.daemon.filesystem import LabFS, lun_of
+from lunlat.lab.daemon.injector import Injector
+from lunlat.lab.daemon.latency import MIB, sample_latency_ms, service_seconds
+from lunlat.lab.daemon.libfuse import LIBFUSE3, LibfuseError
+from lunlat.lab.daemon.sleeper import DeadlineSleeper
+from lunlat.lab.daemon.slots import SlotQueue
+from lunlat.lab.daemon.watcher import SettingsWatcher
+from lunlat.lab.settings import ArraySetting, LunSetting, Settings, SettingsError, load_settings
 
 WAIT = 5.0  # seconds a test waits for another thread before failing (never reached when correct)
 
@@ -76,7 +74,7 @@ def fusefs_log() -> Iterator[list[logging.LogRecord]]:
         def emit(self, record: logging.LogRecord) -> None:
             records.append(record)
 
-    logger = logging.getLogger("lunlat.lab.fusefs")
+    logger = logging.getLogger("lunlat.lab.daemon")
     handler = Keep(logging.DEBUG)
     logger.addHandler(handler)
     old_level = logger.level
@@ -392,15 +390,22 @@ def test_settings_naming_an_unknown_array_or_negative_delay_are_rejected(tmp_pat
         arrays={"arr": ArraySetting(0, 0.0)},
         overhead_ms={"read": float("nan")},
     )
-    problems = check_settings(bad)
-    assert len(problems) == 5, problems
     path = tmp_path / "settings.json"
     bad.save(path)
+    with pytest.raises(SettingsError) as err:
+        load_settings(path)
+    problems = str(err.value).split(": ", 1)[1].split("; ")
+    assert len(problems) == 4, problems  # every bound the lab description states (lab/config.py)
+    for where in ("luns.data.read_ms", "arrays.arr.slots", "arrays.arr.bandwidth_mib_s", "overhead_ms.read"):
+        assert any(p.startswith(where) for p in problems), (where, problems)
+    # Values in bounds, then the references between them.
+    Settings({"data": LunSetting("nowhere", 1.0, 1.0, 0.0)}, {"arr": ArraySetting(1, 1.0)}).save(path)
     with pytest.raises(SettingsError, match="array 'nowhere' is not in arrays"):
         load_settings(path)
     with pytest.raises(SettingsError, match="cannot read"):
         load_settings(tmp_path / "missing.json")
-    assert check_settings(settings()) == []
+    settings().save(path)
+    assert load_settings(path) == settings()
 
 
 def test_a_removed_settings_file_keeps_the_settings_and_logs_once(
@@ -516,3 +521,35 @@ def test_image_files_map_to_luns() -> None:
     assert lun_of("sqlserver1_data.img") == "sqlserver1_data"
     assert lun_of(".img") is None
     assert lun_of("notes.txt") is None
+
+
+# --- which libfuse mfusepy runs on ---------------------------------------------------------------
+
+
+def test_the_daemon_runs_mfusepy_on_libfuse3_even_where_libfuse2_is_found_first() -> None:
+    """mfusepy on its own takes libfuse 2 when a host has both (its find_library order), which
+    refuses the daemon's libfuse 3 mount options; the daemon's loader takes libfuse 3. In a fresh
+    interpreter: mfusepy picks its library once, at import."""
+    if importlib.util.find_spec("mfusepy") is None:
+        pytest.skip("mfusepy is not installed (pip install 'lunlat[lab]')")
+    try:
+        ctypes.CDLL(LIBFUSE3)
+    except OSError:
+        pytest.skip(f"{LIBFUSE3} is not installed (Debian: fuse3)")
+    code = (
+        "from lunlat.lab.daemon.libfuse import mfusepy_on_libfuse3\n"
+        "m = mfusepy_on_libfuse3()\n"
+        "print(m.fuse_version_major, m._libfuse_path)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("FUSE_LIBRARY_PATH", "FUSE_LIBRARY_NAME")}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert result.stdout.split() == ["3", LIBFUSE3]
+
+
+def test_a_host_without_libfuse3_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(libfuse, "LIBFUSE3", "libfuse3-not-here.so.3")
+    with pytest.raises(LibfuseError) as err:
+        libfuse.require_libfuse3()
+    message = str(err.value)
+    assert "\n" not in message
+    assert "libfuse 3 is not installed" in message and "fuse3" in message

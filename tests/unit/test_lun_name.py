@@ -1,10 +1,10 @@
-"""The one LUN-name pattern (contract.LUN_NAME) the lab's config and fio job names are checked against."""
+"""The one lab LUN-name pattern (lab.config.LUN_NAME) the lab's config and fio job names are checked against."""
 
 from __future__ import annotations
 
 import pytest
 
-from lunlat.contract import LUN_NAME
+from lunlat.lab.config import LUN_NAME
 
 
 @pytest.mark.parametrize("name", ["ora_data1", "a", "x" * 41, "mssql_log"])

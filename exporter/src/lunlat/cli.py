@@ -20,7 +20,6 @@ from types import FrameType
 from lunlat import __version__, logs
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.files import write_atomic
-from lunlat.lab.state import DEFAULT_STATE_DIR
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
@@ -39,6 +38,10 @@ DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
 DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
 DEFAULT_PROMETHEUS_RULE_FILE = Path("deploy/kubernetes/prometheusrule.yaml")
 DEFAULT_DASHBOARDS_DIR = Path("dashboards")
+# The lab's defaults, here so that parsing the command line does not load the lab (tmpfs: see README).
+DEFAULT_LAB_STATE_DIR = Path("/run/lunlat-lab")
+DEFAULT_LAB_FILE = Path("deploy/lab/lab.yaml")
+DEFAULT_LAB_EXPORTER_CONFIG = Path("deploy/lab/lunlat.yaml")
 GENERATE_HELP = (
     "Write the recording and alert rules generated from the goals file, and the same rules as a Kubernetes "
     "PrometheusRule. With --check, write nothing and exit 1 when either file is stale (CI runs this). A bad "
@@ -236,17 +239,40 @@ def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     state.add_argument(
         "--state-dir",
         type=Path,
-        default=DEFAULT_STATE_DIR,
+        default=DEFAULT_LAB_STATE_DIR,
         metavar="DIR",
-        help=f"where the lab keeps its files and state (default {DEFAULT_STATE_DIR})",
+        help=f"where the lab keeps its files and state (default {DEFAULT_LAB_STATE_DIR})",
     )
     up = actions.add_parser("up", parents=[state], help="create the LUNs (FUSE filesystem + loop devices)")
     up.add_argument(
         "--config",
         type=Path,
-        default=Path("deploy/lab/lab.yaml"),
+        default=DEFAULT_LAB_FILE,
         metavar="FILE",
-        help="lab description, also the exporter's config (default deploy/lab/lab.yaml)",
+        help=f"lab description (default {DEFAULT_LAB_FILE})",
+    )
+    exporter_config = actions.add_parser(
+        "exporter-config",
+        help="write the exporter's config for the lab's LUNs (or, with --check, compare it)",
+        description=(
+            "Write the exporter's config labelling the lab's LUNs (luns: entries by loop_file), generated from the "
+            "lab description. With --check, write nothing and exit 1 when the file is stale (CI runs this)."
+        ),
+    )
+    exporter_config.add_argument(
+        "--config", type=Path, default=DEFAULT_LAB_FILE, metavar="FILE", help=f"default {DEFAULT_LAB_FILE}"
+    )
+    exporter_config.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_LAB_EXPORTER_CONFIG,
+        metavar="FILE",
+        help=f"default {DEFAULT_LAB_EXPORTER_CONFIG}",
+    )
+    exporter_config.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when the file differs from what would be written",
     )
     actions.add_parser(
         "down", parents=[state], help="remove every loop device, mount and process the lab made"
@@ -277,10 +303,15 @@ def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def run_lab(args: argparse.Namespace) -> int:
-    from lunlat.lab import commands  # noqa: PLC0415 - the exporter does not load the lab
+    from lunlat.lab import commands, exporter_config  # noqa: PLC0415 - the exporter does not load the lab
     from lunlat.lab.system import LabError  # noqa: PLC0415
 
     try:
+        if args.lab_command == "exporter-config":
+            text = exporter_config.render(commands.load_lab(args.config))
+            return _write_generated(
+                {args.output: text}, args.config, args.check, "lunlat lab exporter-config"
+            )
         if args.lab_command == "up":
             commands.up(args.config, args.state_dir)
         elif args.lab_command == "down":
@@ -395,13 +426,12 @@ def serve(args: argparse.Namespace) -> int:
 
 def check_config(args: argparse.Namespace) -> int:
     config = _load(args.file, check_secrets=not args.syntax_only)
-    lab = f", lab with {len(config.lab.luns)} LUNs" if config.lab else ""
     databases = "".join(
         f", {len(targets)} {kind} targets"
         for kind, targets in (("Oracle", config.oracle), ("SQL Server", config.mssql))
         if targets
     )
-    print(f"{args.file}: valid ({len(config.luns)} luns entries{lab}{databases})")
+    print(f"{args.file}: valid ({len(config.luns)} luns entries{databases})")
     return 0
 
 

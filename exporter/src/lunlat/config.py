@@ -13,7 +13,6 @@ from pathlib import Path, PurePosixPath
 from pydantic import Field, field_validator, model_validator
 
 from lunlat.contract import Role
-from lunlat.lab.config import LabConfig
 from lunlat.yamlmodel import (
     ConfigError,
     ConfigProblem,
@@ -222,9 +221,6 @@ class Config(Strict):
     luns: list[LunEntry] = Field(default_factory=list)
     oracle: list[OracleTarget] = Field(default_factory=list)
     mssql: list[MssqlTarget] = Field(default_factory=list)
-    lab: LabConfig | None = Field(
-        default=None, description="The lab's LUNs and workloads (deploy/lab/lab.yaml)."
-    )
 
     @model_validator(mode="after")
     def _unique_databases(self) -> Config:
@@ -280,18 +276,8 @@ class Config(Strict):
         return problems
 
     def lun_entries(self) -> list[LunEntry]:
-        """`luns:` entries, then one per lab LUN matching its loop device by backing file (so an
-        explicit entry still wins)."""
-        derived = [
-            LunEntry(
-                match=LunMatch(loop_file=LabConfig.image_name(lun.name)),
-                database=lun.database,
-                role=lun.role,
-                workload=lun.workload,
-            )
-            for lun in (self.lab.luns if self.lab else [])
-        ]
-        return [*self.luns, *derived]
+        """The `luns:` entries, in order (the first that matches a device wins)."""
+        return list(self.luns)
 
 
 def parse_config(text: str, source: str = "<config>", check_secrets: bool = False) -> Config:

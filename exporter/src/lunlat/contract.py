@@ -7,7 +7,6 @@ that compare the docs and rules with this module fail until they follow.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -24,11 +23,6 @@ ROLES: tuple[Role, ...] = get_args(Role)
 # LUN that also holds a control file copy is a data LUN; a redo LUN with a control file copy is a log LUN.
 ROLE_PRIORITY: tuple[Role, ...] = ("data", "log", "temp", "other", "control")
 assert sorted(ROLE_PRIORITY) == sorted(ROLES), "ROLE_PRIORITY must order every role"
-
-# A lab LUN's name: it names the LUN's image file (<name>.img) and the LUN part of its fio job
-# names, so it stays a short lower-case identifier. The lab's config and its fio job parser both
-# check names against this one pattern (\Z, not $: `$` also matches before a trailing newline).
-LUN_NAME = re.compile(r"\A[a-z][a-z0-9_]{0,40}\Z")
 
 # What a device is in the LUN topology: a LUN proper, a multipath path of one, or a partition of one.
 KINDS: tuple[str, ...] = ("lun", "path", "partition")

@@ -14,29 +14,29 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lunlat.config import Config, ConfigError, load_config
-from lunlat.lab import fio, measure, system
+from lunlat.files import write_atomic
+from lunlat.lab import exporter_config, measure, system
 from lunlat.lab.config import LabConfig
-from lunlat.lab.settings import Settings
+from lunlat.lab.fio import jobs, process, report
+from lunlat.lab.settings import Settings, SettingsError
 from lunlat.lab.state import LabState
 from lunlat.lab.system import LabError
+from lunlat.yamlmodel import ConfigError
 
 CALIBRATION_IOS = 300
 CALIBRATION_BLOCK = 8192
 # Paced like the lab's rate-capped workloads: back-to-back I/O finds the CPUs awake and measures
 # less overhead than an I/O arriving every few ms pays (VM wake-up cost).
 CALIBRATION_PACE_S = 0.004
+DAEMON_MODULE = "lunlat.lab.daemon"  # run with -m; also how `down` finds a daemon by its command line
 SETTINGS_POLL = 0.6  # > the daemon's settings poll interval: a change is in force after this
 
 
-def load_lab(path: Path) -> tuple[Config, LabConfig]:
+def load_lab(path: Path) -> LabConfig:
     try:
-        config = load_config(path)
+        return LabConfig.load(path)
     except ConfigError as exc:
-        raise LabError("invalid lab config:\n  " + "\n  ".join(str(p) for p in exc.problems)) from None
-    if config.lab is None:
-        raise LabError(f"{path} has no lab: section")
-    return config, config.lab
+        raise LabError("invalid lab description:\n  " + "\n  ".join(str(p) for p in exc.problems)) from None
 
 
 def _say(text: str) -> None:
@@ -48,7 +48,7 @@ def _say(text: str) -> None:
 
 def up(config_path: Path, state_dir: Path) -> LabState:
     system.require_host()
-    _, lab = load_lab(config_path)
+    lab = load_lab(config_path)
     leftovers = _leftovers(state_dir)
     if leftovers:
         raise LabError(f"a lab is already up in {state_dir} ({leftovers}); run `lunlat lab down` first")
@@ -82,12 +82,13 @@ def _leftovers(state_dir: Path) -> str:
 def _bring_up(state: LabState, lab: LabConfig) -> None:
     settings = Settings.from_config(lab)
     settings.save(state.settings)
+    write_atomic(state.exporter_config, exporter_config.render(lab))
     for lun in lab.luns:
         with (state.backing / LabConfig.image_name(lun.name)).open("wb") as image:
             image.truncate(lab.size_mib * 1024 * 1024)  # sparse: only written blocks take space
     log = (state.directory / "fuse.log").open("ab")
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "lunlat.lab.fusefs", "--backing", str(state.backing), "--mount",
+        [sys.executable, "-m", DAEMON_MODULE, "--backing", str(state.backing), "--mount",
          str(state.mountpoint), "--settings", str(state.settings)],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
@@ -112,6 +113,7 @@ def _bring_up(state: LabState, lab: LabConfig) -> None:
          f"{overhead['read']:.3f} ms read, {overhead['write']:.3f} ms write (subtracted from each delay)")  # fmt: skip
     for lun in lab.luns:
         _say(f"  {lun.name:24} {state.loops[lun.name]:12} {lun.database} / {lun.role} / {lun.workload}")
+    _say(f"the exporter's config for these LUNs: {state.exporter_config}")
 
 
 def calibrate(state: LabState, probe_lun: str, settings: Settings) -> dict[str, float]:
@@ -159,11 +161,7 @@ def _lab_processes(state_dir: Path) -> list[int]:
     for proc in system.processes_mentioning(marker):
         cmdline = proc.info.get("cmdline") or []
         text = " ".join(cmdline)
-        if (
-            "lunlat.lab.fusefs" in text
-            or Path(cmdline[0]).name == "fio"
-            or ("lab" in cmdline and "up" in cmdline)
-        ):
+        if DAEMON_MODULE in text or Path(cmdline[0]).name == "fio" or ("lab" in cmdline and "up" in cmdline):
             pids.append(proc.pid)
     return pids
 
@@ -201,13 +199,12 @@ def _require_up(state_dir: Path) -> tuple[LabState, LabConfig]:
     state = LabState.load(state_dir)
     if state is None or not state.loops:
         raise LabError(f"no lab is up in {state_dir}; run `lunlat lab up` first")
-    _, lab = load_lab(Path(state.config_file))
-    return state, lab
+    return state, load_lab(Path(state.config_file))
 
 
 def stop_phase(state: LabState) -> None:
     if state.fio_pid:
-        fio.stop_pid(state.fio_pid)
+        process.stop_pid(state.fio_pid)
     state.fio_pid = None
     state.phase = None
     state.save()
@@ -224,8 +221,8 @@ def phase(state_dir: Path, name: str) -> LabState:
         )
     workdir = state.fio_dir / name
     workdir.mkdir(parents=True, exist_ok=True)
-    text = fio.job_file(lab, lab.phases[name], state.loops, None)
-    proc = fio.start(text, workdir, workdir / "fio.json")
+    text = jobs.job_file(lab, lab.phases[name], state.loops, None)
+    proc = process.start(text, workdir, workdir / "fio.json")
     state.fio_pid = system.detach(proc)
     state.phase = name
     state.phase_output = str(workdir / "fio.json")
@@ -238,12 +235,13 @@ def set_latency(state_dir: Path, lun: str, read_ms: float, write_ms: float, jitt
     settings = Settings.load(state.settings)
     if lun not in settings.luns:
         raise LabError(f"unknown LUN {lun!r}; the lab has: {', '.join(settings.luns)}")
-    for label, value in (("READ", read_ms), ("WRITE", write_ms), ("--jitter", jitter)):
-        if value is not None and not 0 <= value <= 10_000:
-            raise LabError(f"{label} must be between 0 and 10000, got {value}")
     old = settings.luns[lun]
     new = replace(old, read_ms=read_ms, write_ms=write_ms, jitter=old.jitter if jitter is None else jitter)
     updated = Settings({**settings.luns, lun: new}, settings.arrays, settings.overhead_ms)
+    try:
+        updated.check()  # the bounds of the lab description (lab/config.py), before the daemon sees it
+    except SettingsError as exc:
+        raise LabError(f"set-latency {lun}: {exc}") from None
     updated.save(state.settings)
     return updated
 
@@ -325,21 +323,21 @@ def scenario(
         raise LabError(f"unknown phases {', '.join(unknown)}; the lab config has {', '.join(lab.phases)}")
     stop_phase(state)
     output.mkdir(parents=True, exist_ok=True)
-    exporter = _Exporter(exporter_url, Path(state.config_file), output)
+    exporter = _Exporter(exporter_url, state.exporter_config, output)
     rows: list[dict[str, object]] = []
     try:
         for name in order:
             _say(f"phase {name}: {warmup:g}s warm-up, {duration:g}s measured")
             workdir = output / name
             workdir.mkdir(exist_ok=True)
-            text = fio.job_file(lab, lab.phases[name], state.loops, duration, ramp_s=warmup)
-            proc = fio.start(text, workdir, workdir / "fio.json")
+            text = jobs.job_file(lab, lab.phases[name], state.loops, duration, ramp_s=warmup)
+            proc = process.start(text, workdir, workdir / "fio.json")
             time.sleep(warmup)
             before = measure.from_exposition(exporter.scrape())
             time.sleep(duration)
             after = measure.from_exposition(exporter.scrape())
-            fio.wait(proc, timeout=fio.expected_seconds(lab, lab.phases[name], duration, warmup) + 60)
-            truth = fio.results(fio.load(workdir / "fio.json"))
+            process.wait(proc, timeout=jobs.expected_seconds(lab, lab.phases[name], duration, warmup) + 60)
+            truth = report.results(report.load(workdir / "fio.json"))
             rows.extend(_scenario_rows(name, lab, state, truth, before, after))
     finally:
         exporter.close()
@@ -355,7 +353,7 @@ def _scenario_rows(
     phase_name: str,
     lab: LabConfig,
     state: LabState,
-    truth: dict[str, fio.LunResult],
+    truth: dict[str, report.LunResult],
     before: dict[str, measure.Counters],
     after: dict[str, measure.Counters],
 ) -> list[dict[str, object]]:
@@ -382,7 +380,7 @@ def _scenario_rows(
 
 
 class _Exporter:
-    """The exporter the scenario reads: the one at `url`, or one it starts on the lab config."""
+    """The exporter the scenario reads: the one at `url`, or one it starts on the lab's exporter config."""
 
     def __init__(self, url: str | None, config_file: Path, workdir: Path) -> None:
         self._proc: subprocess.Popen[bytes] | None = None

@@ -1,41 +1,49 @@
-"""The `lab:` section of a lunlat config (deploy/lab/lab.yaml): LUNs, arrays, workloads, phases.
+"""The lab description (deploy/lab/lab.yaml): LUNs, arrays, workloads, phases.
 
-The same file is the exporter's config: every lab LUN implies a `luns:` entry matching its loop
-device by backing file, so the exporter labels the lab LUNs with database, role and workload.
+The lab's own file: the exporter never reads it. What the exporter needs, a `luns:` entry per lab
+LUN matching its loop device by backing file, is generated from it (lab/exporter_config.py).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from lunlat.contract import Role
-from lunlat.yamlmodel import Strict
+from lunlat.yamlmodel import Strict, load_model
 
 Engine = Literal["mssql", "oracle"]
 WorkloadKind = Literal["oltp", "log", "archive", "dss", "snapshot_oltp"]
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+# A lab LUN name: also a file name (<name>.img) and the LUN part of fio job names (fio/names.py),
+# so a short lower-case identifier; the one pattern both check (\Z, not $: `$` also matches before a
+# trailing newline). The exporter itself takes any LUN name the host gives.
+LUN_NAME = re.compile(r"\A[a-z][a-z0-9_]{0,40}\Z")
+
+# What a value may be, stated once for the lab description and the daemon's settings file.
+Slots = Annotated[int, Field(ge=1, le=256)]
+Bandwidth = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+DelayMs = Annotated[float, Field(ge=0, le=10_000)]  # a NaN fails the bounds
+Jitter = Annotated[float, Field(ge=0, le=3)]
 
 
 class ArrayConfig(Strict):
     """A shared backing store: every LUN on it competes for its service slots and bandwidth."""
 
-    slots: int = Field(
-        default=8, ge=1, le=256, description="I/Os the array serves at once; more wait in its queue."
-    )
-    bandwidth_mib_s: float = Field(default=400.0, gt=0, description="Transfer budget shared by its LUNs.")
+    slots: Slots = Field(default=8, description="I/Os the array serves at once; more wait in its queue.")
+    bandwidth_mib_s: Bandwidth = Field(default=400.0, description="Transfer budget shared by its LUNs.")
 
 
 class Latency(Strict):
     """Service time of one I/O before queueing: a mean in ms and a spread (lognormal, coefficient of
     variation `jitter`; 0 = every I/O takes exactly the mean)."""
 
-    read_ms: float = Field(ge=0, le=10_000)
-    write_ms: float = Field(ge=0, le=10_000)
-    jitter: float = Field(default=0.3, ge=0, le=3)
+    read_ms: DelayMs
+    write_ms: DelayMs
+    jitter: Jitter = 0.3
 
 
 class LabLun(Strict):
@@ -49,7 +57,7 @@ class LabLun(Strict):
 
     @model_validator(mode="after")
     def _name_ok(self) -> LabLun:
-        if not _NAME.match(self.name):
+        if not LUN_NAME.match(self.name):
             raise ValueError(
                 f"name {self.name!r} must be lower-case letters, digits and _ (start with a letter)"
             )
@@ -101,6 +109,11 @@ class LabConfig(Strict):
             if lun.name == name:
                 return lun
         raise KeyError(name)
+
+    @classmethod
+    def load(cls, path: Path) -> LabConfig:
+        """The lab description in `path`; ConfigError names each problem by line and key."""
+        return load_model(path, cls)
 
     @staticmethod
     def image_name(lun: str) -> str:

@@ -12,8 +12,6 @@ from pathlib import Path
 
 from lunlat.files import write_atomic
 
-DEFAULT_STATE_DIR = Path("/run/lunlat-lab")
-
 
 @dataclass(slots=True)
 class LabState:
@@ -36,6 +34,11 @@ class LabState:
     @property
     def settings(self) -> Path:
         return self.directory / "settings.json"
+
+    @property
+    def exporter_config(self) -> Path:
+        """The exporter's config for this lab's LUNs (lab/exporter_config.py), written by `up`."""
+        return self.directory / "lunlat.yaml"
 
     @property
     def path(self) -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from lunlat.lab.daemon.libfuse import LibfuseError, require_libfuse3
 from lunlat.topology import parse_mountinfo
 
 
@@ -35,6 +36,10 @@ def require_host() -> None:
     for tool, package in (("losetup", "util-linux"), ("fusermount3", "fuse3"), ("fio", "fio")):
         if shutil.which(tool) is None:
             problems.append(f"{tool} is not installed (Debian package {package})")
+    try:
+        require_libfuse3()
+    except LibfuseError as exc:
+        problems.append(str(exc))
     if problems:
         raise LabError("the lab cannot run here:\n  - " + "\n  - ".join(problems))
 

@@ -1,0 +1,93 @@
+"""The daemon's command line: `python -m lunlat.lab.daemon --backing DIR --mount DIR --settings FILE`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lunlat import logs
+from lunlat.lab.daemon.filesystem import DEFAULT_MAX_INFLIGHT, LabFS, mount
+from lunlat.lab.daemon.injector import Injector
+from lunlat.lab.daemon.libfuse import LibfuseError, require_libfuse3
+from lunlat.lab.daemon.scheduling import DAEMON_NICE, lower_timer_slack, raise_priority
+from lunlat.lab.daemon.watcher import SettingsWatcher, file_signature
+from lunlat.lab.settings import SettingsError, load_settings
+
+log = logs.get("lunlat.lab.daemon")  # a fixed name: run with -m, __name__ is __main__
+
+FUSE_LOOP_ENDED = 8  # fuse_main's status when its loop ended with an error or a signal (libfuse 3)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lunlat.lab.daemon",
+        description="Mount the lab's latency-injecting FUSE filesystem (foreground; stop with SIGTERM).",
+    )
+    parser.add_argument("--backing", type=Path, required=True, help="directory holding the <lun>.img files")
+    parser.add_argument("--mount", type=Path, required=True, help="empty directory to mount on")
+    parser.add_argument("--settings", type=Path, required=True, help="settings JSON (lab/settings.py)")
+    parser.add_argument(
+        "--max-inflight",
+        type=int,
+        default=DEFAULT_MAX_INFLIGHT,
+        help=f"I/Os served at once over all arrays (default {DEFAULT_MAX_INFLIGHT})",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logs.setup("info", "logfmt")
+    # Absolute: libfuse changes the working directory when it mounts.
+    backing, mountpoint, settings_file = (p.absolute() for p in (args.backing, args.mount, args.settings))
+    problems = [f"{flag} {path} is not a directory" for flag, path in
+                (("--backing", backing), ("--mount", mountpoint)) if not path.is_dir()]  # fmt: skip
+    if args.max_inflight < 1:
+        problems.append(f"--max-inflight must be at least 1, got {args.max_inflight}")
+    try:
+        require_libfuse3()
+    except LibfuseError as exc:
+        problems.append(str(exc))
+    seen = file_signature(settings_file)  # before reading: a change from now on is noticed
+    try:
+        settings = load_settings(settings_file)
+    except SettingsError as exc:
+        problems.append(str(exc))
+    if problems:
+        log.error("cannot start", err="; ".join(problems))
+        return 2
+    # Before libfuse starts its workers, so they inherit it.
+    slack = lower_timer_slack()
+    prioritized = raise_priority()
+    injector = Injector(settings)
+    watcher = SettingsWatcher(settings_file, injector.apply, seen=seen)
+    log.info(
+        "starting",
+        mount=str(mountpoint), backing=str(backing), settings=str(settings_file), luns=len(settings.luns), arrays=len(settings.arrays), timer_slack_lowered=slack, nice=DAEMON_NICE if prioritized else os.getpriority(os.PRIO_PROCESS, 0), pid=os.getpid(),
+    )  # fmt: skip
+    watcher.start()
+    try:
+        mount(LabFS(backing, injector, args.max_inflight), mountpoint)
+        reason = "unmounted"
+    except LibfuseError as exc:  # mfusepy imported on another libfuse before (not in this process)
+        log.error("cannot start", err=str(exc))
+        return 2
+    except RuntimeError as exc:
+        # mfusepy raises fuse_main's status when it is not 0. 8: the loop ended with an error,
+        # which is how libfuse 3 reports the SIGTERM/SIGINT/SIGHUP its own handler caught (libfuse
+        # also prints real device errors itself). Lower values: the mount itself failed.
+        if str(exc) != str(FUSE_LOOP_ENDED):
+            log.error("libfuse failed", fuse_main_status=str(exc))
+            return 1
+        reason = "signal"
+    finally:
+        watcher.stop()
+    log.info("stopped", reason=reason)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
