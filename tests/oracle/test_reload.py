@@ -1,4 +1,5 @@
-"""A config reload closes the old database sessions and opens new ones, with the emulated Oracle."""
+"""A config reload with the emulated Oracle: an unchanged target keeps its session, a changed one is
+reconnected (old session closed), and the error counters count on."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ TARGET = (
 )
 
 
-def test_a_reload_closes_the_old_session_and_keeps_the_error_counters(
+def test_a_reload_keeps_an_unchanged_target_and_replaces_a_changed_one_keeping_the_error_counters(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LUNLAT_TEST_RELOAD_PW", "pw")
@@ -54,7 +55,17 @@ def test_a_reload_closes_the_old_session_and_keeps_the_error_counters(
         time.sleep(1.1)  # the first backoff step
         assert samples(scraper.scrape(5))[up] == 1 and len(made) == 2 and state(made[1]) == "open"
 
+        # A reload that changes only the LUN entries keeps the database's session as it is.
         config.write_text(TARGET + "luns:\n  - {match: {device: sdz}, role: data}\n")
+        assert reloader.reload() is None
+        kept = samples(scraper.scrape(5))
+        assert len(made) == 2 and state(made[1]) == "open", "an unchanged target must not reconnect"
+        assert kept[up] == 1 and kept[lost] == 1
+
+        # A changed target gets a new source: the old session is closed, a new one opened.
+        config.write_text(
+            TARGET.replace("}", ", timeout_seconds: 4}") + "luns:\n  - {match: {device: sdz}, role: data}\n"
+        )
         assert reloader.reload() is None
         assert state(made[1]) == "closed", "the reload must close the old session"
         after = samples(scraper.scrape(5))

@@ -15,11 +15,14 @@ from pathlib import Path
 import pytest
 
 from lunlat import reload as reload_module
+from lunlat.config import load_config
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import Source, SourceError, SourceResult
 from lunlat.sources.factory import Settings
+from lunlat.sources.registry import build_sources
+from tests.fakesys import FakeHost, Stats
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.unit.test_scrape import FakeSource, samples
 
@@ -213,3 +216,31 @@ def test_a_failing_build_is_a_refused_reload_not_a_crash(
     assert samples(text)[(RELOADED, ())] == 0 and samples(text)[(RELOADED_AT, ())] == 1234.5
     assert source.calls == 1
     scraper.close()
+
+
+def test_the_diskstats_wrap_offsets_survive_a_reload(tmp_path: Path) -> None:
+    """The kernel prints read ms as 32-bit; a rebuilt source must not forget that it wrapped (a fresh
+    one would publish the raw value: a counter reset to Prometheus, and rate() a spike of ~2^32 ms)."""
+    host = FakeHost(tmp_path)
+    host.add_virtio("vda")
+    host.stats["vda"] = Stats(reads=1000, read_ms=2**32 - 500)
+    host.write()
+    config = tmp_path / "lunlat.yaml"
+    config.write_text("diskstats: {include: '^vd'}\n")
+    settings = Settings(host.procfs, host.sysfs)
+    scraper = Scraper(build_sources(load_config(config), settings).sources)
+    reloader = Reloader(config, settings, scraper)
+    read_time = ("lunlat_device_read_time_seconds_total", (("device", "vda"), ("lun", "vda")))
+    try:
+        assert samples(scraper.scrape(5))[read_time] == (2**32 - 500) / 1000
+        host.stats["vda"] = Stats(reads=2000, read_ms=500)  # 1000 ms later: the field wrapped
+        host.write()
+        assert samples(scraper.scrape(5))[read_time] == (2**32 + 500) / 1000
+
+        config.write_text("diskstats: {include: '^vd'}\nluns:\n  - {match: {device: vda}, role: data}\n")
+        assert reloader.reload() is None
+        host.stats["vda"] = Stats(reads=3000, read_ms=1500)
+        host.write()
+        assert samples(scraper.scrape(5))[read_time] == (2**32 + 1500) / 1000, "the wrap was forgotten"
+    finally:
+        scraper.close()

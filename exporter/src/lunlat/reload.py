@@ -2,7 +2,8 @@
 
 The file is read again and every source rebuilt through the registry; only when both succeed are
 the new sources swapped into the scraper (the old ones retired: database sessions closed once their
-collection in flight ends). A bad file keeps the running config and says why, one log line per
+collection in flight ends). A database target whose config did not change keeps its running source
+and session; the diskstats source carries its 32-bit wrap offsets over. A bad file keeps the running config and says why, one log line per
 problem, and in `lunlat_config_last_reload_successful` 0 until a good file is loaded; the answer
 to `/-/reload` is then 500 with the reason (Prometheus: "failed to reload config: …",
 github.com/prometheus/prometheus web/web.go `reload`).
@@ -20,6 +21,7 @@ from lunlat.config import ConfigError, load_config
 from lunlat.dbfiles import DbLunLabels
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper
+from lunlat.sources.base import CarriesState, Reusable, Source
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources, close_sources
 
@@ -77,15 +79,16 @@ class Reloader:
         if built.problems:
             built.close()
             return built.problems
+        sources = _reuse(self._scraper.sources, built.sources)
         try:
-            self._scraper.replace(built.sources, lambda source: close_sources([source]))
+            self._scraper.replace(sources, lambda source: close_sources([source]))
         except ValueError as exc:  # names not unique: the config checks should have said so
             built.close()
             return [str(exc)]
         if built.db_labels is not None:
-            built.db_labels.keep(s.name for s in built.sources)
+            built.db_labels.keep(s.name for s in sources)
         self._db_labels = built.db_labels
-        log.info("config reloaded", file=self._path, sources=",".join(s.name for s in built.sources))
+        log.info("config reloaded", file=self._path, sources=",".join(s.name for s in sources))
         return []
 
     def families(self) -> list[Family]:
@@ -95,3 +98,27 @@ class Reloader:
                 contract.CONFIG_LAST_RELOAD_SUCCESS_TIME, [("", _NO_LABELS, round(self._success_time, 3))]
             ),
         ]
+
+
+def _reuse(running: list[Source], rebuilt: list[Source]) -> list[Source]:
+    """The sources to run after a reload: a running source whose config did not change stays (its
+    database session open), the rebuilt one is closed unused; a rebuilt source takes over what its
+    predecessor knew (diskstats' wrap offsets)."""
+    by_name = {s.name: s for s in running}
+    out: list[Source] = []
+    for new in rebuilt:
+        old = by_name.get(new.name)
+        if (
+            old is not None
+            and type(old) is type(new)
+            and isinstance(old, Reusable)
+            and isinstance(new, Reusable)
+            and old.built_from == new.built_from
+        ):
+            close_sources([new])
+            out.append(old)
+            continue
+        if old is not None and isinstance(new, CarriesState):
+            new.carry_over(old)
+        out.append(new)
+    return out

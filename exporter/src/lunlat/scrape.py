@@ -95,6 +95,12 @@ class Scraper:
         """Publish what `provider` returns in every scrape, after the health families."""
         self._providers.append(provider)
 
+    @property
+    def sources(self) -> list[Source]:
+        """The sources scraped now."""
+        with self._lock:
+            return list(self._sources)
+
     def replace(self, sources: Sequence[Source], retire: Callable[[Source], None]) -> None:
         """Scrape `sources` from now on, instead of the current ones (a config reload).
 
@@ -118,7 +124,10 @@ class Scraper:
                 self._executor.shutdown(wait=False)
                 self._executor = self._new_executor(len(sources))
             flights = {id(f.source): f for f in self._flights.values()}
+        staying = {id(s) for s in sources}
         for source in old:
+            if id(source) in staying:  # a source the reload kept as it was
+                continue
             flight = flights.get(id(source))
             if flight is None:
                 retire(source)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from lunlat.model import Family
 
@@ -34,6 +34,31 @@ class SourceResult:
     families: list[Family]
     # Errors that cost part of the data but not the collection (a malformed line, a missing grant).
     errors: Counter[str] = field(default_factory=Counter)
+
+
+@runtime_checkable
+class Reusable(Protocol):
+    """A source that a config reload may keep running instead of its rebuilt twin.
+
+    `built_from` is what the source was built from (a database target's config): when the reloaded
+    config builds a source of the same name from an equal value, the running one stays, with its
+    open session, so a reload that adds a LUN does not reconnect every database.
+    """
+
+    @property
+    def built_from(self) -> object: ...
+
+
+@runtime_checkable
+class CarriesState(Protocol):
+    """A rebuilt source that takes over what its predecessor of the same name knew.
+
+    The diskstats source takes over the 32-bit wrap offsets: a fresh one would publish the raw,
+    wrapped milliseconds, which Prometheus reads as a counter reset and an increase of up to 2^32 ms
+    (a false latency spike, a false page).
+    """
+
+    def carry_over(self, previous: object) -> None: ...
 
 
 class Source(Protocol):

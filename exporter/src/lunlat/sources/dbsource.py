@@ -71,6 +71,12 @@ class DbSource(Generic[Conn]):
         "bad_row",
     )
     grants_hint = ""  # where a missing grant is explained (deploy/…/grants.sql)
+    _target: object  # the target's config, set by each engine's source
+
+    @property
+    def built_from(self) -> object:
+        """The target's config: a reload with an equal one keeps this source (base.Reusable)."""
+        return self._target
 
     def __init__(
         self,

@@ -326,6 +326,11 @@ class DiskstatsSource:
         self._warned_lines = logs.Once()
         self._warned_unmatched: set[str] = set()
 
+    def carry_over(self, previous: object) -> None:
+        """After a reload: keep unwrapping from where the previous source was (base.CarriesState)."""
+        if isinstance(previous, DiskstatsSource):
+            self._unwrapper = previous._unwrapper
+
     def collect(self) -> SourceResult:
         path = self._procfs / "diskstats"
         try:

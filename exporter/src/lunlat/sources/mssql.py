@@ -117,6 +117,7 @@ class MssqlSource(DbSource[Connection]):
     """The SQL Server layer of one configured instance."""
 
     grants_hint = "deploy/mssql/grants.sql"
+    _target: MssqlTarget
 
     def __init__(
         self,

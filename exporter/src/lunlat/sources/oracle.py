@@ -177,6 +177,7 @@ class OracleSource(DbSource[OracleConnection]):
     """The Oracle layer of one configured database."""
 
     grants_hint = "deploy/oracle/grants.sql"
+    _target: OracleTarget
 
     def __init__(
         self,
