@@ -54,7 +54,7 @@ def test_baselines_follow_the_reference_oltp_tables() -> None:
 
 def test_every_lab_lun_becomes_a_luns_entry_matching_its_loop_file() -> None:
     config = LabConfig.load(LAB)
-    entries = exporter_config(config).lun_entries()
+    entries = exporter_config(config).luns
     assert len(entries) == len(config.luns)
     by_file = {e.match.loop_file: e for e in entries if e.match.loop_file}
     snap = by_file["oracle_snap_log.img"]

@@ -275,10 +275,6 @@ class Config(Strict):
                         problems.append(((kind, i, key), str(exc)))
         return problems
 
-    def lun_entries(self) -> list[LunEntry]:
-        """The `luns:` entries, in order (the first that matches a device wins)."""
-        return list(self.luns)
-
 
 def parse_config(text: str, source: str = "<config>", check_secrets: bool = False) -> Config:
     """`check_secrets` also refuses password sources that cannot be read now (check-config)."""

@@ -497,7 +497,7 @@ def build(context: Context) -> list[DiskstatsSource] | BuildError:
             procfs,
             context.settings.sysfs,
             context.diskstats(),
-            context.config.lun_entries(),
+            context.config.luns,
             context.settings.refresh_interval,
             db_labels=context.db_labels,
         )

@@ -93,4 +93,4 @@ def build(context: Context) -> list[PsutilDisksSource] | BuildError:
     if context.platform != "psutil":
         return []
     log.info("host counters from psutil", platform=sys.platform)
-    return [PsutilDisksSource(context.diskstats(), context.config.lun_entries())]
+    return [PsutilDisksSource(context.diskstats(), context.config.luns)]
