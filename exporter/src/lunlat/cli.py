@@ -29,6 +29,7 @@ from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from lunlat.sources.oracle import OracleSource, connect_oracledb
 from lunlat.sources.psutil_disks import PsutilDisksSource
+from lunlat.webconfig import WebGate
 
 log = logs.get("lunlat.cli")
 
@@ -93,6 +94,13 @@ def _parser() -> argparse.ArgumentParser:
         default=40,
         metavar="N",
         help="scrapes served at once; more get 503 (0 = no limit; default 40)",
+    )
+    serve.add_argument(
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        metavar="FILE",
+        help="exporter-toolkit web config: TLS, basic auth, headers (node_exporter's format)",
     )
     serve.add_argument(
         "--config.file",
@@ -365,6 +373,14 @@ def serve(args: argparse.Namespace) -> int:
         address = ListenAddress.parse(args.listen)
     except ListenAddressError as exc:
         return _usage_error(f"--web.listen-address: {exc}")
+    web = None
+    if args.web_config_file is not None:
+        try:
+            web = WebGate.load(args.web_config_file)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                print(f"lunlat: web config error: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     config = _load(args.config_file)
     sources = build_sources(config, args)
     scraper = Scraper(sources, process_registry())
@@ -374,7 +390,7 @@ def serve(args: argparse.Namespace) -> int:
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
     try:
-        server = Server(address, scraper, args.telemetry_path, args.max_requests)
+        server = Server(address, scraper, args.telemetry_path, args.max_requests, web)
     except OSError as exc:
         print(f"lunlat: error: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -390,6 +406,7 @@ def serve(args: argparse.Namespace) -> int:
         address=args.listen,
         port=server.port,
         path=args.telemetry_path,
+        tls=web is not None and web.tls,
         sources=",".join(s.name for s in sources),
         version=__version__,
     )
