@@ -19,7 +19,7 @@ import pytest
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.web import certs
 
-PASSWORD = "s3cret"
+PASSWORD = "s3cret"  # noqa: S105 - a test password for a throw-away exporter
 # Cost 4, the lowest bcrypt takes: the tests check behaviour, not bcrypt's slowness.
 HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
 
