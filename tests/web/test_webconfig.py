@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import bcrypt
@@ -153,3 +154,28 @@ def test_successful_checks_are_cached(tmp_path: Path, monkeypatch: pytest.Monkey
     assert not gate.authorized(config, nobody)  # checked against a fake hash: same cost as a user
     assert not gate.authorized(config, None)
     assert calls == [b"pw", b"nope", b"pw"]
+
+
+def test_a_changed_web_config_is_picked_up_and_a_bad_one_keeps_the_old(
+    tmp_path: Path, pki: certs.Pki
+) -> None:
+    path = tmp_path / "web.yml"
+    first = bcrypt.hashpw(b"one", bcrypt.gensalt(4)).decode()
+    path.write_text(f"basic_auth_users:\n  prom: '{first}'\n", encoding="utf-8")
+    gate = WebGate.load(path)
+    one = "Basic " + base64.b64encode(b"prom:one").decode()
+    two = "Basic " + base64.b64encode(b"prom:two").decode()
+    assert gate.authorized(gate.current(), one)
+    second = bcrypt.hashpw(b"two", bcrypt.gensalt(4)).decode()
+    path.write_text(f"basic_auth_users:\n  prom: '{second}'\n", encoding="utf-8")
+    time.sleep(webconfig.RECHECK_SECONDS + 0.1)
+    config = gate.current()
+    assert gate.authorized(config, two) and not gate.authorized(config, one)
+    for broken in (
+        "basic_auth_users:\n  prom: plaintext\n",
+        tls(pki),  # TLS cannot be switched on while running
+    ):
+        path.write_text(broken, encoding="utf-8")
+        time.sleep(webconfig.RECHECK_SECONDS + 0.1)
+        config = gate.current()
+        assert not config.tls and gate.authorized(config, two)
