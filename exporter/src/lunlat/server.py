@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import gzip
 import html
+import logging
 import socket
 import ssl
 import sys
@@ -230,7 +231,8 @@ class Handler(BaseHTTPRequestHandler):
     timeout = 60
 
     def log_message(self, format: str, *args: object) -> None:
-        log.debug("http", client=self.client_address[0], request=format % args)
+        if log.is_enabled_for(logging.DEBUG):  # formatted only when it will be written
+            log.debug("http", client=self.client_address[0], request=format % args)
 
     def send_response(self, code: int, message: str | None = None) -> None:
         super().send_response(code, message)
