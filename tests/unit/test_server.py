@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import logging
 import socket
 import struct
 import threading
@@ -190,6 +191,8 @@ def test_client_gone_mid_answer_is_one_debug_line_not_a_traceback(
     server: Server, source: Empty, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level("DEBUG", logger="lunlat")
+    # Caught at the `lunlat` logger itself: after logs.setup() it does not propagate to caplog's root.
+    logging.getLogger("lunlat").addHandler(caplog.handler)
     source.gate = threading.Event()
     for _ in range(3):
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
@@ -208,6 +211,7 @@ def test_client_gone_mid_answer_is_one_debug_line_not_a_traceback(
     lost = [r for r in caplog.records if r.getMessage() == "client connection lost"]
     assert lost and all(r.levelname == "DEBUG" for r in lost)
     assert not [r for r in caplog.records if r.levelno >= 20 and r.name == "lunlat.server"]
+    logging.getLogger("lunlat").removeHandler(caplog.handler)
 
 
 def test_200_concurrent_scrapes_all_connect_and_get_200_or_503(source: Empty) -> None:

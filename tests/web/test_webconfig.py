@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import logging
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import bcrypt
@@ -19,6 +21,16 @@ from tests.web import certs
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> certs.Pki:
     return certs.make(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(autouse=True)
+def _keep_logging() -> Iterator[None]:
+    """`lunlat serve` sets up the `lunlat` logger on this test's captured stderr: put it back, or
+    later tests would log to a closed stream."""
+    logger = logging.getLogger("lunlat")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
 
 
 def serve_with(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

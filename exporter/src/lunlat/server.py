@@ -179,26 +179,37 @@ class Server(ThreadingHTTPServer):
     def _handshake(self, request: socket.socket, config: WebConfig) -> ssl.SSLSocket | None:
         assert config.context is not None
         request.settimeout(HANDSHAKE_TIMEOUT)
+        tls: ssl.SSLSocket | None = None
         try:
+            # The first five bytes, left in the socket for the handshake: a TLS record header or not.
             start = request.recv(5, socket.MSG_PEEK | socket.MSG_WAITALL)
             if start in PLAIN_HTTP_STARTS:
-                request.sendall(PLAIN_HTTP_ANSWER)
-                # Read what the client sent, so closing answers FIN rather than a reset that could
-                # overtake the 400 on its way to the client.
-                request.settimeout(0.2)
-                request.recv(65536)
-                log.debug("http request on the TLS listener", client=_client(request))
+                self._refuse_plain_http(request)
                 return None
             tls = config.context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
             tls.do_handshake()
         except (OSError, ValueError) as exc:  # ssl.SSLError and timeouts are OSErrors
             log.debug("TLS handshake failed", client=_client(request), err=_reason(exc))
+            if tls is not None:  # it owns the connection now: shutdown_request no longer closes it
+                tls.close()
             return None
         if not WebGate.san_allowed(config, tls.getpeercert()):
             log.debug("TLS client certificate has no allowed SAN", client=_client(request))
             tls.close()
             return None
         return tls
+
+    @staticmethod
+    def _refuse_plain_http(request: socket.socket) -> None:
+        log.debug("http request on the TLS listener", client=_client(request))
+        try:
+            request.sendall(PLAIN_HTTP_ANSWER)
+            # Read what the client sent, so closing answers FIN rather than a reset that could
+            # overtake the 400 on its way to the client.
+            request.settimeout(0.2)
+            request.recv(65536)
+        except OSError:
+            pass
 
     def handle_error(self, request: object, client_address: object) -> None:
         """One structured line instead of socketserver's traceback on stderr: a client that went
