@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import bcrypt
 import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 
+from lunlat import webconfig
 from lunlat.alerting.goals import load_goals
 from lunlat.alerting.rules import render_prometheus_rule
 
@@ -66,13 +68,30 @@ def problems(resource: dict[str, Any]) -> list[str]:
 
 
 def by_kind() -> dict[str, dict[str, Any]]:
-    return {doc["kind"]: doc for _, doc in manifests()}
+    """The applied manifests by kind (the *.example.yaml files are validated, not applied)."""
+    return {doc["kind"]: doc for name, doc in manifests() if not name.endswith(".example.yaml")}
 
 
-def test_kustomization_lists_every_manifest_but_the_secret_example() -> None:
+def test_kustomization_lists_every_manifest_but_the_examples() -> None:
     listed = yaml.safe_load((KUBE / "kustomization.yaml").read_text(encoding="utf-8"))["resources"]
-    present = {p.name for p in KUBE.glob("*.yaml")} - {"kustomization.yaml", "secret.example.yaml"}
-    assert set(listed) == present
+    present = {p.name for p in KUBE.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(listed) == {name for name in present if not name.endswith(".example.yaml")}
+
+
+def test_the_web_config_example_is_a_valid_web_config(tmp_path: Path) -> None:
+    """The Secret's web.yml passes lunlat's own checks (certificate files aside) and its hash is
+    that of the example password the scrape Secret holds."""
+    docs = list(yaml.safe_load_all((KUBE / "web-config.example.yaml").read_text(encoding="utf-8")))
+    web = yaml.safe_load(docs[0]["stringData"]["web.yml"])
+    model = webconfig.WebConfigFile.model_validate(web)
+    assert model.tls_server_config.enabled
+    password = docs[1]["stringData"]["password"]
+    assert bcrypt.checkpw(password.encode(), web["basic_auth_users"]["prometheus"].encode())
+    endpoint = docs[2]["spec"]["endpoints"][0]
+    assert (
+        endpoint["scheme"] == "https"
+        and endpoint["basicAuth"]["password"]["name"] == docs[1]["metadata"]["name"]
+    )
 
 
 @pytest.mark.parametrize(("name", "resource"), manifests(), ids=lambda v: v if isinstance(v, str) else "")

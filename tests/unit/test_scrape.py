@@ -198,3 +198,25 @@ def test_a_persistent_failure_is_logged_once_and_recovery_once(caplog: pytest.Lo
         scraper.scrape(5)
     messages = [r.getMessage() for r in caplog.records if r.name == "lunlat.scrape"]
     assert messages == ["source failed", "source recovered"]
+
+
+def test_concurrent_scrapes_of_one_collection_share_one_rendered_body() -> None:
+    gate = threading.Event()
+
+    def slow() -> SourceResult:
+        gate.wait(5)
+        return SourceResult([])
+
+    scraper = Scraper([FakeSource("a", slow)], process_registry())
+    bodies: list[str] = []
+    threads = [threading.Thread(target=lambda: bodies.append(scraper.scrape(5))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)  # all eight wait on the one collection in flight
+    gate.set()
+    for t in threads:
+        t.join()
+    assert len(bodies) == 8 and all(body is bodies[0] for body in bodies)
+    # The next scrape starts a new collection: a body of its own, with fresh process metrics.
+    assert scraper.scrape(5) is not bodies[0]
+    scraper.close()

@@ -25,6 +25,7 @@ from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.factory import HOST_SOURCES, Settings
 from lunlat.sources.registry import build_sources
+from lunlat.webconfig import WebGate
 from lunlat.yamlmodel import key_path
 
 log = logs.get("lunlat.cli")
@@ -100,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
         dest="enable_lifecycle",
         action="store_true",
         help="answer POST/PUT /-/reload by re-reading the config file (SIGHUP always does)",
+    )
+    serve.add_argument(
+        "--web.config.file",
+        dest="web_config_file",
+        type=Path,
+        metavar="FILE",
+        help="exporter-toolkit web config: TLS, basic auth, headers (node_exporter's format)",
     )
     serve.add_argument(
         "--config.file",
@@ -366,6 +374,14 @@ def serve(args: argparse.Namespace) -> int:
         address = ListenAddress.parse(args.listen)
     except ListenAddressError as exc:
         return _usage_error(f"--web.listen-address: {exc}")
+    web = None
+    if args.web_config_file is not None:
+        try:
+            web = WebGate.load(args.web_config_file)
+        except ConfigError as exc:
+            for web_problem in exc.problems:
+                print(f"lunlat: web config error: {web_problem}", file=sys.stderr)
+            return EXIT_USAGE
     config = _load(args.config_file)
     # A password file may be mounted after the exporter starts (a Kubernetes secret, a Vault agent):
     # warn and start; the target reports up 0 until the secret can be read (README, "Configuration").
@@ -391,7 +407,8 @@ def serve(args: argparse.Namespace) -> int:
             scraper,
             args.telemetry_path,
             args.max_requests,
-            reloader.reload if args.enable_lifecycle else None,
+            web,
+            reload=reloader.reload if args.enable_lifecycle else None,
         )
     except OSError as exc:
         print(f"lunlat: error: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
@@ -413,6 +430,7 @@ def serve(args: argparse.Namespace) -> int:
         address=args.listen,
         port=server.port,
         path=args.telemetry_path,
+        tls=web is not None and web.tls,
         sources=",".join(s.name for s in sources),
         version=__version__,
     )

@@ -6,6 +6,8 @@
   keeps its thread until it returns, and later scrapes wait on that same collection rather than
   piling up new ones.
 - Health families (docs/contract.md §3) come from what the collections reported, never from a failed scrape.
+- Concurrent scrapes that got the very same outcomes (and error counts) share one rendered body:
+  200 scrapers arriving together cost one render, not 200 under the GIL.
 """
 
 from __future__ import annotations
@@ -77,6 +79,9 @@ class Scraper:
         # Every declared reason starts at 0, so rate() and increase() see the first error.
         self._errors: Counter[tuple[str, str]] = Counter()
         self._declare_errors(self._sources)
+        self._errors_version = 0  # bumped on every change to _errors: part of the shared body's key
+        self._rendered: tuple[tuple[Outcome, ...], int, str] | None = None
+        self._render_lock = threading.Lock()
         self._build_info = Family(
             contract.BUILD_INFO,
             [("", LabelSet(contract.BUILD_INFO.labels, (__version__, platform.python_version())), 1)],
@@ -117,6 +122,7 @@ class Scraper:
             for key in [k for k in self._errors if k[0] not in kept]:
                 del self._errors[key]
             self._declare_errors(sources)
+            self._errors_version += 1
             for name in [n for n in self._problems if n not in kept]:
                 del self._problems[name]
             if len(sources) > len(old):
@@ -157,6 +163,7 @@ class Scraper:
             if source.name in self._names:  # not a source a reload removed while it ran
                 for reason, count in outcome.errors.items():
                     self._errors[(source.name, reason)] += count
+            self._errors_version += 1
             previous = self._problems.get(source.name)
             self._problems[source.name] = kind
         # Log changes of state (up -> down with the first error, down -> up) and of the kind of
@@ -191,6 +198,7 @@ class Scraper:
                     if not flight.timeout_counted and source.name in self._names:
                         flight.timeout_counted = True
                         self._errors[(source.name, "timeout")] += 1
+                        self._errors_version += 1
                         log.warning(
                             "source timed out",
                             source=source.name,
@@ -217,11 +225,26 @@ class Scraper:
     def scrape(self, timeout: float) -> str:
         """The full /metrics body."""
         outcomes = self.collect(timeout)
-        families = [f for _, outcome in outcomes for f in outcome.families]
-        body = render([*families, *self.health_families(outcomes)])
-        if self._registry is not None:
-            body += generate_latest(self._registry).decode()
-        return body
+        shared = tuple(outcome for _, outcome in outcomes)
+        with self._render_lock:
+            with self._lock:
+                version = self._errors_version
+            cached = self._rendered
+            # Identity, not equality: the same Outcome objects means the same collections. A timed-out
+            # source gets a fresh Outcome per scrape, so such a scrape always renders its own body.
+            if (
+                cached is not None
+                and cached[1] == version
+                and len(cached[0]) == len(shared)
+                and all(a is b for a, b in zip(cached[0], shared, strict=True))
+            ):
+                return cached[2]
+            families = [f for outcome in shared for f in outcome.families]
+            body = render([*families, *self.health_families(outcomes)])
+            if self._registry is not None:
+                body += generate_latest(self._registry).decode()
+            self._rendered = (shared, version, body)
+            return body
 
 
 def _unique_names(sources: Sequence[Source]) -> None:

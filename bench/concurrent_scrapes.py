@@ -1,0 +1,117 @@
+"""Many scrapers at once: lunlat against prometheus-node-exporter on this host.
+
+    python bench/concurrent_scrapes.py [--clients 50 200] [--rounds 5]
+
+Starts both exporters on 127.0.0.1 (kernel-picked ports; node_exporter with its default
+collectors, lunlat with its defaults) and, for each client count N, has curl open N connections at
+once (`--parallel --parallel-immediate`: a C client, so the measurement is not the client's GIL),
+each asking for /metrics with gzip as Prometheus does. Prints, per exporter and N, the median and
+p99 of the request time and how many answers were 200, 503 or failures, then lunlat's ratio to
+node_exporter. Asserts nothing. Run it with the Python of the venv lunlat is installed in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess, lunlat_serve  # noqa: E402
+
+NODE_EXPORTER_NAMES = ("prometheus-node-exporter", "node_exporter")
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    seconds: list[float]
+    codes: Counter[str]
+
+
+def burst(port: int, clients: int) -> Round:
+    """`clients` concurrent GETs of /metrics on fresh connections; each one's time and status."""
+    url = f"http://{LOOPBACK}:{port}/metrics"
+    argv = ["curl", "-s", "--parallel", "--parallel-immediate", "--parallel-max", str(clients),
+            "--max-time", "60", "-H", "Accept-Encoding: gzip"]  # fmt: skip
+    for _ in range(clients):
+        argv += ["-o", "/dev/null", "-w", "%{http_code} %{time_total}\n", url]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False).stdout
+    seconds: list[float] = []
+    codes: Counter[str] = Counter()
+    for line in out.splitlines():
+        code, _, total = line.partition(" ")
+        codes["failed" if code == "000" else code] += 1
+        if code in ("200", "503"):
+            seconds.append(float(total))
+    codes["failed"] += clients - sum(codes.values())
+    return Round(seconds, codes)
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def measure(port: int, clients: int, rounds: int) -> Round:
+    burst(port, min(clients, 10))  # warm-up: first-scrape caches, thread pools
+    seconds: list[float] = []
+    codes: Counter[str] = Counter()
+    for _ in range(rounds):
+        result = burst(port, clients)
+        seconds += result.seconds
+        codes += result.codes
+    return Round(seconds, codes)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--lunlat-flag", action="append", default=[], help="extra flag for lunlat serve")
+    args = parser.parse_args()
+    if shutil.which("curl") is None:
+        sys.exit("needs curl")
+    node = next((n for n in NODE_EXPORTER_NAMES if shutil.which(n)), None)
+    if node is None:
+        sys.exit("needs node_exporter (Debian: prometheus-node-exporter)")
+    with tempfile.TemporaryDirectory(prefix="lunlat-bench-") as tmp:
+        lunlat = ExporterProcess(
+            lunlat_serve(*args.lunlat_flag), Path(tmp) / "lunlat.log", port_pattern=LUNLAT_PORT
+        )
+        peer = ExporterProcess(
+            [node, f"--web.listen-address={LOOPBACK}:0"],
+            Path(tmp) / "node_exporter.log",
+            port_pattern=NODE_EXPORTER_PORT,
+            name="node_exporter",
+        )
+        with lunlat, peer:
+            print(f"{'exporter':<14}{'clients':>8}{'median ms':>11}{'p99 ms':>9}  answers")
+            for clients in args.clients:
+                results = {}
+                for name, process in (("lunlat", lunlat), ("node_exporter", peer)):
+                    result = measure(process.port, clients, args.rounds)
+                    results[name] = result
+                    answers = ", ".join(f"{k}: {v}" for k, v in sorted(result.codes.items()))
+                    median = statistics.median(result.seconds) * 1000 if result.seconds else float("nan")
+                    print(
+                        f"{name:<14}{clients:>8}{median:>11.1f}{p99(result.seconds) * 1000:>9.1f}  {answers}"
+                    )
+                ours, theirs = results["lunlat"].seconds, results["node_exporter"].seconds
+                if ours and theirs:
+                    print(
+                        f"{'ratio':<14}{clients:>8}{statistics.median(ours) / statistics.median(theirs):>10.2f}x"
+                        f"{p99(ours) / p99(theirs):>8.2f}x  (lunlat / node_exporter; below 1 = lunlat faster)"
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
