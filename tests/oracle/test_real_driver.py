@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,32 @@ def test_a_dead_database_is_logged_once_not_at_every_attempt(
     attempts = sum(errors[("oracle:Oracle", reason)] for reason in ("connect_failed", "connect_timeout"))
     assert attempts >= 4, errors
     assert len(sockets.failure_lines(caplog.records)) == 1, sockets.failure_lines(caplog.records)
+
+
+def _keepalive_sockets_to(port: int) -> int:
+    """Client sockets connected to `port` whose keepalive timer runs (/proc/net/tcp: `tr` 2 is the
+    keepalive timer, in the kernel's Documentation/networking/proc_net_tcp.rst)."""
+    found = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote_port = int(fields[2].split(":")[1], 16)
+        timer = int(fields[5].split(":")[0], 16)
+        if remote_port == port and timer == 2:
+            found += 1
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux's /proc/net/tcp")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning", "ignore::ResourceWarning")
+def test_a_hanging_login_has_tcp_keepalive_so_a_dropped_path_cannot_hang_it_forever(
+    monkeypatch: pytest.MonkeyPatch, silent_listener: int
+) -> None:
+    monkeypatch.setenv("LUNLAT_TEST_REAL_DRIVER_PASSWORD", SECRET)
+    src = source(silent_listener, timeout=0.3)
+    with pytest.raises(SourceError):
+        src.collect()  # cut at the timeout; the login thread hangs on in the driver
+    deadline = time.monotonic() + 5
+    while _keepalive_sockets_to(silent_listener) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _keepalive_sockets_to(silent_listener) == 1
+    src.close()

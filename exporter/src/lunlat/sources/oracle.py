@@ -134,6 +134,12 @@ def connect_oracledb(target: OracleTarget) -> Callable[[], OracleConnection]:
             dsn=target.dsn,
             tcp_connect_timeout=target.timeout_seconds,
             retry_count=0,  # the session's backoff retries, not the driver inside one scrape
+            # TCP keepalive after a minute idle (python-oracledb's `expire_time`, in minutes; thin sets
+            # SO_KEEPALIVE on the socket before the login: `ss -o` shows a keepalive timer on a login
+            # that hangs). A login or session on a path a firewall silently dropped then ends within
+            # minutes, so the one hanging attempt dbsession waits for cannot hang forever, and an
+            # idle session is not cut by a firewall's idle timeout.
+            expire_time=1,
             config_dir=str(target.config_dir) if target.config_dir else None,
             wallet_location=str(target.wallet_location) if target.wallet_location else None,
             wallet_password=wallet_password,
