@@ -30,6 +30,7 @@ from lunlat.lab.daemon.sleeper import DeadlineSleeper
 from lunlat.lab.daemon.slots import SlotQueue
 from lunlat.lab.daemon.watcher import SettingsWatcher
 from lunlat.lab.settings import ArraySetting, LunSetting, Settings, SettingsError, load_settings
+from tests import waiting
 
 WAIT = 5.0  # seconds a test waits for another thread before failing (never reached when correct)
 
@@ -58,11 +59,7 @@ class FakeClock:
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.001)
+    waiting.wait_until(condition, what, WAIT, poll=0.001)
 
 
 @pytest.fixture

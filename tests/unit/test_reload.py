@@ -8,7 +8,6 @@ import http.client
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from lunlat.sources.registry import build_sources
 from tests.fakesys import FakeHost, Stats
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.unit.test_scrape import FakeSource, samples
+from tests.waiting import wait_until
 
 DISKSTATS = "".join(
     f"   8 {16 * i:6d} {name} 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
@@ -56,14 +56,6 @@ def lun_db(text: str, lun: str) -> str | None:
     return None
 
 
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 15) -> None:
-    until = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > until:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def exporter_files(tmp_path: Path) -> tuple[Path, list[str]]:
     proc = tmp_path / "proc"
@@ -88,7 +80,7 @@ def test_sighup_and_post_reload_a_running_exporter_and_a_bad_file_keeps_the_old(
 
         config.write_text(TWO_LUNS)  # SIGHUP: the new entry labels sdb
         os.kill(exporter.pid, signal.SIGHUP)
-        wait_for(lambda: lun_db(exporter.scrape().text, "sdb") == "B", "sdb labelled after SIGHUP")
+        wait_until(lambda: lun_db(exporter.scrape().text, "sdb") == "B", "sdb labelled after SIGHUP")
 
         config.write_text(WITH_ORACLE)  # POST: a new database target, done when the answer comes
         assert post(exporter.port) == (200, "")
@@ -109,7 +101,7 @@ def test_sighup_and_post_reload_a_running_exporter_and_a_bad_file_keeps_the_old(
         assert samples(bad)[(RELOADED_AT, ())] == loaded_at
         assert lun_db(bad, "sdb") == "B" and 'lunlat_source_up{source="oracle:O"} 0' in bad
         os.kill(exporter.pid, signal.SIGHUP)  # a bad file by SIGHUP: the same
-        wait_for(
+        wait_until(
             lambda: exporter.log_text().count("config reload failed") == 4, "the refusal by SIGHUP logged"
         )
         assert samples(exporter.scrape().text)[(RELOADED, ())] == 0
@@ -138,7 +130,7 @@ def test_without_the_lifecycle_flag_reload_is_forbidden_but_sighup_works(
         assert post(exporter.port, method="GET") == (405, "Only POST or PUT requests allowed")
         assert lun_db(exporter.scrape().text, "sdb") == ""
         os.kill(exporter.pid, signal.SIGHUP)
-        wait_for(lambda: lun_db(exporter.scrape().text, "sdb") == "B", "sdb labelled after SIGHUP")
+        wait_until(lambda: lun_db(exporter.scrape().text, "sdb") == "B", "sdb labelled after SIGHUP")
 
 
 class Closable(FakeSource):
