@@ -18,6 +18,7 @@ from lunlat.scrape import Scraper
 from lunlat.server import (
     MAX_SCRAPE_TIMEOUT,
     MIN_SCRAPE_TIMEOUT,
+    EncodedBodies,
     ListenAddress,
     ListenAddressError,
     Server,
@@ -249,3 +250,15 @@ def test_200_concurrent_scrapes_all_connect_and_get_200_or_503(source: Empty) ->
         if thread.is_alive():  # shutdown() waits for a serve_forever that never started otherwise
             srv.shutdown()
         srv.server_close()
+
+
+def test_scrapes_of_one_body_share_its_encodings() -> None:
+    bodies = EncodedBodies()
+    text = "lunlat_build_info 1\n" * 100
+    plain, packed = bodies.get(text, compress=False), bodies.get(text, compress=True)
+    assert plain == text.encode() and gzip.decompress(packed) == plain
+    # The same body object (a scrape that shared the collection) gets the very same bytes: no new gzip run.
+    assert bodies.get(text, compress=True) is packed and bodies.get(text, compress=False) is plain
+    other = "".join(["lunlat_build_info 1\n"] * 100)  # equal text, another scrape's body
+    assert bodies.get(other, compress=True) is not packed
+    assert gzip.decompress(bodies.get(other, compress=True)) == plain
