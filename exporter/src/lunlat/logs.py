@@ -46,6 +46,10 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 def _logfmt_value(value: Any) -> str:
+    if isinstance(value, bool):  # as JSON and Go's slog write them, not Python's True/False
+        return "true" if value else "false"
+    if value is None:
+        return '""'
     text = str(value)
     if text and not any(c in text for c in ' ="\\\n\t'):
         return text

@@ -42,6 +42,7 @@ class Reloader:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._path = path
+        self._source_name = str(path) if path is not None else "(embedded default)"
         self._db_labels = db_labels  # the running sources' LUN labels, handed on to the new ones
         self._settings = settings
         self._scraper = scraper
@@ -64,7 +65,9 @@ class Reloader:
             if problems:
                 self._successful = False
                 for problem in problems:
-                    log.error("config reload failed; the running config stays", file=self._path, err=problem)
+                    log.error(
+                        "config reload failed; the running config stays", file=self._source_name, err=problem
+                    )
                 return "; ".join(problems)
             self._successful = True
             self._success_time = self._wall_clock()
@@ -88,7 +91,7 @@ class Reloader:
         if built.db_labels is not None:
             built.db_labels.keep(s.name for s in sources)
         self._db_labels = built.db_labels
-        log.info("config reloaded", file=self._path, sources=",".join(s.name for s in sources))
+        log.info("config reloaded", file=self._source_name, sources=",".join(s.name for s in sources))
         return []
 
     def families(self) -> list[Family]:
