@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from lunlat import __version__
 from lunlat.exposition import CONTENT_TYPE
 from lunlat.scrape import Scraper
 from lunlat.server import (
@@ -262,3 +263,11 @@ def test_scrapes_of_one_body_share_its_encodings() -> None:
     other = "".join(["lunlat_build_info 1\n"] * 100)  # equal text, another scrape's body
     assert bodies.get(other, compress=True) is not packed
     assert gzip.decompress(bodies.get(other, compress=True)) == plain
+
+
+def test_the_server_header_names_lunlat_not_the_python_version(server: Server) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn.request("GET", "/-/healthy")
+    response = conn.getresponse()
+    response.read()
+    assert response.getheader("Server", "").strip() == f"lunlat/{__version__}"

@@ -272,6 +272,7 @@ def _reason(exc: BaseException | None) -> str:
 class Handler(BaseHTTPRequestHandler):
     server: Server
     server_version = f"lunlat/{__version__}"
+    sys_version = ""  # http.server would append "Python/3.x.y" to the Server header: no need to tell
     protocol_version = "HTTP/1.1"
     # Seconds a connection may sit idle (or trickle a request) before its thread lets go of it.
     timeout = 60
