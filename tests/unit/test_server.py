@@ -270,4 +270,5 @@ def test_the_server_header_names_lunlat_not_the_python_version(server: Server) -
     conn.request("GET", "/-/healthy")
     response = conn.getresponse()
     response.read()
+    conn.close()
     assert response.getheader("Server", "").strip() == f"lunlat/{__version__}"
