@@ -25,7 +25,7 @@ DmvState (what the DMVs show)
         name has a data file (file_id 1, /var/opt/mssql/data/<db>.mdf) and a log file (file_id 2,
         /var/opt/mssql/log/<db>_log.ldf). type 0 ROWS, 1 LOG; state 0 online, 6 offline.
     advance(seconds, load)   simulated time passes; load maps (database, "data"|"log", "read"|"write")
-        to Stream(iops, latency_us, io_bytes=8192, queued_us=0, wait=None). latency_us is whole µs
+        to Stream(iops, latency_us, io_bytes=8192, queued_us=0, wait=None, signal_us=5). latency_us is whole µs
         or [(µs, weight), …]: a mix split exactly (each latency gets floor(I/Os so far * its
         cumulative share): no randomness, the same whatever the slicing of time). Fractional I/Os
         carry over to the next call. I/Os are spread round-robin over the online files of the role.
@@ -34,7 +34,11 @@ DmvState (what the DMVs show)
         writer and log readers do not make a user task wait); Stream.wait overrides (e.g.
         "PAGEIOLATCH_EX", "IO_COMPLETION", "" for none). Also 10 SOS_SCHEDULER_YIELD per second
         (not an I/O wait: the WAIT_STATS filter must leave it out). Stalls and waits are kept in µs
-        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_*.
+        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_*;
+        signal_us is each wait's signal wait (in wait_time_ms and signal_wait_time_ms).
+        major_version models what that version lacks (VERSION_FACTS, docs/emulated-facts.md): before
+        13 (2016) a batch using DATEDIFF_BIG gets error 195, before 12 (2014) one naming an
+        io_stall_queued_* column gets error 207, as SQL Server answers.
     restart(at=None)         counters and waits to zero, start time = at (default: now, at least one
                              second after the old one). TdsServer.restart also closes connections.
     attach(database, [(type, physical_name), …]) -> [file_id, …]   files added (a new database
@@ -164,17 +168,19 @@ Latency = int | Sequence[tuple[int, float]]
 @dataclass(frozen=True, slots=True)
 class Stream:
     """`iops` I/Os per second of `io_bytes` each, each taking `latency_us` (whole µs, or a mix of
-    (µs, weight)); `queued_us` of resource-governor queueing on top; `wait`: see the docstring."""
+    (µs, weight)); `queued_us` of resource-governor queueing on top; `signal_us` of each wait spent
+    waiting for a CPU after the I/O (CPU pressure); `wait`: see the docstring."""
 
     iops: float
     latency_us: Latency
     io_bytes: int = 8192
     queued_us: int = 0
     wait: str | None = None
+    signal_us: int = SIGNAL_US
 
     def __post_init__(self) -> None:
-        if not self.iops >= 0 or self.io_bytes < 0 or self.queued_us < 0:
-            raise ValueError(f"{self!r}: iops, io_bytes and queued_us must be >= 0")
+        if not self.iops >= 0 or self.io_bytes < 0 or self.queued_us < 0 or self.signal_us < 0:
+            raise ValueError(f"{self!r}: iops, io_bytes, queued_us and signal_us must be >= 0")
         self.mix()
 
     def mix(self) -> tuple[tuple[int, Fraction], ...]:
@@ -347,19 +353,21 @@ class DmvState:
                 f.count(direction, count, micros, stream.io_bytes, stream.queued_us)
             self._turn[key] = (turn + n) % len(files)
             if wait:
-                extra = WRITELOG_EXTRA_US if wait == "WRITELOG" else SIGNAL_US
-                self._wait(wait, n, micros + stream.queued_us + extra)
+                # WRITELOG: the log writer's hand-off on top (WRITELOG_EXTRA_US, the signal wait in it)
+                extra = max(WRITELOG_EXTRA_US, stream.signal_us) if wait == "WRITELOG" else stream.signal_us
+                self._wait(wait, n, micros + stream.queued_us + extra, stream.signal_us)
 
-    def _wait(self, wait_type: str, n: int, micros: int) -> None:
+    def _wait(self, wait_type: str, n: int, micros: int, signal_us: int = SIGNAL_US) -> None:
         counters = self.waits[wait_type]
         counters.tasks += n
-        counters.wait_us += n * micros
-        counters.signal_us += n * SIGNAL_US
+        counters.wait_us += n * micros  # inclusive of the signal wait, as wait_time_ms is
+        counters.signal_us += n * signal_us
 
     # --- what the statements answer ------------------------------------------------------------
 
-    def file_stats_rows(self) -> list[tuple[object, ...]]:
-        """FILE_STATS: online ROWS and LOG files (type IN (0, 1) AND state = 0)."""
+    def file_stats_rows(self, queued: bool = True) -> list[tuple[object, ...]]:
+        """FILE_STATS (with the io_stall_queued_* columns) or FILE_STATS_NO_QUEUED: online ROWS and
+        LOG files (type IN (0, 1) AND state = 0)."""
         with self.lock:
             return [
                 (
@@ -374,6 +382,7 @@ class DmvState:
                     f.writes,
                     f.bytes_written,
                     f.write_stall_us // 1000,
+                    *((f.read_queued_us // 1000, f.write_queued_us // 1000) if queued else ()),
                 )
                 for f in sorted(self.files, key=lambda f: (f.database_id, f.file_id))
                 if f.type in (ROWS, LOG) and f.state == ONLINE
@@ -411,20 +420,23 @@ def _bigints(*names: str) -> tuple[Column, ...]:
     return tuple(Column(n, "int", 8) for n in names)
 
 
+_FILE_COLUMNS = (
+    Column("database_id", "int", 2),
+    Column("file_id", "int", 2),
+    Column("database_name", "nvarchar", 128),
+    Column("type", "int", 1),
+    Column("physical_name", "nvarchar", 260),
+    *_bigints("num_of_reads", "num_of_bytes_read", "io_stall_read_ms"),
+    *_bigints("num_of_writes", "num_of_bytes_written", "io_stall_write_ms"),
+)
+
 # Column types as SQL Server documents them (smallint ids, tinyint type, bigint counters).
 STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
     mssql_sql.FILE_STATS.name: (
         mssql_sql.FILE_STATS.sql,
-        (
-            Column("database_id", "int", 2),
-            Column("file_id", "int", 2),
-            Column("database_name", "nvarchar", 128),
-            Column("type", "int", 1),
-            Column("physical_name", "nvarchar", 260),
-            *_bigints("num_of_reads", "num_of_bytes_read", "io_stall_read_ms"),
-            *_bigints("num_of_writes", "num_of_bytes_written", "io_stall_write_ms"),
-        ),
+        (*_FILE_COLUMNS, *_bigints("io_stall_queued_read_ms", "io_stall_queued_write_ms")),
     ),
+    mssql_sql.FILE_STATS_NO_QUEUED.name: (mssql_sql.FILE_STATS_NO_QUEUED.sql, _FILE_COLUMNS),
     mssql_sql.WAIT_STATS.name: (
         mssql_sql.WAIT_STATS.sql,
         (
@@ -446,7 +458,7 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
         (
             Column("server_name", "nvarchar", 256),
             Column("major_version", "int", 4),
-            Column("start_time", "int", 8),  # DATEDIFF_BIG: bigint
+            Column("start_time", "int", 8),  # CAST(... AS BIGINT) * 86400 + …: bigint
         ),
     ),
 }
@@ -464,6 +476,31 @@ _HOUSEKEEPING = re.compile(
 _FROM = re.compile(r"\bFROM\s+([\w.\[\]]+)", re.IGNORECASE)
 
 
+# What a server of a given major version lacks, and the error it answers when a batch uses it
+# (docs/emulated-facts.md, "SQL Server"): (since major version, pattern, error number, message, severity).
+# DATEDIFF_BIG: SQL Server 2016 (13.x) and later
+# (https://learn.microsoft.com/en-us/sql/t-sql/functions/datediff-big-transact-sql); an unknown function
+# is error 195 "'%.*ls' is not a recognized %S_MSG.", severity 15, here "built-in function name"
+# (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-0-to-999).
+# io_stall_queued_read_ms / io_stall_queued_write_ms: SQL Server 2014 (12.x) and later
+# (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-io-virtual-file-stats-transact-sql);
+# an unknown column is error 207 "Invalid column name '%.*ls'.", severity 16
+# (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/mssqlserver-207-database-engine-error).
+VERSION_FACTS: tuple[tuple[int, re.Pattern[str], int, str, int], ...] = (
+    (13, re.compile(r"\b(DATEDIFF_BIG)\s*\(", re.IGNORECASE), 195, "'{0}' is not a recognized built-in function name.", 15),
+    (12, re.compile(r"\b(io_stall_queued_(?:read|write)_ms)\b", re.IGNORECASE), 207, "Invalid column name '{0}'.", 16),
+)
+
+
+def version_error(sql: str, major_version: int) -> tuple[int, str, int] | None:
+    """The error a server of `major_version` answers `sql` with, when it uses what that version lacks."""
+    for since, pattern, number, message, severity in VERSION_FACTS:
+        found = pattern.search(sql)
+        if major_version < since and found:
+            return number, message.format(found.group(1)), severity
+    return None
+
+
 def statement_key(sql: str) -> str | None:
     """The Query.name of a batch that is one of the source's statements, else None."""
     return _BY_TEXT.get(normalize(sql))
@@ -472,6 +509,8 @@ def statement_key(sql: str) -> str | None:
 def answer_rows(state: DmvState, key: str) -> list[tuple[object, ...]]:
     if key == mssql_sql.FILE_STATS.name:
         return state.file_stats_rows()
+    if key == mssql_sql.FILE_STATS_NO_QUEUED.name:
+        return state.file_stats_rows(queued=False)
     if key == mssql_sql.WAIT_STATS.name:
         return state.wait_stats_rows()
     if key == mssql_sql.VOLUMES.name:
@@ -624,6 +663,10 @@ class _Session:
             return
         if server._take_drop():
             raise _ClosedError
+        missing = version_error(text, server.state.major_version)
+        if missing is not None:
+            self._error(*missing)
+            return
         if key is None:
             found = _FROM.search(text)
             if found:
