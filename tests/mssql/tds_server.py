@@ -87,7 +87,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
@@ -116,6 +116,25 @@ EPOCH = datetime(1970, 1, 1)
 SIGNAL_US = 5  # signal wait of every emulated wait: from being signalled to running again
 WRITELOG_EXTRA_US = 50  # a commit waits its log flush plus the log writer's hand-off
 BACKGROUND_WAITS = {"SOS_SCHEDULER_YIELD": (10, 100)}  # per second: tasks, µs each
+# The I/O wait types the emulated server counts (the server's own list, not the source's: the WAIT_STATS
+# statement's IN list picks from it). Each is a row of sys.dm_os_wait_stats's "Types of waits"
+# (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql).
+IO_WAIT_TYPES = (
+    "WRITELOG",
+    "LOGBUFFER",
+    "PAGEIOLATCH_SH",
+    "PAGEIOLATCH_EX",
+    "PAGEIOLATCH_UP",
+    "PAGEIOLATCH_DT",
+    "PAGEIOLATCH_KP",
+    "IO_COMPLETION",
+    "WRITE_COMPLETION",
+    "IO_RETRY",
+    "IO_QUEUE_LIMIT",
+    "ASYNC_IO_COMPLETION",
+    "BACKUPIO",
+    "HADR_SYNC_COMMIT",
+)
 DEFAULT_WAITS = {("data", "read"): "PAGEIOLATCH_SH", ("log", "write"): "WRITELOG"}
 
 
@@ -216,7 +235,7 @@ class DmvState:
         self.files: list[DbFile] = []
         self.volumes: dict[str, tuple[str, str]] = {}
         self.waits: dict[str, WaitCounters] = {
-            w: WaitCounters() for w in [*mssql_sql.IO_WAITS, *BACKGROUND_WAITS]
+            w: WaitCounters() for w in [*IO_WAIT_TYPES, *BACKGROUND_WAITS]
         }
         self._issued: dict[object, Fraction] = {}  # per stream: I/Os due so far (fractional)
         self._turn: dict[object, int] = {}  # per stream: round-robin position over its files
@@ -388,12 +407,15 @@ class DmvState:
                 if f.type in (ROWS, LOG) and f.state == ONLINE
             ]
 
-    def wait_stats_rows(self) -> list[tuple[object, ...]]:
+    def wait_stats_rows(self, wanted: Collection[str] | None = None) -> list[tuple[object, ...]]:
+        """WAIT_STATS: the rows of the wait types `wanted` (the statement's IN list; default the
+        source's list)."""
+        names = set(mssql_sql.IO_WAITS if wanted is None else wanted)
         with self.lock:
             return [
                 (name, w.tasks, w.wait_us // 1000, w.signal_us // 1000)
                 for name, w in self.waits.items()
-                if name in mssql_sql.IO_WAITS
+                if name in names
             ]
 
     def volume_rows(self) -> list[tuple[object, ...]]:
@@ -512,7 +534,7 @@ def answer_rows(state: DmvState, key: str) -> list[tuple[object, ...]]:
     if key == mssql_sql.FILE_STATS_NO_QUEUED.name:
         return state.file_stats_rows(queued=False)
     if key == mssql_sql.WAIT_STATS.name:
-        return state.wait_stats_rows()
+        return state.wait_stats_rows(re.findall(r"N'(\w+)'", mssql_sql.WAIT_STATS.sql))
     if key == mssql_sql.VOLUMES.name:
         return state.volume_rows()
     return state.server_rows()
