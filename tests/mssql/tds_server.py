@@ -234,9 +234,7 @@ class DmvState:
         self.databases: dict[int, str] = {}
         self.files: list[DbFile] = []
         self.volumes: dict[str, tuple[str, str]] = {}
-        self.waits: dict[str, WaitCounters] = {
-            w: WaitCounters() for w in [*IO_WAIT_TYPES, *BACKGROUND_WAITS]
-        }
+        self.waits: dict[str, WaitCounters] = {w: WaitCounters() for w in [*IO_WAIT_TYPES, *BACKGROUND_WAITS]}
         self._issued: dict[object, Fraction] = {}  # per stream: I/Os due so far (fractional)
         self._turn: dict[object, int] = {}  # per stream: round-robin position over its files
         for name, files in SYSTEM_DATABASES.items():
@@ -509,8 +507,20 @@ _FROM = re.compile(r"\bFROM\s+([\w.\[\]]+)", re.IGNORECASE)
 # an unknown column is error 207 "Invalid column name '%.*ls'.", severity 16
 # (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/mssqlserver-207-database-engine-error).
 VERSION_FACTS: tuple[tuple[int, re.Pattern[str], int, str, int], ...] = (
-    (13, re.compile(r"\b(DATEDIFF_BIG)\s*\(", re.IGNORECASE), 195, "'{0}' is not a recognized built-in function name.", 15),
-    (12, re.compile(r"\b(io_stall_queued_(?:read|write)_ms)\b", re.IGNORECASE), 207, "Invalid column name '{0}'.", 16),
+    (
+        13,
+        re.compile(r"\b(DATEDIFF_BIG)\s*\(", re.IGNORECASE),
+        195,
+        "'{0}' is not a recognized built-in function name.",
+        15,
+    ),
+    (
+        12,
+        re.compile(r"\b(io_stall_queued_(?:read|write)_ms)\b", re.IGNORECASE),
+        207,
+        "Invalid column name '{0}'.",
+        16,
+    ),
 )
 
 

@@ -301,7 +301,9 @@ def test_every_version_from_2012_names_the_instance_and_publishes_its_files(
         assert not [f for f in second.families if f.spec in queued_specs]  # no series, not zeros
         assert len(said) == 1  # said once, not at every connect
     else:
-        assert delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data] == pytest.approx(100 * 60 * 100e-6)
+        assert delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data] == pytest.approx(
+            100 * 60 * 100e-6
+        )
         assert not said
 
 
@@ -348,9 +350,17 @@ def test_the_wait_time_is_the_resource_wait_and_the_signal_wait_is_its_own_serie
 def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_off_the_log_lun(
     server: TdsServer,
 ) -> None:
-    assert {"WRITELOG", "PAGEIOLATCH_SH", "PAGEIOLATCH_DT", "PAGEIOLATCH_KP", "WRITE_COMPLETION"} <= sql.LATENCY_WAITS
+    assert {
+        "WRITELOG",
+        "PAGEIOLATCH_SH",
+        "PAGEIOLATCH_DT",
+        "PAGEIOLATCH_KP",
+        "WRITE_COMPLETION",
+    } <= sql.LATENCY_WAITS
     # One ASYNC_IO_COMPLETION or BACKUPIO wait can be a whole backup: time spent, never a latency.
-    assert not {"ASYNC_IO_COMPLETION", "BACKUPIO", "LOGBUFFER", "IO_RETRY", "IO_QUEUE_LIMIT"} & sql.LATENCY_WAITS
+    assert (
+        not {"ASYNC_IO_COMPLETION", "BACKUPIO", "LOGBUFFER", "IO_RETRY", "IO_QUEUE_LIMIT"} & sql.LATENCY_WAITS
+    )
     load: Load = {
         ("sales", "log", "write"): Stream(100, 300, wait="HADR_SYNC_COMMIT"),  # a synchronous replica
         ("sales", "data", "read"): Stream(50, 600, wait="PAGEIOLATCH_KP"),

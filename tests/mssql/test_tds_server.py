@@ -204,7 +204,11 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
         assert rows[(2, 3)][2:5] == ("tempdb", 0, "/var/opt/mssql/data/tempdb2.ndf")
         assert all(type(v) is int for r in files for i, v in enumerate(r) if i not in (2, 4))
         names, older = run(conn, mssql_sql.FILE_STATS_NO_QUEUED)  # the 2012 form: the same less two
-        assert names == select_names(mssql_sql.FILE_STATS_NO_QUEUED.sql) == select_names(mssql_sql.FILE_STATS.sql)[:-2]
+        assert (
+            names
+            == select_names(mssql_sql.FILE_STATS_NO_QUEUED.sql)
+            == select_names(mssql_sql.FILE_STATS.sql)[:-2]
+        )
         assert sorted(older) == sorted(r[:-2] for r in files)
 
         names, waits = run(conn, mssql_sql.WAIT_STATS)

@@ -197,7 +197,9 @@ class MssqlSource(DbSource[Connection]):
             contract.MSSQL_FILE_WRITES,
             contract.MSSQL_FILE_WRITE_BYTES,
             contract.MSSQL_FILE_WRITE_STALL,
-        ) + ((contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_WRITE_QUEUED_STALL) if queued else ())
+        ) + (
+            (contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_WRITE_QUEUED_STALL) if queued else ()
+        )
         # Stalls are integer milliseconds: published exactly (see Family.exponent).
         families = [Family(s, exponent=-3 if "stall" in s.name else 0) for s in specs]
         located: list[tuple[Location, str]] = []
@@ -216,7 +218,10 @@ class MssqlSource(DbSource[Connection]):
                 count_value(row[9], "num_of_bytes_written"),
                 count_value(row[10], "io_stall_write_ms"),
             ) + (
-                (count_value(row[11], "io_stall_queued_read_ms"), count_value(row[12], "io_stall_queued_write_ms"))
+                (
+                    count_value(row[11], "io_stall_queued_read_ms"),
+                    count_value(row[12], "io_stall_queued_write_ms"),
+                )
                 if queued
                 else ()
             )

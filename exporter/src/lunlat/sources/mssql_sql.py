@@ -71,7 +71,9 @@ FILE_STATS = Query(
     _FILE_STATS_SQL.format(queued=",\n       vfs.io_stall_queued_read_ms, vfs.io_stall_queued_write_ms"),
     per_scrape=True,
 )
-FILE_STATS_NO_QUEUED = Query("virtual_file_stats_no_queued", _FILE_STATS_SQL.format(queued=""), per_scrape=True)
+FILE_STATS_NO_QUEUED = Query(
+    "virtual_file_stats_no_queued", _FILE_STATS_SQL.format(queued=""), per_scrape=True
+)
 QUEUED_STALL_SINCE = 12  # the first major version with io_stall_queued_*
 
 WAIT_STATS = Query(
