@@ -57,7 +57,7 @@ TdsServer(state=None, packet_size=None, port=0): start() / stop() / with; port; 
     open connection closed, returns once their threads ended).
 
 Faults (set any time; read when the request arrives), statement keys are Query.name
-("virtual_file_stats", "os_wait_stats", "server"):
+("virtual_file_stats", "virtual_file_stats_no_queued", "os_wait_stats", "server"):
     slow[key] = seconds       answer that statement after the delay. An ATTENTION arriving
                               meanwhile (the driver's query timeout) is answered DONE+ATTN and the
                               result abandoned, as SQL Server does;
