@@ -25,7 +25,7 @@ DmvState (what the DMVs show)
         name has a data file (file_id 1, /var/opt/mssql/data/<db>.mdf) and a log file (file_id 2,
         /var/opt/mssql/log/<db>_log.ldf). type 0 ROWS, 1 LOG; state 0 online, 6 offline.
     advance(seconds, load)   simulated time passes; load maps (database, "data"|"log", "read"|"write")
-        to Stream(iops, latency_us, io_bytes=8192, queued_us=0, wait=None). latency_us is whole µs
+        to Stream(iops, latency_us, io_bytes=8192, queued_us=0, wait=None, signal_us=5). latency_us is whole µs
         or [(µs, weight), …]: a mix split exactly (each latency gets floor(I/Os so far * its
         cumulative share): no randomness, the same whatever the slicing of time). Fractional I/Os
         carry over to the next call. I/Os are spread round-robin over the online files of the role.
@@ -34,7 +34,11 @@ DmvState (what the DMVs show)
         writer and log readers do not make a user task wait); Stream.wait overrides (e.g.
         "PAGEIOLATCH_EX", "IO_COMPLETION", "" for none). Also 10 SOS_SCHEDULER_YIELD per second
         (not an I/O wait: the WAIT_STATS filter must leave it out). Stalls and waits are kept in µs
-        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_*.
+        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_*;
+        signal_us is each wait's signal wait (in wait_time_ms and signal_wait_time_ms).
+        major_version models what that version lacks (VERSION_FACTS, docs/emulated-facts.md): before
+        13 (2016) a batch using DATEDIFF_BIG gets error 195, before 12 (2014) one naming an
+        io_stall_queued_* column gets error 207, as SQL Server answers.
     restart(at=None)         counters and waits to zero, start time = at (default: now, at least one
                              second after the old one). TdsServer.restart also closes connections.
     attach(database, [(type, physical_name), …]) -> [file_id, …]   files added (a new database
@@ -53,7 +57,7 @@ TdsServer(state=None, packet_size=None, port=0): start() / stop() / with; port; 
     open connection closed, returns once their threads ended).
 
 Faults (set any time; read when the request arrives), statement keys are Query.name
-("virtual_file_stats", "os_wait_stats", "server"):
+("virtual_file_stats", "virtual_file_stats_no_queued", "os_wait_stats", "server"):
     slow[key] = seconds       answer that statement after the delay. An ATTENTION arriving
                               meanwhile (the driver's query timeout) is answered DONE+ATTN and the
                               result abandoned, as SQL Server does;
@@ -83,7 +87,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
@@ -112,6 +116,25 @@ EPOCH = datetime(1970, 1, 1)
 SIGNAL_US = 5  # signal wait of every emulated wait: from being signalled to running again
 WRITELOG_EXTRA_US = 50  # a commit waits its log flush plus the log writer's hand-off
 BACKGROUND_WAITS = {"SOS_SCHEDULER_YIELD": (10, 100)}  # per second: tasks, µs each
+# The I/O wait types the emulated server counts (the server's own list, not the source's: the WAIT_STATS
+# statement's IN list picks from it). Each is a row of sys.dm_os_wait_stats's "Types of waits"
+# (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql).
+IO_WAIT_TYPES = (
+    "WRITELOG",
+    "LOGBUFFER",
+    "PAGEIOLATCH_SH",
+    "PAGEIOLATCH_EX",
+    "PAGEIOLATCH_UP",
+    "PAGEIOLATCH_DT",
+    "PAGEIOLATCH_KP",
+    "IO_COMPLETION",
+    "WRITE_COMPLETION",
+    "IO_RETRY",
+    "IO_QUEUE_LIMIT",
+    "ASYNC_IO_COMPLETION",
+    "BACKUPIO",
+    "HADR_SYNC_COMMIT",
+)
 DEFAULT_WAITS = {("data", "read"): "PAGEIOLATCH_SH", ("log", "write"): "WRITELOG"}
 
 
@@ -164,17 +187,19 @@ Latency = int | Sequence[tuple[int, float]]
 @dataclass(frozen=True, slots=True)
 class Stream:
     """`iops` I/Os per second of `io_bytes` each, each taking `latency_us` (whole µs, or a mix of
-    (µs, weight)); `queued_us` of resource-governor queueing on top; `wait`: see the docstring."""
+    (µs, weight)); `queued_us` of resource-governor queueing on top; `signal_us` of each wait spent
+    waiting for a CPU after the I/O (CPU pressure); `wait`: see the docstring."""
 
     iops: float
     latency_us: Latency
     io_bytes: int = 8192
     queued_us: int = 0
     wait: str | None = None
+    signal_us: int = SIGNAL_US
 
     def __post_init__(self) -> None:
-        if not self.iops >= 0 or self.io_bytes < 0 or self.queued_us < 0:
-            raise ValueError(f"{self!r}: iops, io_bytes and queued_us must be >= 0")
+        if not self.iops >= 0 or self.io_bytes < 0 or self.queued_us < 0 or self.signal_us < 0:
+            raise ValueError(f"{self!r}: iops, io_bytes, queued_us and signal_us must be >= 0")
         self.mix()
 
     def mix(self) -> tuple[tuple[int, Fraction], ...]:
@@ -209,9 +234,7 @@ class DmvState:
         self.databases: dict[int, str] = {}
         self.files: list[DbFile] = []
         self.volumes: dict[str, tuple[str, str]] = {}
-        self.waits: dict[str, WaitCounters] = {
-            w: WaitCounters() for w in [*mssql_sql.IO_WAITS, *BACKGROUND_WAITS]
-        }
+        self.waits: dict[str, WaitCounters] = {w: WaitCounters() for w in [*IO_WAIT_TYPES, *BACKGROUND_WAITS]}
         self._issued: dict[object, Fraction] = {}  # per stream: I/Os due so far (fractional)
         self._turn: dict[object, int] = {}  # per stream: round-robin position over its files
         for name, files in SYSTEM_DATABASES.items():
@@ -347,19 +370,21 @@ class DmvState:
                 f.count(direction, count, micros, stream.io_bytes, stream.queued_us)
             self._turn[key] = (turn + n) % len(files)
             if wait:
-                extra = WRITELOG_EXTRA_US if wait == "WRITELOG" else SIGNAL_US
-                self._wait(wait, n, micros + stream.queued_us + extra)
+                # WRITELOG: the log writer's hand-off on top (WRITELOG_EXTRA_US, the signal wait in it)
+                extra = max(WRITELOG_EXTRA_US, stream.signal_us) if wait == "WRITELOG" else stream.signal_us
+                self._wait(wait, n, micros + stream.queued_us + extra, stream.signal_us)
 
-    def _wait(self, wait_type: str, n: int, micros: int) -> None:
+    def _wait(self, wait_type: str, n: int, micros: int, signal_us: int = SIGNAL_US) -> None:
         counters = self.waits[wait_type]
         counters.tasks += n
-        counters.wait_us += n * micros
-        counters.signal_us += n * SIGNAL_US
+        counters.wait_us += n * micros  # inclusive of the signal wait, as wait_time_ms is
+        counters.signal_us += n * signal_us
 
     # --- what the statements answer ------------------------------------------------------------
 
-    def file_stats_rows(self) -> list[tuple[object, ...]]:
-        """FILE_STATS: online ROWS and LOG files (type IN (0, 1) AND state = 0)."""
+    def file_stats_rows(self, queued: bool = True) -> list[tuple[object, ...]]:
+        """FILE_STATS (with the io_stall_queued_* columns) or FILE_STATS_NO_QUEUED: online ROWS and
+        LOG files (type IN (0, 1) AND state = 0)."""
         with self.lock:
             return [
                 (
@@ -374,17 +399,21 @@ class DmvState:
                     f.writes,
                     f.bytes_written,
                     f.write_stall_us // 1000,
+                    *((f.read_queued_us // 1000, f.write_queued_us // 1000) if queued else ()),
                 )
                 for f in sorted(self.files, key=lambda f: (f.database_id, f.file_id))
                 if f.type in (ROWS, LOG) and f.state == ONLINE
             ]
 
-    def wait_stats_rows(self) -> list[tuple[object, ...]]:
+    def wait_stats_rows(self, wanted: Collection[str] | None = None) -> list[tuple[object, ...]]:
+        """WAIT_STATS: the rows of the wait types `wanted` (the statement's IN list; default the
+        source's list)."""
+        names = set(mssql_sql.IO_WAITS if wanted is None else wanted)
         with self.lock:
             return [
                 (name, w.tasks, w.wait_us // 1000, w.signal_us // 1000)
                 for name, w in self.waits.items()
-                if name in mssql_sql.IO_WAITS
+                if name in names
             ]
 
     def volume_rows(self) -> list[tuple[object, ...]]:
@@ -411,20 +440,23 @@ def _bigints(*names: str) -> tuple[Column, ...]:
     return tuple(Column(n, "int", 8) for n in names)
 
 
+_FILE_COLUMNS = (
+    Column("database_id", "int", 2),
+    Column("file_id", "int", 2),
+    Column("database_name", "nvarchar", 128),
+    Column("type", "int", 1),
+    Column("physical_name", "nvarchar", 260),
+    *_bigints("num_of_reads", "num_of_bytes_read", "io_stall_read_ms"),
+    *_bigints("num_of_writes", "num_of_bytes_written", "io_stall_write_ms"),
+)
+
 # Column types as SQL Server documents them (smallint ids, tinyint type, bigint counters).
 STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
     mssql_sql.FILE_STATS.name: (
         mssql_sql.FILE_STATS.sql,
-        (
-            Column("database_id", "int", 2),
-            Column("file_id", "int", 2),
-            Column("database_name", "nvarchar", 128),
-            Column("type", "int", 1),
-            Column("physical_name", "nvarchar", 260),
-            *_bigints("num_of_reads", "num_of_bytes_read", "io_stall_read_ms"),
-            *_bigints("num_of_writes", "num_of_bytes_written", "io_stall_write_ms"),
-        ),
+        (*_FILE_COLUMNS, *_bigints("io_stall_queued_read_ms", "io_stall_queued_write_ms")),
     ),
+    mssql_sql.FILE_STATS_NO_QUEUED.name: (mssql_sql.FILE_STATS_NO_QUEUED.sql, _FILE_COLUMNS),
     mssql_sql.WAIT_STATS.name: (
         mssql_sql.WAIT_STATS.sql,
         (
@@ -446,7 +478,7 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
         (
             Column("server_name", "nvarchar", 256),
             Column("major_version", "int", 4),
-            Column("start_time", "int", 8),  # DATEDIFF_BIG: bigint
+            Column("start_time", "int", 8),  # CAST(... AS BIGINT) * 86400 + …: bigint
         ),
     ),
 }
@@ -464,6 +496,43 @@ _HOUSEKEEPING = re.compile(
 _FROM = re.compile(r"\bFROM\s+([\w.\[\]]+)", re.IGNORECASE)
 
 
+# What a server of a given major version lacks, and the error it answers when a batch uses it
+# (docs/emulated-facts.md, "SQL Server"): (since major version, pattern, error number, message, severity).
+# DATEDIFF_BIG: SQL Server 2016 (13.x) and later
+# (https://learn.microsoft.com/en-us/sql/t-sql/functions/datediff-big-transact-sql); an unknown function
+# is error 195 "'%.*ls' is not a recognized %S_MSG.", severity 15, here "built-in function name"
+# (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-0-to-999).
+# io_stall_queued_read_ms / io_stall_queued_write_ms: SQL Server 2014 (12.x) and later
+# (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-io-virtual-file-stats-transact-sql);
+# an unknown column is error 207 "Invalid column name '%.*ls'.", severity 16
+# (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/mssqlserver-207-database-engine-error).
+VERSION_FACTS: tuple[tuple[int, re.Pattern[str], int, str, int], ...] = (
+    (
+        13,
+        re.compile(r"\b(DATEDIFF_BIG)\s*\(", re.IGNORECASE),
+        195,
+        "'{0}' is not a recognized built-in function name.",
+        15,
+    ),
+    (
+        12,
+        re.compile(r"\b(io_stall_queued_(?:read|write)_ms)\b", re.IGNORECASE),
+        207,
+        "Invalid column name '{0}'.",
+        16,
+    ),
+)
+
+
+def version_error(sql: str, major_version: int) -> tuple[int, str, int] | None:
+    """The error a server of `major_version` answers `sql` with, when it uses what that version lacks."""
+    for since, pattern, number, message, severity in VERSION_FACTS:
+        found = pattern.search(sql)
+        if major_version < since and found:
+            return number, message.format(found.group(1)), severity
+    return None
+
+
 def statement_key(sql: str) -> str | None:
     """The Query.name of a batch that is one of the source's statements, else None."""
     return _BY_TEXT.get(normalize(sql))
@@ -472,8 +541,10 @@ def statement_key(sql: str) -> str | None:
 def answer_rows(state: DmvState, key: str) -> list[tuple[object, ...]]:
     if key == mssql_sql.FILE_STATS.name:
         return state.file_stats_rows()
+    if key == mssql_sql.FILE_STATS_NO_QUEUED.name:
+        return state.file_stats_rows(queued=False)
     if key == mssql_sql.WAIT_STATS.name:
-        return state.wait_stats_rows()
+        return state.wait_stats_rows(re.findall(r"N'(\w+)'", mssql_sql.WAIT_STATS.sql))
     if key == mssql_sql.VOLUMES.name:
         return state.volume_rows()
     return state.server_rows()
@@ -624,6 +695,10 @@ class _Session:
             return
         if server._take_drop():
             raise _ClosedError
+        missing = version_error(text, server.state.major_version)
+        if missing is not None:
+            self._error(*missing)
+            return
         if key is None:
             found = _FROM.search(text)
             if found:

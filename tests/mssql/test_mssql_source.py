@@ -266,3 +266,114 @@ def test_without_a_mount_table_the_lun_is_the_volume_sql_server_reports(server: 
     assert key_of(reads, db="erp", role="data")[FILES.index("lun")] == "D:\\"
     assert key_of(reads, db="erp", role="log")[FILES.index("lun")] == "L:\\"
     assert key_of(reads, db="sales", role="data")[FILES.index("lun")] == ""  # Linux paths: NULL volumes
+
+
+# --- what differs between SQL Server versions (docs/emulated-facts.md, "SQL Server") -------------
+
+
+@pytest.mark.parametrize("major", [11, 12, 13, 16])
+def test_every_version_from_2012_names_the_instance_and_publishes_its_files(
+    major: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 2012 (11) and 2014 (12) have no DATEDIFF_BIG (error 195); 2012 has no io_stall_queued_* (207).
+    caplog.set_level(logging.INFO, logger="lunlat")
+    monkeypatch.setenv("LUNLAT_TEST_MSSQL_PASSWORD", PASSWORD)
+    with TdsServer(DmvState(major_version=major)) as server:
+        clock = FakeClock()
+        source = source_for(server, clock=clock)
+        server.state.advance(60, {("sales", "data", "read"): Stream(100, 425, queued_us=100)})
+        first = source.collect()
+        server.drop_next_query = True  # a reconnect identifies the server again
+        with pytest.raises(SourceError):
+            source.collect()
+        clock.now += 1  # past the reconnect backoff
+        server.state.advance(60, {("sales", "data", "read"): Stream(100, 425, queued_us=100)})
+        second = source.collect()
+    assert not first.errors and not second.errors
+    reads = values(second, contract.MSSQL_FILE_READS)
+    assert reads and {k[FILES.index("db_instance")] for k in reads} == {"SQL1"}
+    data = key_of(reads, db="sales", role="data")
+    stall = delta(first, second, contract.MSSQL_FILE_READ_STALL)[data]
+    assert stall == pytest.approx(100 * 60 * 525e-6)  # the stall as SQL Server reports it, queue included
+    said = [r for r in caplog.records if "io_stall_queued" in r.getMessage()]
+    if major == 11:
+        queued_specs = (contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_WRITE_QUEUED_STALL)
+        assert not [f for f in second.families if f.spec in queued_specs]  # no series, not zeros
+        assert len(said) == 1  # said once, not at every connect
+    else:
+        assert delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data] == pytest.approx(
+            100 * 60 * 100e-6
+        )
+        assert not said
+
+
+def test_the_queued_stall_is_published_apart_so_the_device_share_is_stall_minus_queued(
+    server: TdsServer,
+) -> None:
+    load: Load = {
+        ("sales", "data", "read"): Stream(200, 425, queued_us=1500),  # governed: 1.5 ms in the queue
+        ("sales", "log", "write"): Stream(100, 300, io_bytes=61440),
+    }
+    source = source_for(server)
+    server.state.advance(60, load)
+    first = source.collect()
+    server.state.advance(60, load)
+    second = source.collect()
+    reads = delta(first, second, contract.MSSQL_FILE_READS)
+    data = key_of(reads, db="sales", role="data")
+    stall = delta(first, second, contract.MSSQL_FILE_READ_STALL)[data]
+    queued = delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data]
+    assert stall / reads[data] == pytest.approx(1925e-6)
+    assert queued / reads[data] == pytest.approx(1500e-6)
+    assert (stall - queued) / reads[data] == pytest.approx(425e-6)  # what the LUN took
+    log = key_of(delta(first, second, contract.MSSQL_FILE_WRITES), db="sales", role="log")
+    assert delta(first, second, contract.MSSQL_FILE_WRITE_QUEUED_STALL)[log] == 0
+
+
+def test_the_wait_time_is_the_resource_wait_and_the_signal_wait_is_its_own_series(server: TdsServer) -> None:
+    # CPU pressure: 2 ms from each page read's completion to a CPU running the query again.
+    load: Load = {("sales", "data", "read"): Stream(200, 425, signal_us=2000)}
+    source = source_for(server)
+    server.state.advance(60, load)
+    first = source.collect()
+    server.state.advance(60, load)
+    second = source.collect()
+    waits = delta(first, second, contract.MSSQL_WAITS)
+    (page,) = [k for k in waits if k[2] == "PAGEIOLATCH_SH"]
+    resource = delta(first, second, contract.MSSQL_WAIT_TIME)[page]
+    signal = delta(first, second, contract.MSSQL_WAIT_SIGNAL_TIME)[page]
+    assert waits[page] == 200 * 60
+    assert resource / waits[page] == pytest.approx(425e-6)  # the I/O, not the CPU queue
+    assert signal / waits[page] == pytest.approx(2e-3)
+
+
+def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_off_the_log_lun(
+    server: TdsServer,
+) -> None:
+    assert {
+        "WRITELOG",
+        "PAGEIOLATCH_SH",
+        "PAGEIOLATCH_DT",
+        "PAGEIOLATCH_KP",
+        "WRITE_COMPLETION",
+    } <= sql.LATENCY_WAITS
+    # One ASYNC_IO_COMPLETION or BACKUPIO wait can be a whole backup: time spent, never a latency.
+    assert (
+        not {"ASYNC_IO_COMPLETION", "BACKUPIO", "LOGBUFFER", "IO_RETRY", "IO_QUEUE_LIMIT"} & sql.LATENCY_WAITS
+    )
+    load: Load = {
+        ("sales", "log", "write"): Stream(100, 300, wait="HADR_SYNC_COMMIT"),  # a synchronous replica
+        ("sales", "data", "read"): Stream(50, 600, wait="PAGEIOLATCH_KP"),
+        ("sales_snap", "log", "write"): Stream(10, 900, wait="LOGBUFFER"),
+        ("sales_snap", "data", "write"): Stream(20, 700, wait="WRITE_COMPLETION"),
+    }
+    source = source_for(server)
+    server.state.advance(10, load)
+    result = source.collect()
+    assert not result.errors
+    role = {k[2]: k[3] for k in values(result, contract.MSSQL_WAITS)}
+    assert set(role) == set(sql.IO_WAITS)
+    assert (role["HADR_SYNC_COMMIT"], role["LOGBUFFER"], role["PAGEIOLATCH_KP"]) == ("other", "log", "data")
+    counts = {k[2]: v for k, v in values(result, contract.MSSQL_WAITS).items()}
+    assert (counts["HADR_SYNC_COMMIT"], counts["PAGEIOLATCH_KP"], counts["LOGBUFFER"]) == (1000, 500, 100)
+    assert counts["WRITE_COMPLETION"] == 200

@@ -159,7 +159,7 @@ def test_restart_zeroes_counters_and_moves_the_start_time() -> None:
     state.advance(60, {("sales", "data", "read"): Stream(100, 425)})
     state.restart()
     assert state.start_time == datetime(2025, 1, 7, 8, 1)  # a day up, then a minute of load
-    assert all(r[5:] == (0,) * 6 for r in state.file_stats_rows())
+    assert all(r[5:] == (0,) * 8 for r in state.file_stats_rows())
     assert all(r[1:] == (0, 0, 0) for r in state.wait_stats_rows())
     state.restart()  # at once again: still a new start time
     assert state.start_time == datetime(2025, 1, 7, 8, 1, 1)
@@ -194,15 +194,22 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
         rows = by_file(files)
         assert rows[(SALES, 1)] == (
             *(SALES, 1, "sales", 0, "/var/opt/mssql/data/sales.mdf"),
-            *(1000, 1000 * 8192, 425, 0, 0, 0),
+            *(1000, 1000 * 8192, 425, 0, 0, 0, 0, 0),  # no Resource Governor queueing
         )
         assert rows[(SALES, 2)] == (
             *(SALES, 2, "sales", 1, "/var/opt/mssql/log/sales_log.ldf"),
-            *(0, 0, 0, 500, 500 * 61440, 150),
+            *(0, 0, 0, 500, 500 * 61440, 150, 0, 0),
         )
         assert rows[(SNAP, 1)][5:9] == (100, 100 * 65536, (50 * 250 + 50 * 4000) // 1000, 0)  # no writes
         assert rows[(2, 3)][2:5] == ("tempdb", 0, "/var/opt/mssql/data/tempdb2.ndf")
         assert all(type(v) is int for r in files for i, v in enumerate(r) if i not in (2, 4))
+        names, older = run(conn, mssql_sql.FILE_STATS_NO_QUEUED)  # the 2012 form: the same less two
+        assert (
+            names
+            == select_names(mssql_sql.FILE_STATS_NO_QUEUED.sql)
+            == select_names(mssql_sql.FILE_STATS.sql)[:-2]
+        )
+        assert sorted(older) == sorted(r[:-2] for r in files)
 
         names, waits = run(conn, mssql_sql.WAIT_STATS)
         assert names == select_names(mssql_sql.WAIT_STATS.sql)
@@ -381,7 +388,7 @@ def test_restart_zeroes_counters_and_closes_connections(server: TdsServer) -> No
     with connected(server) as conn:
         after = run(conn, mssql_sql.SERVER)[1][0][2]
         assert isinstance(before, int) and isinstance(after, int) and after > before
-        assert all(r[5:] == (0,) * 6 for r in run(conn, mssql_sql.FILE_STATS)[1])
+        assert all(r[5:] == (0,) * 8 for r in run(conn, mssql_sql.FILE_STATS)[1])
 
 
 @needs_driver

@@ -276,8 +276,29 @@ MSSQL_WAITS = MetricSpec(
 MSSQL_WAIT_TIME = MetricSpec(
     "lunlat_mssql_wait_time_seconds_total",
     "counter",
-    "Time waited for an I/O wait type (wait_time_ms).",
+    "Resource wait of an I/O wait type: wait_time_ms minus signal_wait_time_ms (the I/O itself, "
+    "without waiting for a CPU afterwards).",
     MSSQL_WAIT_LABELS,
+)
+MSSQL_WAIT_SIGNAL_TIME = MetricSpec(
+    "lunlat_mssql_wait_signal_seconds_total",
+    "counter",
+    "Signal wait of an I/O wait type: from the I/O's completion to a CPU running the task again "
+    "(signal_wait_time_ms, CPU pressure, not storage).",
+    MSSQL_WAIT_LABELS,
+)
+MSSQL_FILE_READ_QUEUED_STALL = MetricSpec(
+    "lunlat_mssql_file_read_queued_stall_seconds_total",
+    "counter",
+    "Part of the read stall the I/Os spent queued by Resource Governor before being issued "
+    "(io_stall_queued_read_ms, 2014+): throttling, not the device.",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITE_QUEUED_STALL = MetricSpec(
+    "lunlat_mssql_file_write_queued_stall_seconds_total",
+    "counter",
+    "Part of the write stall the I/Os spent queued by Resource Governor (io_stall_queued_write_ms, 2014+).",
+    MSSQL_FILE_LABELS,
 )
 
 MSSQL_METRICS: tuple[MetricSpec, ...] = (
@@ -289,6 +310,9 @@ MSSQL_METRICS: tuple[MetricSpec, ...] = (
     MSSQL_FILE_WRITE_BYTES,
     MSSQL_WAITS,
     MSSQL_WAIT_TIME,
+    MSSQL_WAIT_SIGNAL_TIME,
+    MSSQL_FILE_READ_QUEUED_STALL,
+    MSSQL_FILE_WRITE_QUEUED_STALL,
 )
 
 # --- exporter health -----------------------------------------------------------------------------

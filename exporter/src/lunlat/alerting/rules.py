@@ -108,6 +108,10 @@ class DbLayer:
     write_time: contract.MetricSpec
     read_bytes: contract.MetricSpec | None = None
     write_bytes: contract.MetricSpec | None = None
+    # Time inside read_time / write_time that is not the device's (SQL Server's Resource Governor
+    # queue): subtracted, so the layer's latency is the device's share; throttling has its own series.
+    read_queued: contract.MetricSpec | None = None
+    write_queued: contract.MetricSpec | None = None
     name: str = "db"
 
     def _per_lun(self, counter: str, window: str) -> str:
@@ -118,7 +122,19 @@ class DbLayer:
         return self._per_lun((self.reads if op == "read" else self.writes).name, window)
 
     def time(self, op: str, window: str) -> str:
-        return self._per_lun((self.read_time if op == "read" else self.write_time).name, window)
+        spent = (self.read_time if op == "read" else self.write_time).name
+        queued = self.read_queued if op == "read" else self.write_queued
+        if queued is None:
+            return self._per_lun(spent, window)
+        # A file without the queued series (SQL Server 2012) keeps its stall as is: `or` fills a
+        # zero for it, so the subtraction never drops the file.
+        selector, by = self.selector, ", ".join(label for label in SERIES_LABELS if label != "layer")
+        return (
+            f"sum by ({by}) (\n"
+            f"    rate({spent}{{{selector}}}[{window}])\n"
+            f"  - (rate({queued.name}{{{selector}}}[{window}]) or rate({spent}{{{selector}}}[{window}]) * 0)\n"
+            ")"
+        )
 
     def bytes(self, op: str, window: str) -> str | None:
         spec = self.read_bytes if op == "read" else self.write_bytes
@@ -145,6 +161,8 @@ def mssql_layer(selector: str) -> DbLayer:
         contract.MSSQL_FILE_WRITE_STALL,
         contract.MSSQL_FILE_READ_BYTES,
         contract.MSSQL_FILE_WRITE_BYTES,
+        contract.MSSQL_FILE_READ_QUEUED_STALL,
+        contract.MSSQL_FILE_WRITE_QUEUED_STALL,
     )
 
 

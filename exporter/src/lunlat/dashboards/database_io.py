@@ -203,6 +203,30 @@ def build(goals: Goals) -> dash.Dashboard:
             .span(12)
             .height(9)
         )
+    board = board.with_panel(
+        p.latency_timeseries(
+            "SQL Server Resource Governor queue per file (throttling)",
+            "Average time each I/O of a file waited in Resource Governor's queue before SQL Server issued "
+            "it: Δ io_stall_queued_read_ms (write_ms) / Δ I/Os, SQL Server 2014 and later (none on 2012). "
+            "It is inside the stall above but is throttling (a resource pool's IOPS limit, Azure SQL's "
+            "governance), not the LUN: the database layer of the rules leaves it out. Red here with the "
+            "LUN green: raise the pool's limit or the service tier, not the storage.",
+            goals,
+            [
+                p.query(
+                    _per_file(queued.name, ops.name),
+                    f"{op} {{{{database}}}} {{{{db}}}} {{{{file}}}}",
+                    ref,
+                )
+                for op, queued, ops, ref in (
+                    ("read", contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_READS, "A"),
+                    ("write", contract.MSSQL_FILE_WRITE_QUEUED_STALL, contract.MSSQL_FILE_WRITES, "B"),
+                )
+            ],
+        )
+        .span(24)
+        .height(8)
+    )
     wait_time, wait_count = contract.MSSQL_WAIT_TIME.name, contract.MSSQL_WAITS.name
     board = board.with_panel(
         p.latency_timeseries(
@@ -237,7 +261,8 @@ def build(goals: Goals) -> dash.Dashboard:
     ).with_panel(
         p.latency_timeseries(
             "SQL Server data page waits (PAGEIOLATCH)",
-            "Average wait of sessions for a data page being read from disk (PAGEIOLATCH_SH/EX/UP): what "
+            "Average wait of sessions for a data page being read from disk (PAGEIOLATCH_SH/EX/UP/DT/KP, "
+            "resource wait: the signal wait for a CPU afterwards is left out): what "
             "queries feel of the data LUN's read latency. Red with the data LUN green: the reads queue in "
             "SQL Server (too many at once: missing indexes, scans); red with the LUN red: storage.",
             goals,

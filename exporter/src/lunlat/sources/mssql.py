@@ -23,7 +23,7 @@ from lunlat.model import Family, LabelSet
 from lunlat.sources import mssql_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Connection, Kind
-from lunlat.sources.dbsource import DbSource, count_value, id_value, text_value
+from lunlat.sources.dbsource import DbSource, Query, count_value, id_value, text_value
 from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
@@ -134,6 +134,8 @@ class MssqlSource(DbSource[Connection]):
         self._seen_connects = 0
         self._server = ""
         self._started: int | None = None
+        self._major: int | None = None  # None: unknown (the server query failed): newest SQL
+        self._said = logs.Once()
         # (database_id, file_id) -> volume mount point, where SQL Server knows one (Windows).
         self._volumes: dict[tuple[int, int], str] = {}
 
@@ -145,9 +147,13 @@ class MssqlSource(DbSource[Connection]):
             self._identify(conn, errors)
             self._volumes = self._look_up_volumes(conn, errors)
             self._refresh_locations()
-        files = self._query(conn, sql.FILE_STATS, errors)
+        file_query = self._file_query()
+        files = self._query(conn, file_query, errors)
         waits = self._query(conn, sql.WAIT_STATS, errors)
-        families = [*self._file_families(files or [], errors), *self._wait_families(waits or [], errors)]
+        families = [
+            *self._file_families(files or [], errors, queued=file_query is sql.FILE_STATS),
+            *self._wait_families(waits or [], errors),
+        ]
         return SourceResult(families, errors)
 
     def _identify(self, conn: Connection, errors: Counter[str]) -> None:
@@ -156,10 +162,25 @@ class MssqlSource(DbSource[Connection]):
             return
         row = rows[0]
         self._server = row[0] if isinstance(row[0], str) else ""
+        self._major = row[1] if isinstance(row[1], int) else None
         started = row[2] if isinstance(row[2], int) else None
         if self._started is not None and started is not None and started != self._started:
             log.info("SQL Server restarted: counters start again", source=self.name)
         self._started = started
+
+    def _file_query(self) -> Query:
+        """The file statement this server answers: without the Resource Governor queued stall
+        before 2014 (the columns do not exist there), published as is and said once."""
+        if self._major is None or self._major >= sql.QUEUED_STALL_SINCE:
+            return sql.FILE_STATS
+        if self._said.first(("no_queued", self._major)):
+            log.info(
+                "SQL Server before 2014 has no io_stall_queued_* columns: no queued stall series, "
+                "the file stalls are published as they are",
+                source=self.name,
+                major_version=self._major,
+            )
+        return sql.FILE_STATS_NO_QUEUED
 
     def _look_up_volumes(self, conn: Connection, errors: Counter[str]) -> dict[tuple[int, int], str]:
         volumes: dict[tuple[int, int], str] = {}
@@ -168,7 +189,7 @@ class MssqlSource(DbSource[Connection]):
                 volumes[(id_value(row[0], "database_id"), id_value(row[1], "file_id"))] = row[2]
         return volumes
 
-    def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+    def _file_families(self, rows: Sequence[Any], errors: Counter[str], queued: bool) -> list[Family]:
         specs = (
             contract.MSSQL_FILE_READS,
             contract.MSSQL_FILE_READ_BYTES,
@@ -176,6 +197,8 @@ class MssqlSource(DbSource[Connection]):
             contract.MSSQL_FILE_WRITES,
             contract.MSSQL_FILE_WRITE_BYTES,
             contract.MSSQL_FILE_WRITE_STALL,
+        ) + (
+            (contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_WRITE_QUEUED_STALL) if queued else ()
         )
         # Stalls are integer milliseconds: published exactly (see Family.exponent).
         families = [Family(s, exponent=-3 if "stall" in s.name else 0) for s in specs]
@@ -194,6 +217,13 @@ class MssqlSource(DbSource[Connection]):
                 count_value(row[8], "num_of_writes"),
                 count_value(row[9], "num_of_bytes_written"),
                 count_value(row[10], "io_stall_write_ms"),
+            ) + (
+                (
+                    count_value(row[11], "io_stall_queued_read_ms"),
+                    count_value(row[12], "io_stall_queued_write_ms"),
+                )
+                if queued
+                else ()
             )
             # Where SQL Server reports volumes (Windows), a path off the mount table is expected.
             location = self._locate(path, expect_lun=not self._volumes)
@@ -207,7 +237,8 @@ class MssqlSource(DbSource[Connection]):
             )
             return labels, counts
 
-        for labels, counts in self._rows(rows, sql.FILE_STATS, errors, parse):
+        query = sql.FILE_STATS if queued else sql.FILE_STATS_NO_QUEUED
+        for labels, counts in self._rows(rows, query, errors, parse):
             for family, value in zip(families, counts, strict=True):
                 family.add(labels, value)
         self._publish_lun_labels(
@@ -218,19 +249,28 @@ class MssqlSource(DbSource[Connection]):
     def _wait_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
         waits = Family(contract.MSSQL_WAITS)
         waited = Family(contract.MSSQL_WAIT_TIME, exponent=-3)
+        signal = Family(contract.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
 
-        def parse(row: Any) -> tuple[LabelSet, int, int]:
+        def parse(row: Any) -> tuple[LabelSet, int, int, int]:
             wait_type = text_value(row[0], "wait_type")
             labels = self._label_set(
                 contract.MSSQL_WAIT_LABELS,
                 (self._target.name, self._server, wait_type, sql.IO_WAITS.get(wait_type, ("other", ""))[0]),
             )
-            return labels, count_value(row[1], "waiting_tasks_count"), count_value(row[2], "wait_time_ms")
+            total = count_value(row[2], "wait_time_ms")
+            signalled = count_value(row[3], "signal_wait_time_ms")
+            # wait_time_ms "is inclusive of signal_wait_time_ms" (sys.dm_os_wait_stats,
+            # https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql):
+            # the resource wait is the rest, the I/O without the wait for a CPU after it.
+            if signalled > total:
+                raise ValueError(f"signal_wait_time_ms {signalled} > wait_time_ms {total}")
+            return labels, count_value(row[1], "waiting_tasks_count"), total - signalled, signalled
 
-        for labels, count, ms in self._rows(rows, sql.WAIT_STATS, errors, parse):
+        for labels, count, resource_ms, signal_ms in self._rows(rows, sql.WAIT_STATS, errors, parse):
             waits.add(labels, count)
-            waited.add(labels, ms)
-        return [waits, waited]
+            waited.add(labels, resource_ms)
+            signal.add(labels, signal_ms)
+        return [waits, waited, signal]
 
 
 def build(context: Context) -> list[MssqlSource] | BuildError:

@@ -12,33 +12,69 @@ from __future__ import annotations
 
 from lunlat.sources.dbsource import Query
 
-# Waits that are I/O: (role, what it measures).
+# Waits that are I/O: wait type -> (role, kind). The meanings are Microsoft's
+# (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql).
+# kind "latency": one wait is one I/O (or one commit), so Δ time / Δ waits is a latency the rules and
+# dashboards may show; "time": one wait can cover many I/Os or a whole operation (a backup), so only
+# the time spent is meaningful, never time / waits. role "other" for waits no LUN role explains.
 IO_WAITS: dict[str, tuple[str, str]] = {
-    "WRITELOG": ("log", "commit"),  # a commit waiting for its log flush
-    "PAGEIOLATCH_SH": ("data", "read"),  # a page read for a query
-    "PAGEIOLATCH_EX": ("data", "read"),  # a page read for a modification
-    "PAGEIOLATCH_UP": ("data", "read"),
-    "IO_COMPLETION": ("other", "io"),  # sorts, spills, backups
-    "ASYNC_IO_COMPLETION": ("other", "io"),  # backups, file growth
+    # "waiting for a log flush to complete" (commits, checkpoints)
+    "WRITELOG": ("log", "latency"),
+    # "waiting for space in the log buffer to store a log record": the log device cannot keep up
+    "LOGBUFFER": ("log", "time"),
+    # "waiting on a latch for a buffer that is in an I/O request", in Shared/Exclusive/Update/
+    # Destroy/Keep mode: a data page read from disk
+    "PAGEIOLATCH_SH": ("data", "latency"),
+    "PAGEIOLATCH_EX": ("data", "latency"),
+    "PAGEIOLATCH_UP": ("data", "latency"),
+    "PAGEIOLATCH_DT": ("data", "latency"),
+    "PAGEIOLATCH_KP": ("data", "latency"),
+    # "waiting for I/O operations to complete ... generally non-data page I/Os"
+    "IO_COMPLETION": ("other", "latency"),
+    # "a write operation is in progress"
+    "WRITE_COMPLETION": ("other", "latency"),
+    # "an I/O operation ... fails because of insufficient resources, and is then retried"
+    "IO_RETRY": ("other", "time"),
+    # "Internal use only", 2016+; waits on the I/O queue limit of a governed volume
+    "IO_QUEUE_LIMIT": ("other", "time"),
+    # "waiting for I/Os to finish": backups, file growth; one wait can be a whole backup
+    "ASYNC_IO_COMPLETION": ("other", "time"),
+    # a backup task "waiting for data, or ... for a buffer in which to store data"
+    "BACKUPIO": ("other", "time"),
+    # Always On: "waiting for transaction commit processing for the synchronized secondary
+    # databases to harden the log": the replica's network and log write, part of commit latency
+    # but not of any local LUN (role other: it must never read as a slow log LUN)
+    "HADR_SYNC_COMMIT": ("other", "latency"),
 }
+LATENCY_WAITS = frozenset(w for w, (_, kind) in IO_WAITS.items() if kind == "latency")
 
 _WAIT_LIST = ", ".join(f"N'{w}'" for w in IO_WAITS)
 
 
 # type 0 = ROWS (data), 1 = LOG; tempdb (database_id 2) is role temp. The DMV answers for every
-# file of every database the login may see, offline files excluded by the state filter. The
-# io_stall_queued_* columns (Resource Governor, 2014+) are not read, so 2012 answers too.
-FILE_STATS = Query(
-    "virtual_file_stats",
-    """SELECT vfs.database_id, vfs.file_id, DB_NAME(vfs.database_id) AS database_name, mf.type,
+# file of every database the login may see, offline files excluded by the state filter.
+_FILE_STATS_SQL = """SELECT vfs.database_id, vfs.file_id, DB_NAME(vfs.database_id) AS database_name, mf.type,
        mf.physical_name,
        vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
-       vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms
+       vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms{queued}
 FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
 JOIN sys.master_files AS mf ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id
-WHERE mf.type IN (0, 1) AND mf.state = 0""",
+WHERE mf.type IN (0, 1) AND mf.state = 0"""
+
+# io_stall_read_ms / io_stall_write_ms include the time Resource Governor held the I/O in its queue
+# (io_stall_queued_read_ms / io_stall_queued_write_ms: "total IO latency introduced by IO resource
+# governance", SQL Server 2014 (12.x) and later; sys.dm_io_virtual_file_stats,
+# https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-io-virtual-file-stats-transact-sql).
+# Read from major version 12 on; 2012 (11) has no such columns (error 207) and gets FILE_STATS_NO_QUEUED.
+FILE_STATS = Query(
+    "virtual_file_stats",
+    _FILE_STATS_SQL.format(queued=",\n       vfs.io_stall_queued_read_ms, vfs.io_stall_queued_write_ms"),
     per_scrape=True,
 )
+FILE_STATS_NO_QUEUED = Query(
+    "virtual_file_stats_no_queued", _FILE_STATS_SQL.format(queued=""), per_scrape=True
+)
+QUEUED_STALL_SINCE = 12  # the first major version with io_stall_queued_*
 
 WAIT_STATS = Query(
     "os_wait_stats",
@@ -49,13 +85,20 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 )
 
 # Who answers, and since when: a new start time means every counter started again (compared for
-# equality only: it is the server's local clock, not Unix time). DATEDIFF_BIG: DATEDIFF is an int
-# and would fail after 2038.
+# equality only: it is the server's local clock, not Unix time). Seconds since 1970 as whole days
+# (bigint) times 86400 plus the seconds of the day: DATEDIFF returns an int and would overflow on
+# seconds after 2038, and DATEDIFF_BIG exists only from SQL Server 2016 (13.x)
+# (https://learn.microsoft.com/en-us/sql/t-sql/functions/datediff-big-transact-sql, "Applies to").
+# The major version comes from ProductVersion ('major.minor.build.revision', every version;
+# PARSENAME's piece 4 is the leftmost): ProductMajorVersion exists in 2012 and 2014 only "in updates
+# beginning in late 2015" and is NULL before (SERVERPROPERTY,
+# https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql).
 SERVER = Query(
     "server",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
-       CAST(SERVERPROPERTY('ProductMajorVersion') AS INT) AS major_version,
-       DATEDIFF_BIG(SECOND, '1970-01-01', sqlserver_start_time) AS start_time
+       CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version,
+       CAST(DATEDIFF(DAY, '19700101', sqlserver_start_time) AS BIGINT) * 86400
+         + DATEDIFF(SECOND, CAST(sqlserver_start_time AS DATE), sqlserver_start_time) AS start_time
 FROM sys.dm_os_sys_info""",
     per_scrape=False,
 )
@@ -71,4 +114,4 @@ WHERE mf.type IN (0, 1) AND mf.state = 0""",
     per_scrape=False,
 )
 
-ALL_QUERIES: tuple[Query, ...] = (FILE_STATS, WAIT_STATS, SERVER, VOLUMES)
+ALL_QUERIES: tuple[Query, ...] = (FILE_STATS, FILE_STATS_NO_QUEUED, WAIT_STATS, SERVER, VOLUMES)
