@@ -156,7 +156,9 @@ class _DatabaseTarget(Strict):
     timeout_seconds: float = Field(default=5.0, gt=0, le=300, description="Bounds the login and every query.")
     # 0 by default: the exporter cannot know the scrape interval, and an interval as long as it
     # would serve a lone Prometheus every other collection twice. At most 30: the recording rules
-    # average over 1m windows (alerts/lunlat.rules.yml), which need two collections each.
+    # take rate() over 1m windows (alerts/lunlat.rules.yml), and rate() needs two samples in its
+    # window (github.com/prometheus/prometheus, promql/functions.go `extrapolatedRate`) which,
+    # when a collection is served again, must come from two collections to differ.
     min_interval_seconds: float = Field(
         default=0.0,
         ge=0,
