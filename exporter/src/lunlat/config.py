@@ -154,6 +154,18 @@ class _DatabaseTarget(Strict):
     password_file: Path | None = None
     workload: str | None = None
     timeout_seconds: float = Field(default=5.0, gt=0, le=300, description="Bounds the login and every query.")
+    # 0 by default: the exporter cannot know the scrape interval, and an interval as long as it
+    # would serve a lone Prometheus every other collection twice. At most 30: the recording rules
+    # take rate() over 1m windows (alerts/lunlat.rules.yml), and rate() needs two samples in its
+    # window (github.com/prometheus/prometheus, promql/functions.go `extrapolatedRate`) which,
+    # when a collection is served again, must come from two collections to differ.
+    min_interval_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        le=30,
+        description="Serve the last collection again to scrapes within this many seconds of its start "
+        "(0: every scrape queries).",
+    )
 
     @model_validator(mode="after")
     def _password_source(self) -> _DatabaseTarget:

@@ -334,6 +334,13 @@ SOURCE_ERRORS = MetricSpec(
     "Errors met by a source, by reason; a reason counted here never fails the scrape.",
     ("source", "reason"),
 )
+SOURCE_COLLECTION_AGE = MetricSpec(
+    "lunlat_source_collection_age_seconds",
+    "gauge",
+    "Seconds since the collection this scrape served ended: 0 when the scrape waited for it, "
+    "more when a collection younger than the target's min_interval_seconds was served again.",
+    ("source",),
+)
 BUILD_INFO = MetricSpec(
     "lunlat_build_info",
     "gauge",
@@ -364,6 +371,7 @@ HEALTH_METRICS: tuple[MetricSpec, ...] = (
     BUILD_INFO,
     CONFIG_LAST_RELOAD_SUCCESSFUL,
     CONFIG_LAST_RELOAD_SUCCESS_TIME,
+    SOURCE_COLLECTION_AGE,
 )
 
 ALL_METRICS: tuple[MetricSpec, ...] = (

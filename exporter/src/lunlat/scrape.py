@@ -5,6 +5,11 @@
 - A source past its deadline (or the scrape's) is reported down for that scrape; its collection
   keeps its thread until it returns, and later scrapes wait on that same collection rather than
   piling up new ones.
+- A source with a minimum interval (a database target's `min_interval_seconds`) is collected at
+  most once per interval: a scrape arriving sooner after the last collection started is served that
+  collection again (its families, up, duration; its errors were counted once, when it ran), and
+  `lunlat_source_collection_age_seconds` says how old it is. Two HA Prometheus servers (or a
+  Prometheus and a vmagent) scraping seconds apart then cost the database one collection, not two.
 - Health families (docs/contract.md §3) come from what the collections reported, never from a failed scrape.
 - Concurrent scrapes that got the very same outcomes (and error counts) share one rendered body:
   200 scrapers arriving together cost one render, not 200 under the GIL.
@@ -29,7 +34,7 @@ from prometheus_client.process_collector import ProcessCollector
 from lunlat import __version__, contract, logs
 from lunlat.exposition import render
 from lunlat.model import Family, LabelSet
-from lunlat.sources.base import Source, SourceError
+from lunlat.sources.base import Source, SourceError, Throttled
 
 log = logs.get(__name__)
 
@@ -40,6 +45,7 @@ class Outcome:
     up: bool
     duration: float
     errors: Counter[str] = field(default_factory=Counter)
+    finished: float = 0.0  # scraper clock when the collection ended
 
 
 @dataclass(slots=True)
@@ -80,7 +86,7 @@ class Scraper:
         self._errors: Counter[tuple[str, str]] = Counter()
         self._declare_errors(self._sources)
         self._errors_version = 0  # bumped on every change to _errors: part of the shared body's key
-        self._rendered: tuple[tuple[Outcome, ...], int, str] | None = None
+        self._rendered: tuple[tuple[Outcome, ...], int, str, tuple[float, ...]] | None = None
         self._render_lock = threading.Lock()
         self._build_info = Family(
             contract.BUILD_INFO,
@@ -158,7 +164,8 @@ class Scraper:
             kind = ("internal", problem)
             log.debug("traceback", exc_info=True)
             outcome = Outcome([], False, 0.0, Counter({"internal": 1}))
-        outcome.duration = self._clock() - started
+        outcome.finished = self._clock()
+        outcome.duration = outcome.finished - started
         with self._lock:
             if source.name in self._names:  # not a source a reload removed while it ran
                 for reason, count in outcome.errors.items():
@@ -175,21 +182,36 @@ class Scraper:
             log.info("source recovered", source=source.name)
         return outcome
 
-    def _flight(self, source: Source) -> _Flight:
+    def _flight(self, source: Source, now: float) -> tuple[_Flight, bool]:
+        """The collection this scrape gets, and whether it had ended before the scrape came (a
+        collection served again within the source's minimum interval)."""
         with self._lock:
             flight = self._flights.get(source.name)
-            if flight is None or flight.future.done() or flight.source is not source:
-                flight = _Flight(self._executor.submit(self._run, source), self._clock(), source)
-                self._flights[source.name] = flight
-            return flight
+            if flight is not None and flight.source is source:
+                if not flight.future.done():
+                    return flight, False
+                # Measured from the start, so the database sees at most one collection per
+                # interval however long each takes. A new source (a reload that changed the
+                # target, its interval included) never gets its predecessor's collection.
+                if now - flight.started < min_interval(source):
+                    return flight, True
+            flight = _Flight(self._executor.submit(self._run, source), now, source)
+            self._flights[source.name] = flight
+            return flight, False
 
     def collect(self, timeout: float) -> list[tuple[Source, Outcome]]:
         """Collect every source within `timeout` seconds."""
-        deadline = self._clock() + timeout
+        return [(source, outcome) for source, outcome, _ in self._collect(timeout)]
+
+    def _collect(self, timeout: float) -> list[tuple[Source, Outcome, float]]:
+        """Every source's outcome and its age: seconds since a collection served again ended, 0
+        for one that ended while this scrape waited for it."""
+        arrived = self._clock()
+        deadline = arrived + timeout
         sources = self._sources  # one set for the whole scrape, even across a reload
-        flights = [(source, self._flight(source)) for source in sources]
-        outcomes: list[tuple[Source, Outcome]] = []
-        for source, flight in flights:
+        flights = [(source, *self._flight(source, arrived)) for source in sources]
+        outcomes: list[tuple[Source, Outcome, float]] = []
+        for source, flight, again in flights:
             until = deadline if source.timeout is None else min(deadline, flight.started + source.timeout)
             try:
                 outcome = flight.future.result(timeout=max(0.0, until - self._clock()))
@@ -205,46 +227,62 @@ class Scraper:
                             after_seconds=round(until - flight.started, 3),
                         )
                 outcome = Outcome([], False, until - flight.started)
-            outcomes.append((source, outcome))
+            # Milliseconds, as the duration: scrapes that waited together keep sharing one body.
+            age = round(max(0.0, arrived - outcome.finished), 3) if again else 0.0
+            outcomes.append((source, outcome, age))
         return outcomes
 
-    def health_families(self, outcomes: list[tuple[Source, Outcome]]) -> list[Family]:
+    def health_families(
+        self, outcomes: list[tuple[Source, Outcome]], ages: Sequence[float] | None = None
+    ) -> list[Family]:
+        """`ages`: of each outcome, as `_collect` measured them (None: all fresh)."""
         up = Family(contract.SOURCE_UP)
         duration = Family(contract.SOURCE_DURATION)
-        for source, outcome in outcomes:
+        age = Family(contract.SOURCE_COLLECTION_AGE)
+        for i, (source, outcome) in enumerate(outcomes):
             labels = LabelSet(("source",), (source.name,))
             up.add(labels, 1 if outcome.up else 0)
             duration.add(labels, round(outcome.duration, 6))
+            age.add(labels, 0.0 if ages is None else ages[i])
         errors = Family(contract.SOURCE_ERRORS)
         with self._lock:
             snapshot = sorted(self._errors.items())
         for (name, reason), count in snapshot:
             errors.add(LabelSet(contract.SOURCE_ERRORS.labels, (name, reason)), count)
-        return [up, duration, errors, self._build_info, *(f for p in self._providers for f in p())]
+        return [up, duration, errors, age, self._build_info, *(f for p in self._providers for f in p())]
 
     def scrape(self, timeout: float) -> str:
         """The full /metrics body."""
-        outcomes = self.collect(timeout)
+        served = self._collect(timeout)
+        outcomes = [(source, outcome) for source, outcome, _ in served]
         shared = tuple(outcome for _, outcome in outcomes)
+        ages = tuple(age for _, _, age in served)
         with self._render_lock:
             with self._lock:
                 version = self._errors_version
             cached = self._rendered
             # Identity, not equality: the same Outcome objects means the same collections. A timed-out
             # source gets a fresh Outcome per scrape, so such a scrape always renders its own body.
+            # A collection served again is older at each scrape: its age is part of the key.
             if (
                 cached is not None
                 and cached[1] == version
+                and cached[3] == ages
                 and len(cached[0]) == len(shared)
                 and all(a is b for a, b in zip(cached[0], shared, strict=True))
             ):
                 return cached[2]
             families = [f for outcome in shared for f in outcome.families]
-            body = render([*families, *self.health_families(outcomes)])
+            body = render([*families, *self.health_families(outcomes, ages)])
             if self._registry is not None:
                 body += generate_latest(self._registry).decode()
-            self._rendered = (shared, version, body)
+            self._rendered = (shared, version, body, ages)
             return body
+
+
+def min_interval(source: Source) -> float:
+    """Seconds within which a source's last collection is served again (0: every scrape collects)."""
+    return source.min_interval if isinstance(source, Throttled) else 0.0
 
 
 def _unique_names(sources: Sequence[Source]) -> None:

@@ -61,6 +61,19 @@ class CarriesState(Protocol):
     def carry_over(self, previous: object) -> None: ...
 
 
+@runtime_checkable
+class Throttled(Protocol):
+    """A source collected at most once per `min_interval` seconds (0: at every scrape).
+
+    The scraper serves the last collection again to a scrape that comes sooner (scrape.py), so two
+    HA Prometheus servers, or a Prometheus and a vmagent, do not double the queries a database
+    answers.
+    """
+
+    @property
+    def min_interval(self) -> float: ...
+
+
 class Source(Protocol):
     """A source collects fresh samples at scrape time.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from lunlat import logs
+from lunlat.config import _DatabaseTarget
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
 from lunlat.model import LabelSet
 from lunlat.sources.base import SourceError
@@ -71,12 +72,18 @@ class DbSource(Generic[Conn]):
         "bad_row",
     )
     grants_hint = ""  # where a missing grant is explained (deploy/…/grants.sql)
-    _target: object  # the target's config, set by each engine's source
+    _target: _DatabaseTarget  # the target's config, set by each engine's source
 
     @property
     def built_from(self) -> object:
         """The target's config: a reload with an equal one keeps this source (base.Reusable)."""
         return self._target
+
+    @property
+    def min_interval(self) -> float:
+        """The target's `min_interval_seconds` (base.Throttled): the scraper serves the last
+        collection again to scrapes that come sooner."""
+        return self._target.min_interval_seconds
 
     def __init__(
         self,
