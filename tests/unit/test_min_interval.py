@@ -57,6 +57,20 @@ def test_the_age_grows_in_every_body_though_the_collection_is_the_same() -> None
     assert ages == [0, 2, 4, 6]
 
 
+def test_scrapers_arriving_together_for_a_served_collection_share_one_body() -> None:
+    """The age is in tenths of a second, so a burst of scrapers milliseconds apart shares one render."""
+    clock = FakeClock()
+    scraper = Scraper([ThrottledSource("db", 10)], clock=clock)
+    scraper.scrape(5)
+    clock.now += 5
+    first = scraper.scrape(5)
+    clock.now += 0.02
+    assert scraper.scrape(5) is first
+    clock.now += 0.2
+    later = scraper.scrape(5)
+    assert later is not first and age(later, "db") == 5.2
+
+
 def test_the_interval_counts_from_the_start_so_a_slow_collection_costs_no_extra_wait() -> None:
     clock = FakeClock()
 

@@ -227,8 +227,10 @@ class Scraper:
                             after_seconds=round(until - flight.started, 3),
                         )
                 outcome = Outcome([], False, until - flight.started)
-            # Milliseconds, as the duration: scrapes that waited together keep sharing one body.
-            age = round(max(0.0, arrived - outcome.finished), 3) if again else 0.0
+            # Tenths of a second: plenty for an age measured against intervals of seconds, and coarse
+            # enough that a burst of scrapers served the same collection shares one rendered body
+            # (the age is part of the body's key; milliseconds would render one body per scraper).
+            age = round(max(0.0, arrived - outcome.finished), 1) if again else 0.0
             outcomes.append((source, outcome, age))
         return outcomes
 
