@@ -202,6 +202,13 @@ EVENTS = _events(
 )
 
 
+# The one event whose wait is one synchronous single-block read of a data file ("db file sequential
+# read": blocks is 1, the wait time is the time the I/O takes; Oracle Database Reference,
+# Descriptions of Wait Events). Only these land in V$IOSTAT_FILE's SMALL_SYNC_READ_* columns here;
+# a single-block read inside "db file parallel read" is an asynchronous batch.
+SYNC_SINGLE_BLOCK_READS = frozenset({"db file sequential read"})
+
+
 def default_event(role: Role, direction: Direction, large: bool) -> str:
     if role == "data":
         if direction == "read":
@@ -488,7 +495,7 @@ class Database:
                 for micros, n in sorted(stream.latency.sample(self.rng, count).items()):
                     ns = round(micros * 1000)
                     self._wait(inst, event, ns, n)
-                    self._io(inst, stream, files, is_large, ns, n)
+                    self._io(inst, stream, files, is_large, ns, n, event)
         if load.commits is not None and load.commits.rate > 0:
             if log_latency is None:
                 raise ValueError("commits need a log write stream (their 'log file sync' includes the write)")
@@ -513,7 +520,9 @@ class Database:
         counters = inst.events.setdefault(event, EventCounters())
         counters.add(ns, count, EVENTS[event].foreground, self.now, timeouts)
 
-    def _io(self, inst: Instance, stream: IO, files: list[DbFile], large: bool, ns: int, count: int) -> None:
+    def _io(
+        self, inst: Instance, stream: IO, files: list[DbFile], large: bool, ns: int, count: int, event: str
+    ) -> None:
         size = stream.large_bytes if large else stream.small_bytes
         kind = f"{'large' if large else 'small'}_{stream.direction}"
         spread = ("files", stream.role, stream.direction)
@@ -522,8 +531,9 @@ class Database:
                 if n:
                     row = inst.iostat.setdefault((f.role, f.file_no), IoCounters())
                     row.add(kind, n, ns, size)
-                    if stream.role == "data" and stream.direction == "read" and not large:
-                        row.add("small_sync_read", n, ns, 0)  # single-block reads are synchronous
+                    if event in SYNC_SINGLE_BLOCK_READS and not large:
+                        # Its wait is the read's full latency (docs/emulated-facts.md, Oracle).
+                        row.add("small_sync_read", n, ns, 0)
                     self._disk_io(inst, f, stream.direction, ns, n, size)
             return
         # Redo and control files: one V$IOSTAT_FILE row for all. A redo write goes to every member

@@ -154,6 +154,38 @@ def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: F
     assert all(k[events.index("event")] in sql.IO_EVENTS for k in waits)
 
 
+def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads(host: FakeHost) -> None:
+    # 425 µs synchronous single-block reads next to single-block reads in asynchronous batches
+    # ("db file parallel read") at 3 ms: the file's read service time mixes both, the synchronous
+    # read latency (SMALL_SYNC_READ_*) is the 425 µs a session waits per read.
+    load = Load(
+        IO("data", "read", 300, Constant(425)),
+        IO("data", "read", 100, Constant(3000), event="db file parallel read"),
+        background=False,
+    )
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    emu.advance(60, load)
+    first = source.collect()
+    emu.advance(60, load)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    labels = contract.ORACLE_FILE_LABELS
+    sync_reads = by(labels, delta(first, second, contract.ORACLE_FILE_SYNC_READS), role="data")
+    sync_time = delta(first, second, contract.ORACLE_FILE_SYNC_READ_TIME)
+    reads = delta(first, second, contract.ORACLE_FILE_READS)
+    assert len(sync_reads) == 3 and sum(sync_reads.values()) == 300 * 60
+    for key, n in sync_reads.items():
+        assert key[labels.index("lun")] == "ora_data"
+        assert sync_time[key] / n == pytest.approx(425e-6, abs=2e-3 / n)  # ms counters: ±1 ms each
+        assert reads[key] > n  # the batched reads are reads, not synchronous ones
+    # Redo and control files have no synchronous single-block reads in this load.
+    for role in ("log", "control"):
+        assert set(by(labels, delta(first, second, contract.ORACLE_FILE_SYNC_READS), role=role).values()) == {
+            0
+        }
+
+
 def test_the_oracle_text_exposes_microseconds_exactly(host: FakeHost) -> None:
     emu = OracleEmulation()
     source = source_for(emu, host)

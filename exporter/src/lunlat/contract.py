@@ -212,6 +212,26 @@ ORACLE_ASM_WRITE_TIME = MetricSpec(
     ORACLE_ASM_LABELS,
 )
 
+# Oracle's tuning guide names the synchronous single-block read latency the best indicator of I/O
+# performance: write caches flatter writes, multiblock sizes vary, and an asynchronous I/O's service
+# time is not the full wait ("Monitoring I/O", 2 Day + Performance Tuning Guide:
+# https://docs.oracle.com/en/database/oracle/oracle-database/23/tdppt/monitoring-i-o.html).
+# Columns and units: Oracle Database Reference, V$IOSTAT_FILE
+# (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-IOSTAT_FILE.html).
+ORACLE_FILE_SYNC_READS = MetricSpec(
+    "lunlat_oracle_file_sync_reads_total",
+    "counter",
+    "Synchronous single-block read requests of a database file (V$IOSTAT_FILE.SMALL_SYNC_READ_REQS).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_SYNC_READ_TIME = MetricSpec(
+    "lunlat_oracle_file_sync_read_time_seconds_total",
+    "counter",
+    "Latency summed over the file's synchronous single-block reads (V$IOSTAT_FILE.SMALL_SYNC_READ_LATENCY, ms): "
+    "the full wait, Oracle's best indicator of I/O performance.",
+    ORACLE_FILE_LABELS,
+)
+
 ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_FILE_READS,
     ORACLE_FILE_WRITES,
@@ -224,6 +244,8 @@ ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_ASM_WRITES,
     ORACLE_ASM_READ_TIME,
     ORACLE_ASM_WRITE_TIME,
+    ORACLE_FILE_SYNC_READS,
+    ORACLE_FILE_SYNC_READ_TIME,
 )
 
 # --- database layer: SQL Server ------------------------------------------------------------------
