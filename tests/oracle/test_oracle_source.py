@@ -186,6 +186,38 @@ def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads
         }
 
 
+def test_wait_events_say_whether_one_wait_is_one_io(host: FakeHost) -> None:
+    # Single-block reads, full scans (large reads: 'direct path read'), DBWR's batched writes, LGWR
+    # and commits: each event's series names what time / waits means for it.
+    load = Load(
+        IO("data", "read", 200, Constant(425), large_fraction=0.5),
+        IO("data", "write", 50, Constant(800), event="db file parallel write"),
+        IO("log", "write", 100, Constant(300)),
+        commits=Commits(100),
+    )
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    emu.advance(60, load)
+    result = source.collect()
+    assert not result.errors
+    labels = contract.ORACLE_EVENT_LABELS
+    measures = {
+        key[labels.index("event")]: key[labels.index("measure")]
+        for key in values(result, contract.ORACLE_WAITS)
+    }
+    assert measures == {
+        "db file sequential read": "per_io",
+        "direct path read": "time_spent",
+        "db file parallel write": "time_spent",
+        "log file parallel write": "per_io",
+        "log file sync": "per_commit",
+    }
+    # The histogram's series carry the same label.
+    histogram = families(result)[contract.ORACLE_WAIT_DURATION.name]
+    counted = {sample[1].values for sample in histogram.all_samples() if sample[0] == "_count"}
+    assert {k[labels.index("event")]: k[labels.index("measure")] for k in counted} == measures
+
+
 def test_the_oracle_text_exposes_microseconds_exactly(host: FakeHost) -> None:
     emu = OracleEmulation()
     source = source_for(emu, host)

@@ -140,7 +140,9 @@ DEVICE_METRICS: tuple[MetricSpec, ...] = (
 # `workload` (from the target's config) is on the file series too, so the db-layer recording rules
 # carry it like the host layer's and the goal overrides by workload apply to both layers.
 ORACLE_FILE_LABELS: tuple[str, ...] = ("database", "workload", "db", "db_instance", "file", "role", "lun")
-ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role")
+# `measure` says what one wait of the event is (sources/oracle_events.py): `per_io` (time / waits is
+# an I/O latency), `time_spent` (a wait covers part of a batch: only the time counts), `per_commit`.
+ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role", "measure")
 ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
 
 ORACLE_FILE_READS = MetricSpec(

@@ -24,6 +24,7 @@ from lunlat import contract, logs
 from lunlat.config import OracleTarget
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
+from lunlat.sources import oracle_events
 from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Connection, Kind
@@ -412,6 +413,7 @@ class OracleSource(DbSource[OracleConnection]):
                 self._instance(id_value(row[0], "inst_id")),
                 event,
                 role,
+                oracle_events.measure_of(event),
             ),
         )
 

@@ -12,25 +12,12 @@ The rounded centisecond/millisecond columns (TIME_WAITED, AVERAGE_WAIT, V$FILEST
 
 from __future__ import annotations
 
+from lunlat.sources import oracle_events
 from lunlat.sources.dbsource import Query
 
-# The wait events that are I/O, with the role and direction each one measures.
-IO_EVENTS: dict[str, tuple[str, str]] = {
-    "db file sequential read": ("data", "read"),  # single-block reads: the OLTP read latency
-    "db file scattered read": ("data", "read"),  # multiblock reads into the buffer cache
-    "db file parallel read": ("data", "read"),
-    "direct path read": ("data", "read"),  # DSS scans bypassing the cache
-    "direct path read temp": ("temp", "read"),
-    "direct path write": ("data", "write"),
-    "direct path write temp": ("temp", "write"),
-    "db file parallel write": ("data", "write"),  # DBWR
-    "db file single write": ("data", "write"),
-    "log file parallel write": ("log", "write"),  # LGWR: the redo LUN's write latency
-    "log file sync": ("log", "commit"),  # what a committing session waits: log write + CPU + IPC
-    "log file sequential read": ("log", "read"),  # archiver, Data Guard
-    "control file sequential read": ("control", "read"),
-    "control file parallel write": ("control", "write"),
-}
+# The wait events that are I/O, with the role and direction each one measures (what one wait of
+# each means, with its reference: oracle_events).
+IO_EVENTS: dict[str, tuple[str, str]] = {e.name: (e.role, e.direction) for e in oracle_events.EVENTS}
 
 _EVENT_LIST = ", ".join(f"'{event}'" for event in IO_EVENTS)
 
