@@ -354,6 +354,32 @@ def test_rac_instances_and_cdb_containers_become_labels(host: FakeHost) -> None:
     assert all(k[labels.index("file")].startswith("/u02/oradata/ORCL/sales/") for k in sales)
 
 
+def test_from_the_cdb_root_each_pdbs_waits_are_its_own(host: FakeHost) -> None:
+    # SALES reads at 425 µs, HR at 2 ms, next to LGWR's writes at 300 µs. Each container's
+    # 'db file sequential read' keeps its own latency under its own `db`, not one instance-wide mix.
+    emu = OracleEmulation(cdb=True, pdbs=("SALES", "HR"))
+    source = source_for(emu, host)
+    load = Load(
+        IO("data", "read", 300, Constant(425), container="SALES"),
+        IO("data", "read", 100, Constant(2000), container="HR"),
+        IO("log", "write", 100, Constant(300)),
+        background=False,
+    )
+    emu.advance(60, load)
+    first = source.collect()
+    emu.advance(60, load)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    labels = contract.ORACLE_EVENT_LABELS
+    waits = delta(first, second, contract.ORACLE_WAITS)
+    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    reads = by(labels, waits, event="db file sequential read")
+    assert {k[labels.index("db")]: n for k, n in reads.items()} == {"SALES": 300 * 60, "HR": 100 * 60}
+    for key, n in reads.items():
+        expected = 425e-6 if key[labels.index("db")] == "SALES" else 2000e-6
+        assert waited[key] / n == pytest.approx(expected, rel=1e-9)
+
+
 def test_a_new_datafile_gets_its_name_without_waiting_for_the_refresh(host: FakeHost) -> None:
     clock = FakeClock()
     emu = OracleEmulation()
@@ -436,7 +462,7 @@ def test_a_query_past_the_call_timeout_fails_this_scrape_and_the_next_reconnects
     emu.advance(10, DATA_READ)
     source = source_for(emu, host, timeout_seconds=0.3)
     source.collect()
-    emu.hang("gv\\$system_event", 30)
+    emu.hang("gv\\$con_system_event", 30)
     with pytest.raises(SourceError) as caught:
         source.collect()
     assert caught.value.reason == "query_timeout" and "DPY-4024" in str(caught.value)
@@ -539,7 +565,7 @@ class Corrupting:
 
             def execute(self, statement: str) -> None:
                 outer._inner.call_timeout = outer.call_timeout
-                self._gv = "gv$system_event" in statement
+                self._gv = "gv$con_system_event" in statement
                 self._datafile = outer._lookups and "v$datafile" in statement
                 inner.execute(statement)
 

@@ -38,10 +38,13 @@ WHERE filetype_name IN ('Data File', 'Temp File', 'Log File', 'Control File')"""
     per_scrape=True,
 )
 
+# Per container: from a CDB root V$SYSTEM_EVENT is instance-wide (CON_ID 0), V$CON_SYSTEM_EVENT has
+# one row per container with its CON_ID (from a PDB: that PDB's; in a non-CDB: CON_ID 0, the
+# instance). Oracle Database Reference, V$SYSTEM_EVENT and V$CON_SYSTEM_EVENT (12.1 and later).
 SYSTEM_EVENT = Query(
     "system_event",
     f"""SELECT inst_id, con_id, event, total_waits, time_waited_micro
-FROM gv$system_event
+FROM gv$con_system_event
 WHERE event IN ({_EVENT_LIST})""",  # noqa: S608 - a constant list, no input
     per_scrape=True,
 )
@@ -105,7 +108,7 @@ ALL_QUERIES: tuple[Query, ...] = (
 # checks both against each other).
 VIEWS: tuple[str, ...] = (
     "gv$iostat_file",
-    "gv$system_event",
+    "gv$con_system_event",
     "gv$event_histogram_micro",
     "gv$asm_disk_stat",
     "gv$instance",
