@@ -172,13 +172,13 @@ ORACLE_FILE_WRITE_TIME = MetricSpec(
 ORACLE_WAITS = MetricSpec(
     "lunlat_oracle_wait_event_waits_total",
     "counter",
-    "Waits for an I/O wait event (V$SYSTEM_EVENT.TOTAL_WAITS).",
+    "Waits for an I/O wait event in a container (V$CON_SYSTEM_EVENT.TOTAL_WAITS).",
     ORACLE_EVENT_LABELS,
 )
 ORACLE_WAIT_TIME = MetricSpec(
     "lunlat_oracle_wait_event_time_seconds_total",
     "counter",
-    "Time waited for an I/O wait event, in µs precision (V$SYSTEM_EVENT.TIME_WAITED_MICRO).",
+    "Time waited for an I/O wait event, in µs precision (V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO).",
     ORACLE_EVENT_LABELS,
 )
 ORACLE_WAIT_DURATION = MetricSpec(

@@ -5,7 +5,7 @@ Every statement reads GV$ views, which work the same on a single instance (INST_
 Tests run these exact strings on an emulation of the views, translated by sqlglot from the Oracle
 dialect (whose parser also rejects what Oracle would not accept).
 
-Units: V$IOSTAT_FILE service times are milliseconds, V$SYSTEM_EVENT.TIME_WAITED_MICRO and
+Units: V$IOSTAT_FILE service times are milliseconds, V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO and
 V$EVENT_HISTOGRAM_MICRO.WAIT_TIME_MICRO microseconds, V$ASM_DISK_STAT.READ_TIME/WRITE_TIME seconds.
 The rounded centisecond/millisecond columns (TIME_WAITED, AVERAGE_WAIT, V$FILESTAT) are never read.
 """
