@@ -53,9 +53,9 @@ GRANT CREATE SESSION TO &&lunlat_user &&lunlat_container;
 -- iostat_file: requests and service times per data/temp file, redo and control files
 -- (lunlat_oracle_file_*). Without it those series are missing.
 GRANT SELECT ON SYS.GV_$IOSTAT_FILE TO &&lunlat_user &&lunlat_container;
--- system_event: waits and microseconds waited per I/O wait event (lunlat_oracle_wait_event_*_total).
--- Without it those counters are missing.
-GRANT SELECT ON SYS.GV_$SYSTEM_EVENT TO &&lunlat_user &&lunlat_container;
+-- system_event: waits and microseconds waited per I/O wait event and container
+-- (lunlat_oracle_wait_event_*_total). Without it those counters are missing.
+GRANT SELECT ON SYS.GV_$CON_SYSTEM_EVENT TO &&lunlat_user &&lunlat_container;
 -- event_histogram_micro: wait duration histograms (lunlat_oracle_wait_event_duration_seconds).
 -- Without it the histogram is missing.
 GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO &&lunlat_user &&lunlat_container;

@@ -151,19 +151,19 @@ def _unit_problems(where: str, panel: Mapping[str, Any]) -> list[str]:
     return []
 
 
-_LATENCY_NAMES = re.compile(
-    r"latency_seconds|_time_seconds_total|_stall_seconds_total|_duration_seconds|goal_seconds"
-)
+_LATENCY_NAMES = re.compile(r"latency_seconds|_duration_seconds|goal_seconds")
+# Summed time counters are a latency once divided by their operations; alone, their rate is time
+# spent per second (Oracle's batched wait events), a count of waiters, not a latency.
+_TIME_COUNTERS = re.compile(r"_time_seconds_total|_stall_seconds_total")
 
 
 def _shows_latency(panel: Mapping[str, Any]) -> bool:
     """A panel whose first query is about time per I/O (a latency, a stall, a wait, a histogram)."""
     targets = panel.get("targets", [])
-    return (
-        bool(targets)
-        and bool(_LATENCY_NAMES.search(targets[0].get("expr", "")))
-        and panel.get("type") != "xychart"
-    )
+    if not targets or panel.get("type") == "xychart":
+        return False
+    expr = targets[0].get("expr", "")
+    return bool(_LATENCY_NAMES.search(expr)) or (bool(_TIME_COUNTERS.search(expr)) and "/" in expr)
 
 
 # --- queries --------------------------------------------------------------------------------

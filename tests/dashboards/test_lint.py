@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import promql_parser as pp
 import pytest
 import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
+from lunlat import contract
 from lunlat.alerting.goals import load_goals
 from lunlat.dashboards import BOARDS, GRAFANA_VERSION, render_all
+from lunlat.sources import oracle_events
 from tests.dashboards import boards, lint
 
 REPO = boards.REPO
@@ -205,3 +210,55 @@ def test_the_lint_finds_what_grafanas_linter_would() -> None:
     board = _boards()[name]
     _first_target(board)["legendFormat"] = "sqlserver1_data"
     assert lint.hard_coded_names(name, board, {"sqlserver1_data"})
+
+
+# --- Oracle wait events: per-I/O latency only where one wait is one I/O ---------------------
+
+
+def _measures_selected(selector: Any) -> set[str]:
+    """The `measure` values a selector lets through (every one when it has no such matcher)."""
+    matchers = {m.name: (m.op, m.value) for m in selector.matchers.matchers}
+    if "measure" not in matchers:
+        return set(oracle_events.MEASURES)
+    op, value = matchers["measure"]
+    if op == pp.MatchOp.Equal:
+        return {value}
+    assert op == pp.MatchOp.Re, f"measure matcher {op!r} is not = or =~"
+    return {m for m in oracle_events.MEASURES if re.fullmatch(value, m)}
+
+
+def _oracle_wait_selectors(name: str, board: dict[str, Any]) -> Iterator[tuple[boards.Query, bool, Any]]:
+    """(query, is a division, selector) for every Oracle wait counter a board's query reads."""
+    names = {contract.ORACLE_WAIT_TIME.name, contract.ORACLE_WAITS.name}
+    for query in boards.queries(name, board):
+        tree, error = lint.parse(board, query)
+        assert tree is not None, error
+        nodes = [node for node, _ in lint.walk(tree)]
+        divides = any(isinstance(n, pp.BinaryExpr) and str(n.op) == "/" for n in nodes)
+        for node in nodes:
+            if isinstance(node, pp.VectorSelector) and node.name in names:
+                yield query, divides, node
+
+
+def test_oracle_time_per_wait_is_shown_only_for_per_io_and_commit_events() -> None:
+    board = boards.load()["lunlat-database-io.json"]
+    divisions = time_spent = 0
+    for query, divides, selector in _oracle_wait_selectors("lunlat-database-io.json", board):
+        selected = _measures_selected(selector)
+        if divides:
+            divisions += 1
+            # A batched or asynchronous event's time / waits is no I/O's latency.
+            assert "time_spent" not in selected, f"{query}: time / waits of time_spent events"
+        elif selected == {"time_spent"}:
+            time_spent += 1
+    assert divisions >= 2  # the average wait per event and the commit panel
+    assert time_spent >= 1  # the batched events are shown, as time spent
+
+
+def test_the_readmes_wait_event_table_is_the_code_table() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z ]+)` \| (\w+) \| (\w+) \| `(\w+)` \| (.+) \|$", text, re.MULTILINE)
+    assert [(e, r, d, m) for e, r, d, m, _ in rows] == [
+        (e.name, e.role, e.direction, e.measure) for e in oracle_events.EVENTS
+    ]
+    assert all(oracle_events.REFERENCE in why for *_, why in rows)  # every row cited

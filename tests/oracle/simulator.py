@@ -109,6 +109,9 @@ class IO:
     large_bytes: int = MIB
     files: tuple[str, ...] | None = None
     event: str | None = None
+    # The container whose sessions wait for this I/O (V$CON_SYSTEM_EVENT's CON_ID): a test's choice,
+    # not an Oracle fact. None: the root in a CDB, CON_ID 0 in a non-CDB.
+    container: str | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ("data", "temp", "log", "control") or self.direction not in ("read", "write"):
@@ -200,6 +203,13 @@ EVENTS = _events(
     ("SQL*Net message from client", "Idle", True),
     ("latch: shared pool", "Concurrency", True),
 )
+
+
+# The one event whose wait is one synchronous single-block read of a data file ("db file sequential
+# read": blocks is 1, the wait time is the time the I/O takes; Oracle Database Reference,
+# Descriptions of Wait Events). Only these land in V$IOSTAT_FILE's SMALL_SYNC_READ_* columns here;
+# a single-block read inside "db file parallel read" is an asynchronous batch.
+SYNC_SINGLE_BLOCK_READS = frozenset({"db file sequential read"})
 
 
 def default_event(role: Role, direction: Direction, large: bool) -> str:
@@ -336,6 +346,7 @@ class Instance:
     generation: int = 0  # bumped by every restart: sessions of an older generation are dead
     iostat: dict[tuple[Role, int], IoCounters] = field(default_factory=dict)
     events: dict[str, EventCounters] = field(default_factory=dict)
+    con_events: dict[tuple[int, str], EventCounters] = field(default_factory=dict)  # (CON_ID, event)
     disks: dict[str, DiskCounters] = field(default_factory=dict)
     carry: dict[object, float] = field(default_factory=dict)  # fractional requests not yet issued
     turn: dict[object, int] = field(default_factory=dict)  # round-robin position per spread
@@ -343,7 +354,7 @@ class Instance:
     def reset(self, now: datetime) -> None:
         self.startup = now
         self.generation += 1
-        for table in (self.iostat, self.events, self.disks, self.carry, self.turn):
+        for table in (self.iostat, self.events, self.con_events, self.disks, self.carry, self.turn):
             table.clear()
 
 
@@ -487,8 +498,8 @@ class Database:
                 event = stream.event or default_event(stream.role, stream.direction, is_large)
                 for micros, n in sorted(stream.latency.sample(self.rng, count).items()):
                     ns = round(micros * 1000)
-                    self._wait(inst, event, ns, n)
-                    self._io(inst, stream, files, is_large, ns, n)
+                    self._wait(inst, event, ns, n, con_id=self._waiting_con_id(stream.container))
+                    self._io(inst, stream, files, is_large, ns, n, event)
         if load.commits is not None and load.commits.rate > 0:
             if log_latency is None:
                 raise ValueError("commits need a log write stream (their 'log file sync' includes the write)")
@@ -509,11 +520,24 @@ class Database:
                     idle = EVENTS[event].wait_class == "Idle"
                     self._wait(inst, event, round(micros * 1000), n, timeouts=n if idle else 0)
 
-    def _wait(self, inst: Instance, event: str, ns: int, count: int, timeouts: int = 0) -> None:
+    def _waiting_con_id(self, container: str | None) -> int:
+        """CON_ID of the container a wait is counted in (V$CON_SYSTEM_EVENT): 0 in a non-CDB."""
+        if not self.cdb:
+            return 0
+        return self.con_id(container) if container is not None else 1
+
+    def _wait(
+        self, inst: Instance, event: str, ns: int, count: int, timeouts: int = 0, con_id: int | None = None
+    ) -> None:
         counters = inst.events.setdefault(event, EventCounters())
         counters.add(ns, count, EVENTS[event].foreground, self.now, timeouts)
+        where = self._waiting_con_id(None) if con_id is None else con_id
+        per_container = inst.con_events.setdefault((where, event), EventCounters())
+        per_container.add(ns, count, EVENTS[event].foreground, self.now, timeouts)
 
-    def _io(self, inst: Instance, stream: IO, files: list[DbFile], large: bool, ns: int, count: int) -> None:
+    def _io(
+        self, inst: Instance, stream: IO, files: list[DbFile], large: bool, ns: int, count: int, event: str
+    ) -> None:
         size = stream.large_bytes if large else stream.small_bytes
         kind = f"{'large' if large else 'small'}_{stream.direction}"
         spread = ("files", stream.role, stream.direction)
@@ -522,8 +546,9 @@ class Database:
                 if n:
                     row = inst.iostat.setdefault((f.role, f.file_no), IoCounters())
                     row.add(kind, n, ns, size)
-                    if stream.role == "data" and stream.direction == "read" and not large:
-                        row.add("small_sync_read", n, ns, 0)  # single-block reads are synchronous
+                    if event in SYNC_SINGLE_BLOCK_READS and not large:
+                        # Its wait is the read's full latency (docs/emulated-facts.md, Oracle).
+                        row.add("small_sync_read", n, ns, 0)
                     self._disk_io(inst, f, stream.direction, ns, n, size)
             return
         # Redo and control files: one V$IOSTAT_FILE row for all. A redo write goes to every member
@@ -627,8 +652,20 @@ def _iostat(db: Database, inst: Instance) -> list[Row]:
 
 
 def _system_event(db: Database, inst: Instance) -> list[Row]:
+    # From a CDB root (and in a non-CDB) V$SYSTEM_EVENT is instance-wide, CON_ID 0 (Oracle Database
+    # Reference, V$SYSTEM_EVENT: docs/emulated-facts.md).
+    return _event_rows(((0, event), c) for event, c in inst.events.items())
+
+
+def _con_system_event(db: Database, inst: Instance) -> list[Row]:
+    # V$CON_SYSTEM_EVENT: one row per container and event, with the container's CON_ID (0 in a
+    # non-CDB; Oracle Database Reference, V$CON_SYSTEM_EVENT).
+    return _event_rows(inst.con_events.items())
+
+
+def _event_rows(counted: Iterable[tuple[tuple[int, str], EventCounters]]) -> list[Row]:
     out: list[Row] = []
-    for event, c in inst.events.items():
+    for (con_id, event), c in counted:
         info = EVENTS[event]
         class_id, class_no = WAIT_CLASSES[info.wait_class]
         micros, fg_micros = c.ns // 1000, c.fg_ns // 1000
@@ -649,7 +686,7 @@ def _system_event(db: Database, inst: Instance) -> list[Row]:
                 "WAIT_CLASS_ID": class_id,
                 "WAIT_CLASS#": class_no,
                 "WAIT_CLASS": info.wait_class,
-                "CON_ID": 0,
+                "CON_ID": con_id,
             }
         )
     return out
@@ -901,6 +938,7 @@ def _dual(db: Database, inst: Instance) -> list[Row]:
 _BUILDERS: dict[str, Callable[[Database, Instance], list[Row]]] = {
     "V$IOSTAT_FILE": _iostat,
     "V$SYSTEM_EVENT": _system_event,
+    "V$CON_SYSTEM_EVENT": _con_system_event,
     "V$EVENT_HISTOGRAM_MICRO": _histogram,
     "V$ASM_DISK_STAT": _asm_disk,
     "V$ASM_DISK": _asm_disk,
@@ -954,6 +992,12 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
         LARGE_READ_SERVICETIME NUMBER, LARGE_WRITE_SERVICETIME NUMBER, ASYNCH_IO VARCHAR2(9),
         ACCESS_METHOD VARCHAR2(11), RETRIES_ON_ERROR NUMBER, CON_ID NUMBER"""),
     "V$SYSTEM_EVENT": _columns("""EVENT VARCHAR2(64), TOTAL_WAITS NUMBER, TOTAL_TIMEOUTS NUMBER,
+        TIME_WAITED NUMBER, AVERAGE_WAIT NUMBER, TIME_WAITED_MICRO NUMBER, TOTAL_WAITS_FG NUMBER,
+        TOTAL_TIMEOUTS_FG NUMBER, TIME_WAITED_FG NUMBER, AVERAGE_WAIT_FG NUMBER,
+        TIME_WAITED_MICRO_FG NUMBER, EVENT_ID NUMBER, WAIT_CLASS_ID NUMBER, WAIT_CLASS# NUMBER,
+        WAIT_CLASS VARCHAR2(64), CON_ID NUMBER"""),
+    # The 12.1 column list (12.1 reference 7.119; later releases add CPU and CPU_FG, never read).
+    "V$CON_SYSTEM_EVENT": _columns("""EVENT VARCHAR2(64), TOTAL_WAITS NUMBER, TOTAL_TIMEOUTS NUMBER,
         TIME_WAITED NUMBER, AVERAGE_WAIT NUMBER, TIME_WAITED_MICRO NUMBER, TOTAL_WAITS_FG NUMBER,
         TOTAL_TIMEOUTS_FG NUMBER, TIME_WAITED_FG NUMBER, AVERAGE_WAIT_FG NUMBER,
         TIME_WAITED_MICRO_FG NUMBER, EVENT_ID NUMBER, WAIT_CLASS_ID NUMBER, WAIT_CLASS# NUMBER,

@@ -154,6 +154,70 @@ def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: F
     assert all(k[events.index("event")] in sql.IO_EVENTS for k in waits)
 
 
+def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads(host: FakeHost) -> None:
+    # 425 µs synchronous single-block reads next to single-block reads in asynchronous batches
+    # ("db file parallel read") at 3 ms: the file's read service time mixes both, the synchronous
+    # read latency (SMALL_SYNC_READ_*) is the 425 µs a session waits per read.
+    load = Load(
+        IO("data", "read", 300, Constant(425)),
+        IO("data", "read", 100, Constant(3000), event="db file parallel read"),
+        background=False,
+    )
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    emu.advance(60, load)
+    first = source.collect()
+    emu.advance(60, load)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    labels = contract.ORACLE_FILE_LABELS
+    sync_reads = by(labels, delta(first, second, contract.ORACLE_FILE_SYNC_READS), role="data")
+    sync_time = delta(first, second, contract.ORACLE_FILE_SYNC_READ_TIME)
+    reads = delta(first, second, contract.ORACLE_FILE_READS)
+    assert len(sync_reads) == 3 and sum(sync_reads.values()) == 300 * 60
+    for key, n in sync_reads.items():
+        assert key[labels.index("lun")] == "ora_data"
+        assert sync_time[key] / n == pytest.approx(425e-6, abs=2e-3 / n)  # ms counters: ±1 ms each
+        assert reads[key] > n  # the batched reads are reads, not synchronous ones
+    # Redo and control files have no synchronous single-block reads in this load.
+    for role in ("log", "control"):
+        assert set(by(labels, delta(first, second, contract.ORACLE_FILE_SYNC_READS), role=role).values()) == {
+            0
+        }
+
+
+def test_wait_events_say_whether_one_wait_is_one_io(host: FakeHost) -> None:
+    # Single-block reads, full scans (large reads: 'direct path read'), DBWR's batched writes, LGWR
+    # and commits: each event's series names what time / waits means for it.
+    load = Load(
+        IO("data", "read", 200, Constant(425), large_fraction=0.5),
+        IO("data", "write", 50, Constant(800), event="db file parallel write"),
+        IO("log", "write", 100, Constant(300)),
+        commits=Commits(100),
+    )
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    emu.advance(60, load)
+    result = source.collect()
+    assert not result.errors
+    labels = contract.ORACLE_EVENT_LABELS
+    measures = {
+        key[labels.index("event")]: key[labels.index("measure")]
+        for key in values(result, contract.ORACLE_WAITS)
+    }
+    assert measures == {
+        "db file sequential read": "per_io",
+        "direct path read": "time_spent",
+        "db file parallel write": "time_spent",
+        "log file parallel write": "per_io",
+        "log file sync": "per_commit",
+    }
+    # The histogram's series carry the same label.
+    histogram = families(result)[contract.ORACLE_WAIT_DURATION.name]
+    counted = {sample[1].values for sample in histogram.all_samples() if sample[0] == "_count"}
+    assert {k[labels.index("event")]: k[labels.index("measure")] for k in counted} == measures
+
+
 def test_the_oracle_text_exposes_microseconds_exactly(host: FakeHost) -> None:
     emu = OracleEmulation()
     source = source_for(emu, host)
@@ -290,6 +354,32 @@ def test_rac_instances_and_cdb_containers_become_labels(host: FakeHost) -> None:
     assert all(k[labels.index("file")].startswith("/u02/oradata/ORCL/sales/") for k in sales)
 
 
+def test_from_the_cdb_root_each_pdbs_waits_are_its_own(host: FakeHost) -> None:
+    # SALES reads at 425 µs, HR at 2 ms, next to LGWR's writes at 300 µs. Each container's
+    # 'db file sequential read' keeps its own latency under its own `db`, not one instance-wide mix.
+    emu = OracleEmulation(cdb=True, pdbs=("SALES", "HR"))
+    source = source_for(emu, host)
+    load = Load(
+        IO("data", "read", 300, Constant(425), container="SALES"),
+        IO("data", "read", 100, Constant(2000), container="HR"),
+        IO("log", "write", 100, Constant(300)),
+        background=False,
+    )
+    emu.advance(60, load)
+    first = source.collect()
+    emu.advance(60, load)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    labels = contract.ORACLE_EVENT_LABELS
+    waits = delta(first, second, contract.ORACLE_WAITS)
+    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    reads = by(labels, waits, event="db file sequential read")
+    assert {k[labels.index("db")]: n for k, n in reads.items()} == {"SALES": 300 * 60, "HR": 100 * 60}
+    for key, n in reads.items():
+        expected = 425e-6 if key[labels.index("db")] == "SALES" else 2000e-6
+        assert waited[key] / n == pytest.approx(expected, rel=1e-9)
+
+
 def test_a_new_datafile_gets_its_name_without_waiting_for_the_refresh(host: FakeHost) -> None:
     clock = FakeClock()
     emu = OracleEmulation()
@@ -372,7 +462,7 @@ def test_a_query_past_the_call_timeout_fails_this_scrape_and_the_next_reconnects
     emu.advance(10, DATA_READ)
     source = source_for(emu, host, timeout_seconds=0.3)
     source.collect()
-    emu.hang("gv\\$system_event", 30)
+    emu.hang("gv\\$con_system_event", 30)
     with pytest.raises(SourceError) as caught:
         source.collect()
     assert caught.value.reason == "query_timeout" and "DPY-4024" in str(caught.value)
@@ -475,7 +565,7 @@ class Corrupting:
 
             def execute(self, statement: str) -> None:
                 outer._inner.call_timeout = outer.call_timeout
-                self._gv = "gv$system_event" in statement
+                self._gv = "gv$con_system_event" in statement
                 self._datafile = outer._lookups and "v$datafile" in statement
                 inner.execute(statement)
 

@@ -140,7 +140,9 @@ DEVICE_METRICS: tuple[MetricSpec, ...] = (
 # `workload` (from the target's config) is on the file series too, so the db-layer recording rules
 # carry it like the host layer's and the goal overrides by workload apply to both layers.
 ORACLE_FILE_LABELS: tuple[str, ...] = ("database", "workload", "db", "db_instance", "file", "role", "lun")
-ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role")
+# `measure` says what one wait of the event is (sources/oracle_events.py): `per_io` (time / waits is
+# an I/O latency), `time_spent` (a wait covers part of a batch: only the time counts), `per_commit`.
+ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role", "measure")
 ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
 
 ORACLE_FILE_READS = MetricSpec(
@@ -170,13 +172,13 @@ ORACLE_FILE_WRITE_TIME = MetricSpec(
 ORACLE_WAITS = MetricSpec(
     "lunlat_oracle_wait_event_waits_total",
     "counter",
-    "Waits for an I/O wait event (V$SYSTEM_EVENT.TOTAL_WAITS).",
+    "Waits for an I/O wait event in a container (V$CON_SYSTEM_EVENT.TOTAL_WAITS).",
     ORACLE_EVENT_LABELS,
 )
 ORACLE_WAIT_TIME = MetricSpec(
     "lunlat_oracle_wait_event_time_seconds_total",
     "counter",
-    "Time waited for an I/O wait event, in µs precision (V$SYSTEM_EVENT.TIME_WAITED_MICRO).",
+    "Time waited for an I/O wait event, in µs precision (V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO).",
     ORACLE_EVENT_LABELS,
 )
 ORACLE_WAIT_DURATION = MetricSpec(
@@ -212,6 +214,26 @@ ORACLE_ASM_WRITE_TIME = MetricSpec(
     ORACLE_ASM_LABELS,
 )
 
+# Oracle's tuning guide names the synchronous single-block read latency the best indicator of I/O
+# performance: write caches flatter writes, multiblock sizes vary, and an asynchronous I/O's service
+# time is not the full wait ("Monitoring I/O", 2 Day + Performance Tuning Guide:
+# https://docs.oracle.com/en/database/oracle/oracle-database/23/tdppt/monitoring-i-o.html).
+# Columns and units: Oracle Database Reference, V$IOSTAT_FILE
+# (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-IOSTAT_FILE.html).
+ORACLE_FILE_SYNC_READS = MetricSpec(
+    "lunlat_oracle_file_sync_reads_total",
+    "counter",
+    "Synchronous single-block read requests of a database file (V$IOSTAT_FILE.SMALL_SYNC_READ_REQS).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_SYNC_READ_TIME = MetricSpec(
+    "lunlat_oracle_file_sync_read_time_seconds_total",
+    "counter",
+    "Latency summed over the file's synchronous single-block reads (V$IOSTAT_FILE.SMALL_SYNC_READ_LATENCY, ms): "
+    "the full wait, Oracle's best indicator of I/O performance.",
+    ORACLE_FILE_LABELS,
+)
+
 ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_FILE_READS,
     ORACLE_FILE_WRITES,
@@ -224,6 +246,8 @@ ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_ASM_WRITES,
     ORACLE_ASM_READ_TIME,
     ORACLE_ASM_WRITE_TIME,
+    ORACLE_FILE_SYNC_READS,
+    ORACLE_FILE_SYNC_READ_TIME,
 )
 
 # --- database layer: SQL Server ------------------------------------------------------------------

@@ -473,7 +473,10 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
     },
     "log": {
         "read": " Log reads serve archiving, backups and log shipping, not commits.",
-        "write": " Every commit waits for the log write (Oracle 'log file sync', SQL Server WRITELOG).",
+        # Oracle's per-I/O event of this write is 'log file parallel write'; 'log file sync' is the
+        # commit's wait around it, not one I/O (sources/oracle_events.py).
+        "write": " Every commit waits for the log write (Oracle 'log file parallel write', which commits "
+        "wait for in 'log file sync'; SQL Server WRITELOG).",
     },
     "other": {"read": "", "write": ""},
 }

@@ -27,6 +27,9 @@ ORACLE_EVENTS = {
     "log file parallel write": "LGWR's redo writes: the log LUN's write latency as Oracle sees it",
 }
 COMMIT_EVENTS = ("log file parallel write", "log file sync")
+# Time / waits is a latency only where one wait is one I/O (or one commit): sources/oracle_events.py.
+PER_WAIT_MEASURES = '=~"per_io|per_commit"'
+
 MSSQL_LOG_WAIT = "WRITELOG"
 MSSQL_DATA_WAITS = "PAGEIOLATCH_.*"
 GAP_DESCRIPTION = (
@@ -147,43 +150,74 @@ def build(goals: Goals) -> dash.Dashboard:
     board = board.with_row(dash.Row("Oracle wait events (µs precision)"))
     for event, meaning in ORACLE_EVENTS.items():
         board = board.with_panel(_heatmap(event, meaning))
-    board = board.with_panel(
-        p.latency_timeseries(
-            "Oracle wait percentiles",
-            "p50 and p99 of the I/O wait events from their histograms. The buckets are powers of two "
-            "(…, 512 µs, 1.02 ms, 2.05 ms, …) and a percentile is interpolated inside one, so read a p99 "
-            "of 800 µs as 'between 512 µs and 1 ms'. p99 above the goal with a green average: a tail a "
-            "few sessions feel (a busy path, a slow disk in the group); find the LUN in the overview.",
-            goals,
-            [
-                p.query(f"histogram_quantile(0.5, {quantile_source})", "p50 {{event}} {{database}}", "A"),
-                p.query(f"histogram_quantile(0.99, {quantile_source})", "p99 {{event}} {{database}}", "B"),
-            ],
-        )
-        .span(12)
-        .height(9)
-    ).with_panel(
-        p.latency_timeseries(
-            "Oracle average wait per event",
-            "Average wait of each I/O event: Δ TIME_WAITED_MICRO / Δ TOTAL_WAITS (exact to the µs; "
-            "Oracle's rounded ms and cs columns are never read). 'db file sequential read' is the data "
-            "read latency OLTP feels, 'log file parallel write' the redo write, 'log file sync' the "
-            "commit (redo write plus LGWR's post: when it is far above the redo write, the time is CPU "
-            "or scheduling, not storage).",
-            goals,
-            [
-                p.query(
-                    _per_wait(
-                        contract.ORACLE_WAIT_TIME.name,
-                        contract.ORACLE_WAITS.name,
-                        "job, instance, database, event",
+    board = (
+        board.with_panel(
+            p.latency_timeseries(
+                "Oracle wait percentiles",
+                "p50 and p99 of the I/O wait events from their histograms. The buckets are powers of two "
+                "(…, 512 µs, 1.02 ms, 2.05 ms, …) and a percentile is interpolated inside one, so read a p99 "
+                "of 800 µs as 'between 512 µs and 1 ms'. p99 above the goal with a green average: a tail a "
+                "few sessions feel (a busy path, a slow disk in the group); find the LUN in the overview.",
+                goals,
+                [
+                    p.query(f"histogram_quantile(0.5, {quantile_source})", "p50 {{event}} {{database}}", "A"),
+                    p.query(
+                        f"histogram_quantile(0.99, {quantile_source})", "p99 {{event}} {{database}}", "B"
                     ),
-                    "{{event}} {{database}}",
-                )
-            ],
+                ],
+            )
+            .span(12)
+            .height(9)
         )
-        .span(12)
-        .height(9)
+        .with_panel(
+            p.latency_timeseries(
+                "Oracle average wait per I/O event",
+                'Average wait of each event whose wait is one I/O (`measure="per_io"`), and of \'log file '
+                "sync' (one commit): Δ TIME_WAITED_MICRO / Δ TOTAL_WAITS (exact to the µs; Oracle's rounded "
+                "ms and cs columns are never read). 'db file sequential read' is the data read latency OLTP "
+                "feels, 'log file parallel write' the redo write, 'log file sync' the commit (redo write plus "
+                "LGWR's post: when it is far above the redo write, the time is CPU or scheduling, not "
+                "storage). Batched and asynchronous events (direct path, db file parallel read/write) are not "
+                "here: their time per wait is no I/O's latency; see the time spent panel.",
+                goals,
+                [
+                    p.query(
+                        _per_wait(
+                            contract.ORACLE_WAIT_TIME.name,
+                            contract.ORACLE_WAITS.name,
+                            "job, instance, database, event",
+                            measure=PER_WAIT_MEASURES,
+                        ),
+                        "{{event}} {{database}}",
+                    )
+                ],
+            )
+            .span(12)
+            .height(9)
+        )
+        .with_panel(
+            p.rate_timeseries(
+                "Oracle time spent in batched and asynchronous I/O waits",
+                "Seconds waited per second (Δ TIME_WAITED_MICRO) for the events whose one wait covers part "
+                'of a batch of I/Os (`measure="time_spent"`): direct path reads and writes wait only for '
+                "the outstanding asynchronous I/Os, DBWR's 'db file parallel write' for some of its writes, "
+                "'db file parallel read' for a whole batch. Time / waits of these is no I/O's latency, so "
+                "only the time is shown: a rise is more time lost to that I/O (more of it, or slower), to be "
+                "placed with the file and host layers above. Seconds per second is the number of processes "
+                "waiting on average: 2 means two at any time.",
+                p.COUNT,
+                [
+                    p.query(
+                        "sum by (job, instance, database, event) ("
+                        + p.rate(contract.ORACLE_WAIT_TIME.name, WAIT_FILTERS, measure="time_spent")
+                        + ")",
+                        "{{event}} {{database}}",
+                    )
+                ],
+            )
+            .span(12)
+            .height(9)
+        )
     )
 
     board = board.with_row(dash.Row("SQL Server files and waits"))
@@ -250,6 +284,7 @@ def build(goals: Goals) -> dash.Dashboard:
                         contract.ORACLE_WAITS.name,
                         "job, instance, database, event",
                         event='=~"' + "|".join(COMMIT_EVENTS) + '"',
+                        measure=PER_WAIT_MEASURES,
                     ),
                     "{{event}} {{database}}",
                     "B",

@@ -24,6 +24,7 @@ from lunlat import contract, logs
 from lunlat.config import OracleTarget
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
+from lunlat.sources import oracle_events
 from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Connection, Kind
@@ -320,8 +321,10 @@ class OracleSource(DbSource[OracleConnection]):
         writes = Family(contract.ORACLE_FILE_WRITES)
         read_time = Family(contract.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
         write_time = Family(contract.ORACLE_FILE_WRITE_TIME, exponent=-3)
+        sync_reads = Family(contract.ORACLE_FILE_SYNC_READS)
+        sync_read_time = Family(contract.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
 
-        def parse(row: Any) -> tuple[LabelSet, int, int, int, int]:
+        def parse(row: Any) -> tuple[LabelSet, int, int, int, int, int, int]:
             inst, con, file_no = (
                 id_value(row[0], "inst_id"),
                 id_value(row[1], "con_id"),
@@ -333,6 +336,8 @@ class OracleSource(DbSource[OracleConnection]):
                 count_value(row[5], "writes"),
                 count_value(row[6], "read_ms"),
                 count_value(row[7], "write_ms"),
+                count_value(row[8], "sync_reads"),
+                count_value(row[9], "sync_read_ms"),
             )
             file, lun = self._file_and_lun(role, con, file_no)
             labels = self._label_set(
@@ -349,12 +354,14 @@ class OracleSource(DbSource[OracleConnection]):
             )
             return (labels, *values)
 
-        for labels, r, w, rms, wms in self._rows(rows, sql.IOSTAT_FILE, errors, parse):
+        for labels, r, w, rms, wms, sr, srms in self._rows(rows, sql.IOSTAT_FILE, errors, parse):
             reads.add(labels, r)
             writes.add(labels, w)
             read_time.add(labels, rms)
             write_time.add(labels, wms)
-        return [reads, writes, read_time, write_time]
+            sync_reads.add(labels, sr)
+            sync_read_time.add(labels, srms)
+        return [reads, writes, read_time, write_time, sync_reads, sync_read_time]
 
     def _file_and_lun(self, role: str, con: int, file_no: int) -> tuple[str, str]:
         if role in ("log", "control"):
@@ -406,6 +413,7 @@ class OracleSource(DbSource[OracleConnection]):
                 self._instance(id_value(row[0], "inst_id")),
                 event,
                 role,
+                oracle_events.measure_of(event),
             ),
         )
 

@@ -5,52 +5,46 @@ Every statement reads GV$ views, which work the same on a single instance (INST_
 Tests run these exact strings on an emulation of the views, translated by sqlglot from the Oracle
 dialect (whose parser also rejects what Oracle would not accept).
 
-Units: V$IOSTAT_FILE service times are milliseconds, V$SYSTEM_EVENT.TIME_WAITED_MICRO and
+Units: V$IOSTAT_FILE service times are milliseconds, V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO and
 V$EVENT_HISTOGRAM_MICRO.WAIT_TIME_MICRO microseconds, V$ASM_DISK_STAT.READ_TIME/WRITE_TIME seconds.
 The rounded centisecond/millisecond columns (TIME_WAITED, AVERAGE_WAIT, V$FILESTAT) are never read.
 """
 
 from __future__ import annotations
 
+from lunlat.sources import oracle_events
 from lunlat.sources.dbsource import Query
 
-# The wait events that are I/O, with the role and direction each one measures.
-IO_EVENTS: dict[str, tuple[str, str]] = {
-    "db file sequential read": ("data", "read"),  # single-block reads: the OLTP read latency
-    "db file scattered read": ("data", "read"),  # multiblock reads into the buffer cache
-    "db file parallel read": ("data", "read"),
-    "direct path read": ("data", "read"),  # DSS scans bypassing the cache
-    "direct path read temp": ("temp", "read"),
-    "direct path write": ("data", "write"),
-    "direct path write temp": ("temp", "write"),
-    "db file parallel write": ("data", "write"),  # DBWR
-    "db file single write": ("data", "write"),
-    "log file parallel write": ("log", "write"),  # LGWR: the redo LUN's write latency
-    "log file sync": ("log", "commit"),  # what a committing session waits: log write + CPU + IPC
-    "log file sequential read": ("log", "read"),  # archiver, Data Guard
-    "control file sequential read": ("control", "read"),
-    "control file parallel write": ("control", "write"),
-}
+# The wait events that are I/O, with the role and direction each one measures (what one wait of
+# each means, with its reference: oracle_events).
+IO_EVENTS: dict[str, tuple[str, str]] = {e.name: (e.role, e.direction) for e in oracle_events.EVENTS}
 
 _EVENT_LIST = ", ".join(f"'{event}'" for event in IO_EVENTS)
 
 
+# SMALL_SYNC_READ_REQS / SMALL_SYNC_READ_LATENCY (ms) are the synchronous single-block reads, whose
+# latency is the full wait: the other service times of asynchronous I/O are not (Oracle Database
+# Reference, V$IOSTAT_FILE; 2 Day + Performance Tuning Guide, "Monitoring I/O").
 IOSTAT_FILE = Query(
     "iostat_file",
     """SELECT inst_id, con_id, file_no, filetype_name,
        small_read_reqs + large_read_reqs AS reads,
        small_write_reqs + large_write_reqs AS writes,
        small_read_servicetime + large_read_servicetime AS read_ms,
-       small_write_servicetime + large_write_servicetime AS write_ms
+       small_write_servicetime + large_write_servicetime AS write_ms,
+       small_sync_read_reqs AS sync_reads, small_sync_read_latency AS sync_read_ms
 FROM gv$iostat_file
 WHERE filetype_name IN ('Data File', 'Temp File', 'Log File', 'Control File')""",
     per_scrape=True,
 )
 
+# Per container: from a CDB root V$SYSTEM_EVENT is instance-wide (CON_ID 0), V$CON_SYSTEM_EVENT has
+# one row per container with its CON_ID (from a PDB: that PDB's; in a non-CDB: CON_ID 0, the
+# instance). Oracle Database Reference, V$SYSTEM_EVENT and V$CON_SYSTEM_EVENT (12.1 and later).
 SYSTEM_EVENT = Query(
     "system_event",
     f"""SELECT inst_id, con_id, event, total_waits, time_waited_micro
-FROM gv$system_event
+FROM gv$con_system_event
 WHERE event IN ({_EVENT_LIST})""",  # noqa: S608 - a constant list, no input
     per_scrape=True,
 )
@@ -114,7 +108,7 @@ ALL_QUERIES: tuple[Query, ...] = (
 # checks both against each other).
 VIEWS: tuple[str, ...] = (
     "gv$iostat_file",
-    "gv$system_event",
+    "gv$con_system_event",
     "gv$event_histogram_micro",
     "gv$asm_disk_stat",
     "gv$instance",
