@@ -38,7 +38,11 @@ DmvState (what the DMVs show)
         signal_us is each wait's signal wait (in wait_time_ms and signal_wait_time_ms).
         major_version models what that version lacks (VERSION_FACTS, docs/emulated-facts.md): before
         13 (2016) a batch using DATEDIFF_BIG gets error 195, before 12 (2014) one naming an
-        io_stall_queued_* column gets error 207, as SQL Server answers.
+        io_stall_queued_* column gets error 207, as SQL Server answers. engine_edition (SERVERPROPERTY
+        'EngineEdition', default 3 Enterprise; 5 Azure SQL Database, 8 Managed Instance, both with
+        major_version AZURE_MAJOR_VERSION) models what that edition lacks (EDITION_FACTS): on 5 a batch
+        naming sys.master_files gets error 208, on any but 5 and 8 one naming sys.dm_db_wait_stats;
+        DB_FILE_STATS answers the files of the session's database (LOGIN7's, DB_ID()).
     restart(at=None)         counters and waits to zero, start time = at (default: now, at least one
                              second after the old one). TdsServer.restart also closes connections.
     attach(database, [(type, physical_name), …]) -> [file_id, …]   files added (a new database
@@ -87,7 +91,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
@@ -136,6 +140,14 @@ IO_WAIT_TYPES = (
     "HADR_SYNC_COMMIT",
 )
 DEFAULT_WAITS = {("data", "read"): "PAGEIOLATCH_SH", ("log", "write"): "WRITELOG"}
+# SERVERPROPERTY('EngineEdition') (https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql):
+# 3 Enterprise (also Developer and Evaluation), 5 Azure SQL Database, 8 Azure SQL Managed Instance.
+ENTERPRISE, SQL_DATABASE, MANAGED_INSTANCE = 3, 5, 8
+# Both Azure variants report ProductVersion 12.0.2000.8 (major 12) whatever the engine underneath:
+# "Microsoft SQL Azure (RTM) - 12.0.2000.8" (github.com/MicrosoftDocs/sql-docs issue 3934, Azure SQL
+# Database), "Version: 12.0.2000.8 Edition: SQL Azure" from a Managed Instance
+# (github.com/olahallengren/sql-server-maintenance-solution issue 851).
+AZURE_MAJOR_VERSION = 12
 
 
 # --- the emulated state ----------------------------------------------------------------------
@@ -225,10 +237,12 @@ class DmvState:
         server_name: str = "SQL1",
         major_version: int = 16,
         start_time: datetime = datetime(2025, 1, 6, 8, 0),
+        engine_edition: int = ENTERPRISE,
     ) -> None:
         self.lock = threading.RLock()
         self.server_name = server_name
         self.major_version = major_version
+        self.engine_edition = engine_edition
         self.start_time = start_time
         self.now = start_time + timedelta(days=1)
         self.databases: dict[int, str] = {}
@@ -382,10 +396,11 @@ class DmvState:
 
     # --- what the statements answer ------------------------------------------------------------
 
-    def file_stats_rows(self, queued: bool = True) -> list[tuple[object, ...]]:
+    def file_stats_rows(self, queued: bool = True, database: str | None = None) -> list[tuple[object, ...]]:
         """FILE_STATS (with the io_stall_queued_* columns) or FILE_STATS_NO_QUEUED: online ROWS and
-        LOG files (type IN (0, 1) AND state = 0)."""
+        LOG files (type IN (0, 1) AND state = 0); DB_FILE_STATS: those of `database` only (DB_ID())."""
         with self.lock:
+            only = None if database is None else self.database_id(database)
             return [
                 (
                     f.database_id,
@@ -402,7 +417,7 @@ class DmvState:
                     *((f.read_queued_us // 1000, f.write_queued_us // 1000) if queued else ()),
                 )
                 for f in sorted(self.files, key=lambda f: (f.database_id, f.file_id))
-                if f.type in (ROWS, LOG) and f.state == ONLINE
+                if f.type in (ROWS, LOG) and f.state == ONLINE and only in (None, f.database_id)
             ]
 
     def wait_stats_rows(self, wanted: Collection[str] | None = None) -> list[tuple[object, ...]]:
@@ -433,7 +448,7 @@ class DmvState:
     def server_rows(self) -> list[tuple[object, ...]]:
         with self.lock:
             started = (self.start_time - EPOCH) // timedelta(seconds=1)
-            return [(self.server_name, self.major_version, started)]
+            return [(self.server_name, self.major_version, started, self.engine_edition)]
 
 
 def _bigints(*names: str) -> tuple[Column, ...]:
@@ -450,6 +465,11 @@ _FILE_COLUMNS = (
     *_bigints("num_of_writes", "num_of_bytes_written", "io_stall_write_ms"),
 )
 
+_WAIT_COLUMNS = (
+    Column("wait_type", "nvarchar", 60),
+    *_bigints("waiting_tasks_count", "wait_time_ms", "signal_wait_time_ms"),
+)
+
 # Column types as SQL Server documents them (smallint ids, tinyint type, bigint counters).
 STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
     mssql_sql.FILE_STATS.name: (
@@ -457,13 +477,12 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
         (*_FILE_COLUMNS, *_bigints("io_stall_queued_read_ms", "io_stall_queued_write_ms")),
     ),
     mssql_sql.FILE_STATS_NO_QUEUED.name: (mssql_sql.FILE_STATS_NO_QUEUED.sql, _FILE_COLUMNS),
-    mssql_sql.WAIT_STATS.name: (
-        mssql_sql.WAIT_STATS.sql,
-        (
-            Column("wait_type", "nvarchar", 60),
-            *_bigints("waiting_tasks_count", "wait_time_ms", "signal_wait_time_ms"),
-        ),
+    mssql_sql.WAIT_STATS.name: (mssql_sql.WAIT_STATS.sql, _WAIT_COLUMNS),
+    mssql_sql.DB_FILE_STATS.name: (
+        mssql_sql.DB_FILE_STATS.sql,
+        (*_FILE_COLUMNS, *_bigints("io_stall_queued_read_ms", "io_stall_queued_write_ms")),
     ),
+    mssql_sql.DB_WAIT_STATS.name: (mssql_sql.DB_WAIT_STATS.sql, _WAIT_COLUMNS),
     mssql_sql.VOLUMES.name: (
         mssql_sql.VOLUMES.sql,
         (
@@ -479,6 +498,7 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
             Column("server_name", "nvarchar", 256),
             Column("major_version", "int", 4),
             Column("start_time", "int", 8),  # CAST(... AS BIGINT) * 86400 + …: bigint
+            Column("engine_edition", "int", 4),  # CAST(SERVERPROPERTY('EngineEdition') AS INT)
         ),
     ),
 }
@@ -533,12 +553,45 @@ def version_error(sql: str, major_version: int) -> tuple[int, str, int] | None:
     return None
 
 
+# What each engine edition lacks (docs/emulated-facts.md, "SQL Server"): (the editions that lack it,
+# pattern); a batch naming it gets error 208 "Invalid object name '%.*ls'.", severity 16
+# (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-0-to-999).
+# Azure SQL Database has no sys.master_files (github.com/olahallengren/sql-server-maintenance-solution
+# issue 67: "Invalid object name 'sys.master_files'." with EngineEdition 5); sys.dm_db_wait_stats exists on
+# Azure SQL Database and Managed Instance only ("Applies to",
+# https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-db-wait-stats-azure-sql-database).
+EDITION_FACTS: tuple[tuple[Callable[[int], bool], re.Pattern[str]], ...] = (
+    (lambda edition: edition == SQL_DATABASE, re.compile(r"\b(sys\.master_files)\b", re.IGNORECASE)),
+    (
+        lambda edition: edition not in (SQL_DATABASE, MANAGED_INSTANCE),
+        re.compile(r"\b(sys\.dm_db_wait_stats)\b", re.IGNORECASE),
+    ),
+)
+
+
+def edition_error(sql: str, engine_edition: int) -> tuple[int, str, int] | None:
+    """The error a server of `engine_edition` answers `sql` with, when it names an object that
+    edition lacks."""
+    for lacks, pattern in EDITION_FACTS:
+        found = pattern.search(sql)
+        if found and lacks(engine_edition):
+            return 208, f"Invalid object name '{found.group(1)}'.", 16
+    return None
+
+
 def statement_key(sql: str) -> str | None:
     """The Query.name of a batch that is one of the source's statements, else None."""
     return _BY_TEXT.get(normalize(sql))
 
 
-def answer_rows(state: DmvState, key: str) -> list[tuple[object, ...]]:
+def answer_rows(state: DmvState, key: str, database: str = "master") -> list[tuple[object, ...]]:
+    """`database`: the session's current database (DB_ID() in DB_FILE_STATS)."""
+    if key == mssql_sql.DB_FILE_STATS.name:
+        return state.file_stats_rows(database=database)
+    if key == mssql_sql.DB_WAIT_STATS.name:
+        # The emulation counts waits server-wide; a test of sys.dm_db_wait_stats gives the server
+        # one user database, whose waits are then all of them (test input, not a fact).
+        return state.wait_stats_rows(re.findall(r"N'(\w+)'", mssql_sql.DB_WAIT_STATS.sql))
     if key == mssql_sql.FILE_STATS.name:
         return state.file_stats_rows()
     if key == mssql_sql.FILE_STATS_NO_QUEUED.name:
@@ -565,6 +618,7 @@ class _Session:
         self.sock = sock
         self.spid = spid
         self.packet_size = 4096
+        self.database = "master"  # the current database, from LOGIN7
         self._lock = threading.Lock()
         self._closed = False
         self.thread = threading.Thread(target=self._run, name=f"tds-session-{spid}", daemon=True)
@@ -685,6 +739,7 @@ class _Session:
             + tds.done()
         )
         self.packet_size = size
+        self.database = database
 
     def _batch(self, text: str) -> None:
         server = self.server
@@ -695,7 +750,9 @@ class _Session:
             return
         if server._take_drop():
             raise _ClosedError
-        missing = version_error(text, server.state.major_version)
+        missing = version_error(text, server.state.major_version) or edition_error(
+            text, server.state.engine_edition
+        )
         if missing is not None:
             self._error(*missing)
             return
@@ -714,7 +771,7 @@ class _Session:
             self._error(denied[0], denied[1], 14)
             return
         columns = STATEMENTS[key][1]
-        self._send(tds.result(columns, answer_rows(server.state, key)))
+        self._send(tds.result(columns, answer_rows(server.state, key, self.database)))
 
 
 class TdsServer:

@@ -220,11 +220,18 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
 
         names, server_rows = run(conn, mssql_sql.SERVER)
         assert names == select_names(mssql_sql.SERVER.sql)
-        assert server_rows == [("SQL1", 16, 1736150400)]  # 2025-01-06 08:00:00 as seconds since 1970
+        # 2025-01-06 08:00:00 as seconds since 1970; engine edition 3 (Enterprise)
+        assert server_rows == [("SQL1", 16, 1736150400, 3)]
 
         names, volumes = run(conn, mssql_sql.VOLUMES)
         assert names == select_names(mssql_sql.VOLUMES.sql)
         assert len(volumes) == len(files) and all(v[2:] == (None, None) for v in volumes)  # Linux: NULL
+
+        names, own = run(conn, mssql_sql.DB_FILE_STATS)  # the Azure SQL Database form: DB_ID()'s files
+        assert names == select_names(mssql_sql.DB_FILE_STATS.sql) == select_names(mssql_sql.FILE_STATS.sql)
+        assert sorted(own) == sorted(r for r in files if r[2] == "master")  # the login's database
+        with pytest.raises(pyodbc.ProgrammingError, match=r"sys\.dm_db_wait_stats.*\(208\)"):
+            run(conn, mssql_sql.DB_WAIT_STATS)  # Azure only: not on an Enterprise edition
     assert server.logins == [("lunlat", "master")]
     assert server.last_password == SECRET
     assert not any(SECRET in b for b in server.batches)

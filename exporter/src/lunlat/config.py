@@ -218,11 +218,17 @@ class MssqlTarget(_DatabaseTarget):
     )
     encrypt: bool = True
     trust_server_certificate: bool = False
+    database: str | None = Field(
+        default=None,
+        description="The database the login opens (ODBC DATABASE=); Azure SQL Database: the one database read.",
+    )
 
-    @field_validator("name", "server", "user", "driver")
+    @field_validator("name", "server", "user", "driver", "database")
     @classmethod
-    def _odbc_value(cls, value: str) -> str:
+    def _odbc_value(cls, value: str | None) -> str | None:
         # These go into an ODBC connection string, where ; and braces delimit attributes.
+        if value is None:
+            return None
         if any(c in value for c in ";{}"):
             raise ValueError("must not contain ';', '{' or '}'")
         return _not_blank(value)

@@ -80,6 +80,12 @@ def connection_string(target: MssqlTarget, password: str) -> str:
         parts.append(f"SERVER={target.server}")
         parts.append(f"Encrypt={'yes' if target.encrypt else 'no'}")
         parts.append(f"TrustServerCertificate={'yes' if target.trust_server_certificate else 'no'}")
+    if target.database is not None:
+        # DATABASE: the database the login opens; both drivers take the keyword
+        # (https://learn.microsoft.com/en-us/sql/connect/odbc/dsn-connection-string-attribute, "Database";
+        # FreeTDS: https://www.freetds.org/userguide/odbcconnattr.html). Azure SQL Database serves one
+        # database per connection, so there it names the database read.
+        parts.append(f"DATABASE={braced(target.database)}")
     # APP last: FreeTDS keeps the closing brace of a braced value that ends the string.
     parts += [f"UID={braced(target.user)}", f"PWD={braced(password)}", "APP=lunlat"]
     return ";".join(parts)
@@ -135,6 +141,7 @@ class MssqlSource(DbSource[Connection]):
         self._server = ""
         self._started: int | None = None
         self._major: int | None = None  # None: unknown (the server query failed): newest SQL
+        self._edition: int | None = None  # SERVERPROPERTY('EngineEdition'); None: unknown
         self._said = logs.Once()
         # (database_id, file_id) -> volume mount point, where SQL Server knows one (Windows).
         self._volumes: dict[tuple[int, int], str] = {}
@@ -145,14 +152,17 @@ class MssqlSource(DbSource[Connection]):
         if self._session.connects != self._seen_connects:
             self._seen_connects = self._session.connects
             self._identify(conn, errors)
-            self._volumes = self._look_up_volumes(conn, errors)
+            # Azure SQL Database has no sys.master_files, which the volume query reads.
+            if self._edition != sql.SQL_DATABASE:
+                self._volumes = self._look_up_volumes(conn, errors)
             self._refresh_locations()
         file_query = self._file_query()
+        wait_query = sql.DB_WAIT_STATS if self._edition == sql.SQL_DATABASE else sql.WAIT_STATS
         files = self._query(conn, file_query, errors)
-        waits = self._query(conn, sql.WAIT_STATS, errors)
+        waits = self._query(conn, wait_query, errors)
         families = [
-            *self._file_families(files or [], errors, queued=file_query is sql.FILE_STATS),
-            *self._wait_families(waits or [], errors),
+            *self._file_families(files or [], errors, file_query),
+            *self._wait_families(waits or [], errors, wait_query),
         ]
         return SourceResult(families, errors)
 
@@ -163,14 +173,36 @@ class MssqlSource(DbSource[Connection]):
         row = rows[0]
         self._server = row[0] if isinstance(row[0], str) else ""
         self._major = row[1] if isinstance(row[1], int) else None
+        self._edition = row[3] if isinstance(row[3], int) else None
+        self._say_variant()
         started = row[2] if isinstance(row[2], int) else None
         if self._started is not None and started is not None and started != self._started:
             log.info("SQL Server restarted: counters start again", source=self.name)
         self._started = started
 
+    def _say_variant(self) -> None:
+        """One log line per Azure variant: what this source reads there and what it cannot."""
+        if self._edition == sql.SQL_DATABASE and self._said.first(("variant", self._edition)):
+            log.info(
+                "Azure SQL Database: one database per connection (the target's `database`), files from "
+                "sys.database_files, waits from sys.dm_db_wait_stats; no volumes (no sys.master_files), "
+                "no LUN (the files are not on this host)",
+                source=self.name,
+                database=self._target.database or "(the login's default)",
+            )
+        elif self._edition == sql.MANAGED_INSTANCE and self._said.first(("variant", self._edition)):
+            log.info(
+                "Azure SQL Managed Instance: the SQL Server statements, every database; no LUN "
+                "(the files are not on this host)",
+                source=self.name,
+            )
+
     def _file_query(self) -> Query:
-        """The file statement this server answers: without the Resource Governor queued stall
-        before 2014 (the columns do not exist there), published as is and said once."""
+        """The file statement this server answers: Azure SQL Database's per-database view; without
+        the Resource Governor queued stall before 2014 (the columns do not exist there), published
+        as is and said once."""
+        if self._edition == sql.SQL_DATABASE:
+            return sql.DB_FILE_STATS
         if self._major is None or self._major >= sql.QUEUED_STALL_SINCE:
             return sql.FILE_STATS
         if self._said.first(("no_queued", self._major)):
@@ -189,7 +221,10 @@ class MssqlSource(DbSource[Connection]):
                 volumes[(id_value(row[0], "database_id"), id_value(row[1], "file_id"))] = row[2]
         return volumes
 
-    def _file_families(self, rows: Sequence[Any], errors: Counter[str], queued: bool) -> list[Family]:
+    def _file_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
+        queued = query is not sql.FILE_STATS_NO_QUEUED
+        # An Azure database's files are on no LUN of this host: no warning per file.
+        expect_lun = not self._volumes and self._edition not in sql.AZURE_EDITIONS
         specs = (
             contract.MSSQL_FILE_READS,
             contract.MSSQL_FILE_READ_BYTES,
@@ -226,7 +261,7 @@ class MssqlSource(DbSource[Connection]):
                 else ()
             )
             # Where SQL Server reports volumes (Windows), a path off the mount table is expected.
-            location = self._locate(path, expect_lun=not self._volumes)
+            location = self._locate(path, expect_lun=expect_lun)
             located.append((location, role))
             # Where the mount table cannot name the LUN (Windows), the volume SQL Server reports is
             # the name its admins know: 'D:\\' or a mount point folder.
@@ -237,7 +272,6 @@ class MssqlSource(DbSource[Connection]):
             )
             return labels, counts
 
-        query = sql.FILE_STATS if queued else sql.FILE_STATS_NO_QUEUED
         for labels, counts in self._rows(rows, query, errors, parse):
             for family, value in zip(families, counts, strict=True):
                 family.add(labels, value)
@@ -246,7 +280,7 @@ class MssqlSource(DbSource[Connection]):
         )
         return families
 
-    def _wait_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+    def _wait_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
         waits = Family(contract.MSSQL_WAITS)
         waited = Family(contract.MSSQL_WAIT_TIME, exponent=-3)
         signal = Family(contract.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
@@ -266,7 +300,7 @@ class MssqlSource(DbSource[Connection]):
                 raise ValueError(f"signal_wait_time_ms {signalled} > wait_time_ms {total}")
             return labels, count_value(row[1], "waiting_tasks_count"), total - signalled, signalled
 
-        for labels, count, resource_ms, signal_ms in self._rows(rows, sql.WAIT_STATS, errors, parse):
+        for labels, count, resource_ms, signal_ms in self._rows(rows, query, errors, parse):
             waits.add(labels, count)
             waited.add(labels, resource_ms)
             signal.add(labels, signal_ms)

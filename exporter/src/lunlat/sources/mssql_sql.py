@@ -84,6 +84,48 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
     per_scrape=True,
 )
 
+# SERVERPROPERTY('EngineEdition'): 2 Standard, 3 Enterprise, 4 Express, 5 Azure SQL Database,
+# 8 Azure SQL Managed Instance (https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql,
+# and SMO's DatabaseEngineEdition enum that lists the values it returns:
+# https://learn.microsoft.com/en-us/dotnet/api/microsoft.sqlserver.management.common.databaseengineedition).
+SQL_DATABASE = 5
+MANAGED_INSTANCE = 8
+AZURE_EDITIONS = frozenset({SQL_DATABASE, MANAGED_INSTANCE})
+
+# Azure SQL Database: one database per connection, and no sys.master_files ("Invalid object name
+# 'sys.master_files'", error 208: github.com/olahallengren/sql-server-maintenance-solution issue 67;
+# Telegraf's Azure SQL Database file query reads sys.database_files instead,
+# influxdata/telegraf plugins/inputs/sqlserver/azuresqldbqueries.go). sys.database_files is the
+# per-database view with the same file_id, type (0 ROWS, 1 LOG), physical_name and state
+# (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-database-files-transact-sql);
+# DB_ID() is the connection's database, so only its files are read. The service always runs the
+# newest engine, so the io_stall_queued_* columns are there (Telegraf reads them on Azure SQL Database).
+DB_FILE_STATS = Query(
+    "database_file_stats",
+    """SELECT vfs.database_id, vfs.file_id, DB_NAME() AS database_name, df.type,
+       df.physical_name,
+       vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
+       vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms,
+       vfs.io_stall_queued_read_ms, vfs.io_stall_queued_write_ms
+FROM sys.dm_io_virtual_file_stats(DB_ID(), NULL) AS vfs
+JOIN sys.database_files AS df ON df.file_id = vfs.file_id
+WHERE df.type IN (0, 1) AND df.state = 0""",
+    per_scrape=True,
+)
+
+# Azure SQL Database's waits of the connection's database: sys.dm_db_wait_stats, the columns of
+# sys.dm_os_wait_stats ("Applies to: Azure SQL Database, Azure SQL Managed Instance";
+# https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-db-wait-stats-azure-sql-database).
+# It needs VIEW DATABASE STATE, where sys.dm_os_wait_stats needs server state
+# (https://learn.microsoft.com/en-us/azure/azure-sql/database/monitoring-with-dmvs, "Permissions").
+DB_WAIT_STATS = Query(
+    "db_wait_stats",
+    f"""SELECT wait_type, waiting_tasks_count, wait_time_ms, signal_wait_time_ms
+FROM sys.dm_db_wait_stats
+WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
+    per_scrape=True,
+)
+
 # Who answers, and since when: a new start time means every counter started again (compared for
 # equality only: it is the server's local clock, not Unix time). Seconds since 1970 as whole days
 # (bigint) times 86400 plus the seconds of the day: DATEDIFF returns an int and would overflow on
@@ -93,12 +135,15 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 # PARSENAME's piece 4 is the leftmost): ProductMajorVersion exists in 2012 and 2014 only "in updates
 # beginning in late 2015" and is NULL before (SERVERPROPERTY,
 # https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql).
+# The engine edition picks the statements (SQL_DATABASE below); sys.dm_os_sys_info answers on Azure SQL
+# Database too (Telegraf reads sqlserver_start_time there: azuresqldbqueries.go).
 SERVER = Query(
     "server",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
        CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version,
        CAST(DATEDIFF(DAY, '19700101', sqlserver_start_time) AS BIGINT) * 86400
-         + DATEDIFF(SECOND, CAST(sqlserver_start_time AS DATE), sqlserver_start_time) AS start_time
+         + DATEDIFF(SECOND, CAST(sqlserver_start_time AS DATE), sqlserver_start_time) AS start_time,
+       CAST(SERVERPROPERTY('EngineEdition') AS INT) AS engine_edition
 FROM sys.dm_os_sys_info""",
     per_scrape=False,
 )
@@ -114,4 +159,12 @@ WHERE mf.type IN (0, 1) AND mf.state = 0""",
     per_scrape=False,
 )
 
-ALL_QUERIES: tuple[Query, ...] = (FILE_STATS, FILE_STATS_NO_QUEUED, WAIT_STATS, SERVER, VOLUMES)
+ALL_QUERIES: tuple[Query, ...] = (
+    FILE_STATS,
+    FILE_STATS_NO_QUEUED,
+    WAIT_STATS,
+    SERVER,
+    VOLUMES,
+    DB_FILE_STATS,
+    DB_WAIT_STATS,
+)
