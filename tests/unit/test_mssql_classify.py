@@ -87,3 +87,12 @@ def test_freetds_gets_server_and_port_apart_and_its_own_encryption_keyword() -> 
     assert "SERVER=sql1.example.com;PORT=1433;TDS_Version=7.4;Encryption=off" in text
     assert "Encrypt=" not in text
     assert "Encryption=require" in connection_string(target(driver="FreeTDS", encrypt=True), "pw")
+
+
+def test_the_database_key_opens_that_database_and_is_checked_like_the_other_odbc_values() -> None:
+    text = connection_string(target(database="sales"), "pw")
+    assert ";DATABASE={sales};" in text and text.endswith(";APP=lunlat")  # APP stays last (FreeTDS)
+    assert "DATABASE=" not in connection_string(target(), "pw")  # the login's default database
+    for bad in ("sales;x", "sa{les", " "):
+        with pytest.raises(ValueError, match="database"):
+            target(database=bad)

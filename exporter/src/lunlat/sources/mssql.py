@@ -18,7 +18,7 @@ from typing import Any
 
 from lunlat import contract, logs
 from lunlat.config import MssqlTarget
-from lunlat.dbfiles import DbLunLabels, FileLocator, Location
+from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import mssql_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
@@ -223,8 +223,8 @@ class MssqlSource(DbSource[Connection]):
 
     def _file_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
         queued = query is not sql.FILE_STATS_NO_QUEUED
-        # An Azure database's files are on no LUN of this host: no warning per file.
-        expect_lun = not self._volumes and self._edition not in sql.AZURE_EDITIONS
+        azure = self._edition in sql.AZURE_EDITIONS
+        expect_lun = not self._volumes
         specs = (
             contract.MSSQL_FILE_READS,
             contract.MSSQL_FILE_READ_BYTES,
@@ -260,8 +260,10 @@ class MssqlSource(DbSource[Connection]):
                 if queued
                 else ()
             )
-            # Where SQL Server reports volumes (Windows), a path off the mount table is expected.
-            location = self._locate(path, expect_lun=expect_lun)
+            # Where SQL Server reports volumes (Windows), a path off the mount table is expected. An
+            # Azure database's files are in the service, never on this host: a local path that happens
+            # to match (Managed Instance shows SQL Server's own paths) must not name a local LUN.
+            location = NOWHERE if azure else self._locate(path, expect_lun=expect_lun)
             located.append((location, role))
             # Where the mount table cannot name the LUN (Windows), the volume SQL Server reports is
             # the name its admins know: 'D:\\' or a mount point folder.
