@@ -586,18 +586,15 @@ def statement_key(sql: str) -> str | None:
 
 def answer_rows(state: DmvState, key: str, database: str = "master") -> list[tuple[object, ...]]:
     """`database`: the session's current database (DB_ID() in DB_FILE_STATS)."""
-    if key == mssql_sql.DB_FILE_STATS.name:
-        return state.file_stats_rows(database=database)
-    if key == mssql_sql.DB_WAIT_STATS.name:
-        # The emulation counts waits server-wide; a test of sys.dm_db_wait_stats gives the server
-        # one user database, whose waits are then all of them (test input, not a fact).
-        return state.wait_stats_rows(re.findall(r"N'(\w+)'", mssql_sql.DB_WAIT_STATS.sql))
-    if key == mssql_sql.FILE_STATS.name:
-        return state.file_stats_rows()
-    if key == mssql_sql.FILE_STATS_NO_QUEUED.name:
-        return state.file_stats_rows(queued=False)
-    if key == mssql_sql.WAIT_STATS.name:
-        return state.wait_stats_rows(re.findall(r"N'(\w+)'", mssql_sql.WAIT_STATS.sql))
+    if key in (mssql_sql.FILE_STATS.name, mssql_sql.FILE_STATS_NO_QUEUED.name, mssql_sql.DB_FILE_STATS.name):
+        return state.file_stats_rows(
+            queued=key != mssql_sql.FILE_STATS_NO_QUEUED.name,
+            database=database if key == mssql_sql.DB_FILE_STATS.name else None,
+        )
+    if key in (mssql_sql.WAIT_STATS.name, mssql_sql.DB_WAIT_STATS.name):
+        # DB_WAIT_STATS: the emulation counts waits server-wide; a test of sys.dm_db_wait_stats gives
+        # the server one user database, whose waits are then all of them (test input, not a fact).
+        return state.wait_stats_rows(re.findall(r"N'(\w+)'", STATEMENTS[key][0]))
     if key == mssql_sql.VOLUMES.name:
         return state.volume_rows()
     return state.server_rows()

@@ -85,7 +85,10 @@ def test_azure_sql_database_publishes_its_own_files_and_waits_without_sys_master
     assert not any("sys.master_files" in b for b in sql_database.batches)
 
     reads = delta(first, second, contract.MSSQL_FILE_READS)
-    assert {(k[FILES.index("db")], k[FILES.index("role")]) for k in reads} == {("sales", "data"), ("sales", "log")}
+    assert {(k[FILES.index("db")], k[FILES.index("role")]) for k in reads} == {
+        ("sales", "data"),
+        ("sales", "log"),
+    }
     (data,) = [k for k in reads if k[FILES.index("role")] == "data"]
     assert reads[data] == 200 * 60 and data[FILES.index("lun")] == ""
     # Resource Governor's queueing (Azure's IOPS limits) is published apart: stall = (425 + 100) µs

@@ -25,6 +25,26 @@ def test_mssql_grants_are_the_performance_state_and_definition_permissions_only(
     assert "$(LUNLAT_PASSWORD)" in text  # from sqlcmd's -v, never written in the file
 
 
+# The statements each Azure SQL Database grant covers: the ones the source runs there.
+AZURE_SQL_DATABASE_READS = (mssql_sql.SERVER, mssql_sql.DB_FILE_STATS, mssql_sql.DB_WAIT_STATS)
+
+
+def test_azure_sql_database_grants_are_view_database_state_on_a_contained_user_only() -> None:
+    path = DEPLOY / "mssql" / "grants-azure-sql-database.sql"
+    text = " ".join(_statements(path))
+    granted = re.findall(r"GRANT ([A-Z ]+?) TO \[lunlat\]", text)
+    assert granted == ["VIEW DATABASE STATE"]
+    assert "CREATE USER [lunlat] WITH PASSWORD" in text and "CREATE LOGIN" not in text
+    assert "$(LUNLAT_PASSWORD)" in text
+    # Every view the source reads on Azure SQL Database is one its header names (and so grants for).
+    header = path.read_text()
+    for query in AZURE_SQL_DATABASE_READS:
+        for table in sqlglot.parse_one(query.sql, read="tsql").find_all(sqlglot.exp.Table):
+            name = (table.name or table.this.sql()).split("(")[0]  # a table function: its name
+            assert f"sys.{name.lower()}" in header.lower(), f"{query.name} reads sys.{name}"
+    assert "master_files" not in " ".join(q.sql for q in AZURE_SQL_DATABASE_READS)
+
+
 def test_mssql_statements_parse_as_tsql_and_read_only_system_views() -> None:
     for query in mssql_sql.ALL_QUERIES:
         tree = sqlglot.parse_one(query.sql, read="tsql")

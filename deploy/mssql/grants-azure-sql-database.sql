@@ -1,0 +1,27 @@
+-- lunlat: a least-privilege user for the exporter's mssql source on Azure SQL Database.
+--
+-- Azure SQL Database serves one database per connection: run this IN THE DATABASE the exporter
+-- reads (the target's `database:`), not in master, as its admin or a Microsoft Entra admin:
+--   sqlcmd -S myserver.database.windows.net -d sales -U admin -i deploy/mssql/grants-azure-sql-database.sql \
+--          -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
+--
+-- What the exporter reads there (exporter/src/lunlat/sources/mssql_sql.py: SERVER, DB_FILE_STATS,
+-- DB_WAIT_STATS) and what each needs:
+--   sys.dm_io_virtual_file_stats(DB_ID(), NULL), sys.dm_db_wait_stats, sys.dm_os_sys_info
+--       VIEW DATABASE STATE: "In SQL Database, querying a dynamic management view requires VIEW
+--       DATABASE STATE permissions" and they "return information regarding your current logical
+--       database only" (https://learn.microsoft.com/en-us/azure/azure-sql/database/monitoring-with-dmvs);
+--       Telegraf's sqlserver input asks the same for Azure SQL Database
+--       (influxdata/telegraf plugins/inputs/sqlserver/README.md);
+--   sys.database_files (file type and physical_name)
+--       a catalog view of the database itself: the user sees it without a further grant.
+-- Nothing else: a contained user with a password (no login in master), no db_datareader.
+--
+-- Managed Instance is an instance like SQL Server's: use deploy/mssql/grants.sql there.
+
+IF NOT EXISTS (SELECT 1 FROM sys.database_principals WHERE name = N'lunlat')
+    CREATE USER [lunlat] WITH PASSWORD = N'$(LUNLAT_PASSWORD)';
+GO
+
+GRANT VIEW DATABASE STATE TO [lunlat];
+GO
