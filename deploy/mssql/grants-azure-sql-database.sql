@@ -14,7 +14,8 @@
 --       Telegraf's sqlserver input asks the same for Azure SQL Database
 --       (influxdata/telegraf plugins/inputs/sqlserver/README.md);
 --   sys.database_files (file type and physical_name)
---       a catalog view of the database itself: the user sees it without a further grant.
+--       the catalog view of the database itself: no further grant; Telegraf reads it on Azure SQL
+--       Database with VIEW DATABASE STATE alone (azuresqldbqueries.go and its README, above).
 -- Nothing else: a contained user with a password (no login in master), no db_datareader.
 --
 -- Managed Instance is an instance like SQL Server's: use deploy/mssql/grants.sql there.

@@ -83,7 +83,7 @@ def connection_string(target: MssqlTarget, password: str) -> str:
     if target.database is not None:
         # DATABASE: the database the login opens; both drivers take the keyword
         # (https://learn.microsoft.com/en-us/sql/connect/odbc/dsn-connection-string-attribute, "Database";
-        # FreeTDS: https://www.freetds.org/userguide/odbcconnattr.html). Azure SQL Database serves one
+        # FreeTDS: https://www.freetds.org/userguide/odbcconnattr.htm). Azure SQL Database serves one
         # database per connection, so there it names the database read.
         parts.append(f"DATABASE={braced(target.database)}")
     # APP last: FreeTDS keeps the closing brace of a braced value that ends the string.
