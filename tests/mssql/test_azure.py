@@ -136,3 +136,15 @@ def test_managed_instance_reads_every_database_and_names_no_local_lun(
     assert any("dm_os_wait_stats" in b for b in managed_instance.batches)
     assert not [r for r in caplog.records if "no known LUN" in r.getMessage()]
     assert sum("Managed Instance" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_an_edition_the_source_does_not_know_is_read_as_sql_server_and_said_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="lunlat")
+    with serve(6, monkeypatch) as srv:  # 6: Azure Synapse dedicated SQL pool (SERVERPROPERTY's values)
+        source = source_for(srv, None)
+        source.collect()
+        source.collect()
+    said = [r for r in caplog.records if "engine edition not one" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING

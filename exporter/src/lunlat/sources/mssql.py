@@ -196,6 +196,17 @@ class MssqlSource(DbSource[Connection]):
                 "(the files are not on this host)",
                 source=self.name,
             )
+        elif (
+            self._edition is not None
+            and self._edition not in sql.KNOWN_EDITIONS
+            and self._said.first(("variant", self._edition))
+        ):
+            log.warning(
+                "engine edition not one the source was built for: read as SQL Server, a statement "
+                "it does not answer is counted as query_failed",
+                source=self.name,
+                engine_edition=self._edition,
+            )
 
     def _file_query(self) -> Query:
         """The file statement this server answers: Azure SQL Database's per-database view; without

@@ -91,6 +91,7 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 SQL_DATABASE = 5
 MANAGED_INSTANCE = 8
 AZURE_EDITIONS = frozenset({SQL_DATABASE, MANAGED_INSTANCE})
+KNOWN_EDITIONS = frozenset({2, 3, 4}) | AZURE_EDITIONS  # Standard, Enterprise, Express; Azure
 
 # Azure SQL Database: one database per connection, and no sys.master_files ("Invalid object name
 # 'sys.master_files'", error 208: github.com/olahallengren/sql-server-maintenance-solution issue 67;
