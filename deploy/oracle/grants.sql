@@ -60,7 +60,9 @@ GRANT SELECT ON SYS.GV_$CON_SYSTEM_EVENT TO &&lunlat_user &&lunlat_container;
 -- Without it the histogram is missing.
 GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO &&lunlat_user &&lunlat_container;
 -- asm_disk_stat: per ASM disk reads, writes and times (lunlat_oracle_asm_disk_*); no rows without
--- ASM. Without it those series are missing.
+-- ASM, and none from a PDB (Oracle Database Reference, V$ASM_DISK_STAT): for ASM, log in to CDB$ROOT
+-- as C##LUNLAT. Without it (or from a PDB) those series are missing, ASM files get an empty lun and
+-- lunlat_source_capability{capability="asm"} is 0.
 GRANT SELECT ON SYS.GV_$ASM_DISK_STAT TO &&lunlat_user &&lunlat_container;
 
 -- Name lookups, run on connect and every five minutes.

@@ -20,7 +20,10 @@ OracleEmulation (the server)
         A database with a default layout unless the files are given (redo group k belongs to
         thread k mod instances + 1). ASM files are named +GROUP/…; their I/O lands on that
         group's disks.
-    connect(inst_id=None) -> EmulatedConnection   to the first open instance (or that one)
+    connect(inst_id=None, container=None) -> EmulatedConnection
+                                                   to the first open instance (or that one); with
+                                                   `container` (a PDB of a CDB) a PDB login, whose
+                                                   views answer as simulator.EMPTY_IN_PDB says
     query(sql, inst_id=None) -> list[tuple]        connect, run one statement, close
     advance(seconds, load=None, inst_id=None)      simulated time passes under `load` (simulator.Load)
     restart(inst_id=None, hold=False, code="DPY-4011")
@@ -447,9 +450,10 @@ class EmulatedConnection:
 
     thin = True
 
-    def __init__(self, server: OracleEmulation, inst: Instance, epoch: int) -> None:
+    def __init__(self, server: OracleEmulation, inst: Instance, epoch: int, in_pdb: bool = False) -> None:
         self._server = server
         self.inst_id = inst.inst_id
+        self.in_pdb = in_pdb
         self._generation = inst.generation
         self._epoch = epoch
         self._state: Literal["open", "lost", "closed"] = "open"
@@ -725,7 +729,11 @@ class OracleEmulation:
 
     # --- sessions -------------------------------------------------------------------------------
 
-    def connect(self, inst_id: int | None = None) -> EmulatedConnection:
+    def connect(self, inst_id: int | None = None, container: str | None = None) -> EmulatedConnection:
+        if container is not None and (not self.db.cdb or container.upper() in ("CDB$ROOT", "PDB$SEED")):
+            raise ValueError(f"{container!r} is not an open PDB of this database")
+        if container is not None:
+            self.db.con_id(container)  # KeyError for a PDB the database does not have
         with self._lock:
             self.connect_attempts += 1
             delay, error, wake = self.connect_delay, self.connect_error, self._wake
@@ -741,7 +749,7 @@ class OracleEmulation:
             if inst is None:
                 raise ora_error(1033)
             self.connects += 1
-            return EmulatedConnection(self, inst, self._epochs[inst.inst_id])
+            return EmulatedConnection(self, inst, self._epochs[inst.inst_id], in_pdb=container is not None)
 
     def query(self, sql: str, inst_id: int | None = None) -> list[tuple[Any, ...]]:
         with self.connect(inst_id) as conn, conn.cursor() as cursor:
@@ -780,7 +788,7 @@ class OracleEmulation:
             revoked = [v for v in compiled.views if v in self._revoked]
             if revoked:
                 raise ora_error(942)
-            tables = {view: self._table(view, conn.inst_id) for view in compiled.views}
+            tables = {view: self._table(view, conn.inst_id, conn.in_pdb) for view in compiled.views}
         return compiled, conn._engine.run(compiled, tables)
 
     @staticmethod
@@ -802,7 +810,7 @@ class OracleEmulation:
             oerr.ERR_CONNECTION_CLOSED, "socket timed out while recovering from previous socket timeout"
         )
 
-    def _table(self, view: str, inst_id: int) -> list[tuple[Any, ...]]:
+    def _table(self, view: str, inst_id: int, in_pdb: bool = False) -> list[tuple[Any, ...]]:
         """The rows of `view` for a session on instance `inst_id`: GV$ views show every open
         instance (INST_ID first), V$ views the session's own."""
         columns = [col for col, _ in TABLES[view]]
@@ -810,7 +818,7 @@ class OracleEmulation:
         shown = self.db.open_instances() if glob else [self.db.instances[inst_id]]
         out: list[tuple[Any, ...]] = []
         for inst in shown:
-            for row in rows(self.db, view[1:] if glob else view, inst):
+            for row in rows(self.db, view[1:] if glob else view, inst, in_pdb):
                 unknown = set(row) - set(columns)
                 assert not unknown, f"{view}: {unknown} are not documented columns"
                 values = {"INST_ID": inst.inst_id, **row} if glob else row

@@ -612,8 +612,18 @@ _CONSOLIDATED: dict[str, Role] = {"Control File": "control", "Log File": "log"}
 _SIZED = tuple(k for k in IO_KINDS if k != "small_sync_read")
 
 
-def rows(db: Database, view: str, inst: Instance) -> list[Row]:
-    """Rows of the V$ view `view` (upper case, without the G) as instance `inst` shows them."""
+# Views that answer no rows to a session logged into a PDB. Oracle Database Reference, V$ASM_DISK_STAT:
+# "In an Oracle Database instance, this view returns 0 rows when queried from a PDB"
+# (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-ASM_DISK_STAT.html;
+# docs/emulated-facts.md). Nothing else of a PDB login is modelled.
+EMPTY_IN_PDB: frozenset[str] = frozenset({"V$ASM_DISK_STAT"})
+
+
+def rows(db: Database, view: str, inst: Instance, in_pdb: bool = False) -> list[Row]:
+    """Rows of the V$ view `view` (upper case, without the G) as instance `inst` shows them to a
+    session in the CDB root or a non-CDB, or (`in_pdb`) to a session logged into a PDB."""
+    if in_pdb and view in EMPTY_IN_PDB:
+        return []
     return _BUILDERS[view](db, inst)
 
 

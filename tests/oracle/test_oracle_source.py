@@ -606,3 +606,58 @@ def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
     assert result.errors == Counter({"bad_row": 3})  # two event rows, one datafile row
     files = {k[contract.ORACLE_FILE_LABELS.index("file")] for k in values(result, contract.ORACLE_FILE_READS)}
     assert "file#1" in files and len([f for f in files if f.startswith("/u02/")]) >= 2
+
+
+# --- what the login can read ---------------------------------------------------------------------
+
+
+def capability(result: SourceResult) -> dict[tuple[str, ...], float]:
+    return values(result, contract.SOURCE_CAPABILITY)
+
+
+def test_a_pdb_login_on_asm_says_once_that_asm_cannot_be_read(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The documented one-PDB login (the compose profile's FREEPDB1): V$ASM_DISK_STAT has no rows
+    # from a PDB, so the +DATA files get no lun. That must show in a metric and in the log, once.
+    emu = OracleEmulation(cdb=True, pdbs=("FREEPDB1",), asm=True)
+    source = source_for(emu, host, connect=lambda: emu.connect(container="FREEPDB1"))
+    emu.advance(60, DATA_READ)
+    results = [source.collect() for _ in range(3)]
+    for result in results:
+        assert values(result, contract.ORACLE_ASM_READS) == {}
+        assert capability(result) == {("oracle:Oracle", "asm"): 0}
+    warnings = [r.getMessage() for r in caplog.records if "ASM disks cannot be read" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "CDB$ROOT" in warnings[0]
+
+
+def test_a_root_login_on_asm_and_a_database_on_file_systems_can_read_what_they_use(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    for emu in (OracleEmulation(cdb=True, pdbs=("FREEPDB1",), asm=True), OracleEmulation()):
+        emu.advance(60, DATA_READ)
+        result = source_for(emu, host).collect()
+        assert capability(result) == {("oracle:Oracle", "asm"): 1}
+    # A database without ASM files has nothing to read there, from a PDB login too.
+    emu = OracleEmulation(cdb=True, pdbs=("FREEPDB1",))
+    result = source_for(emu, host, connect=lambda: emu.connect(container="FREEPDB1")).collect()
+    assert capability(result) == {("oracle:Oracle", "asm"): 1}
+    assert not any("ASM disks cannot be read" in r.getMessage() for r in caplog.records)
+
+
+def test_asm_readable_again_clears_the_capability_and_a_new_loss_is_logged_again(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    emu = OracleEmulation(asm=True)
+    clock = FakeClock()
+    source = source_for(emu, host, clock=clock)
+    emu.revoke("gv$asm_disk_stat")
+    assert capability(source.collect()) == {("oracle:Oracle", "asm"): 0}
+    emu.grant("gv$asm_disk_stat")
+    clock.now += 3600  # past the no_grant pause
+    assert capability(source.collect()) == {("oracle:Oracle", "asm"): 1}
+    emu.revoke("gv$asm_disk_stat")
+    clock.now += 3600
+    assert capability(source.collect()) == {("oracle:Oracle", "asm"): 0}
+    assert sum("ASM disks cannot be read" in r.getMessage() for r in caplog.records) == 2

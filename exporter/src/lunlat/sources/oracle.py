@@ -77,6 +77,14 @@ LOST_CODES = frozenset(
         "DPY-4011",  # the database or network closed the connection
     }
 )
+# Oracle Database Reference, V$ASM_DISK_STAT: "In an Oracle Database instance, this view returns 0
+# rows when queried from a PDB" (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-ASM_DISK_STAT.html).
+# A PDB login therefore sees files named +GROUP/... but no disk: ASM needs a common user in CDB$ROOT.
+ASM_UNREADABLE = (
+    "ASM disks cannot be read: the database's files are in ASM (+GROUP/...) but GV$ASM_DISK_STAT has no "
+    "rows (it has none from a PDB login, or without its grant); no ASM disk series, and those files get "
+    "an empty lun. For ASM, connect as a common user to CDB$ROOT (deploy/oracle/README.md)"
+)
 _CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
 NAMES_REFRESH_SECONDS = 300.0
 # A file number the lookup does not know triggers a new lookup, at most this often.
@@ -203,6 +211,7 @@ class OracleSource(DbSource[OracleConnection]):
         self._names = Names()
         self._seen_connects = 0
         self._asm_disks: tuple[tuple[int, str], ...] = ()
+        self._asm_warned = logs.Once()
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -238,6 +247,7 @@ class OracleSource(DbSource[OracleConnection]):
             *self._event_families(events or [], errors),
             self._histogram_family(histogram or [], errors),
             *asm_families,
+            self._capability_family(),
         ]
         # Files change only with a lookup; ASM disks with the disk query.
         self._publish_lun_labels(
@@ -484,6 +494,23 @@ class OracleSource(DbSource[OracleConnection]):
             write_time.add(labels, wt)
         self._asm_disks = tuple(sorted(disks))
         return [reads, writes, read_time, write_time]
+
+    def _capability_family(self) -> Family:
+        """`asm` is 0 when files are in ASM but no ASM disk could be read (logged once per spell)."""
+        asm_files = [
+            path
+            for role in ("data", "temp", "log", "control")
+            for path in self._names.files_of(role)
+            if path.startswith("+")
+        ]
+        readable = bool(self._asm_disks) or not asm_files
+        if readable:
+            self._asm_warned.forget("asm")
+        elif self._asm_warned.first("asm"):
+            log.warning(ASM_UNREADABLE, source=self.name, asm_files=len(asm_files), example=asm_files[0])
+        family = Family(contract.SOURCE_CAPABILITY)
+        family.add(self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "asm")), int(readable))
+        return family
 
     # --- labels for the host layer -----------------------------------------------------------
 
