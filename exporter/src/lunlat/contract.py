@@ -184,7 +184,8 @@ ORACLE_WAIT_TIME = MetricSpec(
 ORACLE_WAIT_DURATION = MetricSpec(
     "lunlat_oracle_wait_event_duration_seconds",
     "histogram",
-    "Distribution of an I/O wait event's durations (V$EVENT_HISTOGRAM_MICRO, power-of-two µs buckets; "
+    "Distribution of an I/O wait event's durations (per container from V$CON_EVENT_HISTOGRAM_MICRO on 18c "
+    "and later, else the whole instance's from V$EVENT_HISTOGRAM_MICRO with db empty; power-of-two µs buckets; "
     "le is Oracle's exclusive upper bound). _sum is estimated as 3/4 of each bucket's bound per wait: "
     "for the exact average use the _time_seconds_total and _waits_total counters.",
     ORACLE_EVENT_LABELS,
