@@ -1,6 +1,6 @@
 -- lunlat: a least-privilege Oracle user for the exporter's oracle source (Oracle 12.2 or later).
 --
--- It gets CREATE SESSION and SELECT on exactly the eleven V$/GV$ views the exporter reads
+-- It gets CREATE SESSION and SELECT on exactly the twelve V$/GV$ views the exporter reads
 -- (exporter/src/lunlat/sources/oracle_sql.py, VIEWS; tests/oracle/test_deploy.py keeps the two
 -- equal), nothing else: no SELECT ANY DICTIONARY, no SELECT_CATALOG_ROLE, no ASH/AWR views (those
 -- need the Diagnostics Pack licence). V$X is a public synonym of SYS.V_$X and GV$X of SYS.GV_$X:
@@ -56,11 +56,14 @@ GRANT SELECT ON SYS.GV_$IOSTAT_FILE TO &&lunlat_user &&lunlat_container;
 -- system_event: waits and microseconds waited per I/O wait event and container
 -- (lunlat_oracle_wait_event_*_total). Without it those counters are missing.
 GRANT SELECT ON SYS.GV_$CON_SYSTEM_EVENT TO &&lunlat_user &&lunlat_container;
--- event_histogram_micro: wait duration histograms (lunlat_oracle_wait_event_duration_seconds).
--- Without it the histogram is missing.
+-- event_histogram_micro: wait duration histograms of the whole instance
+-- (lunlat_oracle_wait_event_duration_seconds, db empty), read on releases before 18c (below:
+-- con_event_histogram_micro). Without it there the histogram is missing.
 GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO &&lunlat_user &&lunlat_container;
 -- asm_disk_stat: per ASM disk reads, writes and times (lunlat_oracle_asm_disk_*); no rows without
--- ASM. Without it those series are missing.
+-- ASM, and none from a PDB (Oracle Database Reference, V$ASM_DISK_STAT): for ASM, log in to CDB$ROOT
+-- as C##LUNLAT. Without it (or from a PDB) those series are missing, ASM files get an empty lun and
+-- lunlat_source_capability{capability="asm"} is 0.
 GRANT SELECT ON SYS.GV_$ASM_DISK_STAT TO &&lunlat_user &&lunlat_container;
 
 -- Name lookups, run on connect and every five minutes.
@@ -79,6 +82,15 @@ GRANT SELECT ON SYS.V_$CONTROLFILE TO &&lunlat_user &&lunlat_container;
 -- asm_diskgroup_stat: disk group names (+DATA/... files to the group's disks). Without it the
 -- diskgroup label is the group number and ASM files get no lun.
 GRANT SELECT ON SYS.V_$ASM_DISKGROUP_STAT TO &&lunlat_user &&lunlat_container;
+
+-- On a release without the next view its GRANT fails with ORA-00942 and the script goes on.
+WHENEVER SQLERROR CONTINUE
+-- con_event_histogram_micro: wait duration histograms per container (18c and later: the Database
+-- Reference documents V$CON_EVENT_HISTOGRAM_MICRO from 18c; before, the exporter reads
+-- event_histogram_micro, the whole instance's, and does not need this grant). Without it on 18c or
+-- later the histogram is missing.
+GRANT SELECT ON SYS.GV_$CON_EVENT_HISTOGRAM_MICRO TO &&lunlat_user &&lunlat_container;
+WHENEVER SQLERROR EXIT FAILURE
 
 -- CDB root only: let the common user see the rows of every container, not just the root's.
 -- (CONTAINER_DATA is a user attribute, not a privilege; in a PDB or a non-CDB nothing is done.)

@@ -20,7 +20,14 @@ OracleEmulation (the server)
         A database with a default layout unless the files are given (redo group k belongs to
         thread k mod instances + 1). ASM files are named +GROUP/…; their I/O lands on that
         group's disks.
-    connect(inst_id=None) -> EmulatedConnection   to the first open instance (or that one)
+    connect(inst_id=None, container=None) -> EmulatedConnection
+                                                   to the first open instance (or that one); with
+                                                   `container` (a PDB of a CDB) a PDB login, whose
+                                                   views answer as simulator.EMPTY_IN_PDB and
+                                                   OWN_ROWS_IN_PDB say
+    version: str                   the release ("19.24.0.0.0", constructor `version=`): the sessions'
+                                   `version` (python-oracledb's Connection.version) and which views
+                                   exist (simulator.SINCE_MAJOR; a missing one is ORA-00942)
     query(sql, inst_id=None) -> list[tuple]        connect, run one statement, close
     advance(seconds, load=None, inst_id=None)      simulated time passes under `load` (simulator.Load)
     restart(inst_id=None, hold=False, code="DPY-4011")
@@ -82,7 +89,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 
-from tests.oracle.simulator import VIEWS, Database, Instance, Load, Role, rows
+from tests.oracle.simulator import VIEWS, Database, Instance, Load, Role, exists, rows
 
 # --- errors, as python-oracledb thin raises them ---------------------------------------------
 
@@ -447,9 +454,10 @@ class EmulatedConnection:
 
     thin = True
 
-    def __init__(self, server: OracleEmulation, inst: Instance, epoch: int) -> None:
+    def __init__(self, server: OracleEmulation, inst: Instance, epoch: int, pdb: int | None = None) -> None:
         self._server = server
         self.inst_id = inst.inst_id
+        self.pdb = pdb  # CON_ID of the PDB the session is logged into (None: root or non-CDB)
         self._generation = inst.generation
         self._epoch = epoch
         self._state: Literal["open", "lost", "closed"] = "open"
@@ -485,6 +493,12 @@ class EmulatedConnection:
         if not isinstance(value, int) or value < 0:
             raise TypeError(f"call_timeout must be an int of milliseconds >= 0, not {value!r}")
         self._call_timeout = value
+
+    @property
+    def version(self) -> str:
+        """The server's release, as python-oracledb thin reports it from the login (connection.py)."""
+        self._verify_connected()
+        return self._server.version
 
     def cursor(self) -> EmulatedCursor:
         self._verify_connected()
@@ -550,7 +564,10 @@ class OracleEmulation:
         controlfiles: Sequence[str] | None = None,
         seed: int = 0,
         start: datetime = datetime(2025, 1, 6, 8, 0, 0),
+        version: str = "19.24.0.0.0",
     ) -> None:
+        self.version = version
+        self.major = int(version.split(".", 1)[0])
         if isinstance(instances, int):
             base = db_name.lower()
             names = [base] if instances == 1 else [f"{base}{i}" for i in range(1, instances + 1)]
@@ -725,7 +742,10 @@ class OracleEmulation:
 
     # --- sessions -------------------------------------------------------------------------------
 
-    def connect(self, inst_id: int | None = None) -> EmulatedConnection:
+    def connect(self, inst_id: int | None = None, container: str | None = None) -> EmulatedConnection:
+        if container is not None and (not self.db.cdb or container.upper() in ("CDB$ROOT", "PDB$SEED")):
+            raise ValueError(f"{container!r} is not an open PDB of this database")
+        pdb = self.db.con_id(container) if container is not None else None  # KeyError: no such PDB
         with self._lock:
             self.connect_attempts += 1
             delay, error, wake = self.connect_delay, self.connect_error, self._wake
@@ -741,7 +761,7 @@ class OracleEmulation:
             if inst is None:
                 raise ora_error(1033)
             self.connects += 1
-            return EmulatedConnection(self, inst, self._epochs[inst.inst_id])
+            return EmulatedConnection(self, inst, self._epochs[inst.inst_id], pdb=pdb)
 
     def query(self, sql: str, inst_id: int | None = None) -> list[tuple[Any, ...]]:
         with self.connect(inst_id) as conn, conn.cursor() as cursor:
@@ -780,7 +800,9 @@ class OracleEmulation:
             revoked = [v for v in compiled.views if v in self._revoked]
             if revoked:
                 raise ora_error(942)
-            tables = {view: self._table(view, conn.inst_id) for view in compiled.views}
+            if any(not exists(v[1:] if v.startswith("GV$") else v, self.major) for v in compiled.views):
+                raise ora_error(942)  # a view this release does not have
+            tables = {view: self._table(view, conn.inst_id, conn.pdb) for view in compiled.views}
         return compiled, conn._engine.run(compiled, tables)
 
     @staticmethod
@@ -802,7 +824,7 @@ class OracleEmulation:
             oerr.ERR_CONNECTION_CLOSED, "socket timed out while recovering from previous socket timeout"
         )
 
-    def _table(self, view: str, inst_id: int) -> list[tuple[Any, ...]]:
+    def _table(self, view: str, inst_id: int, pdb: int | None = None) -> list[tuple[Any, ...]]:
         """The rows of `view` for a session on instance `inst_id`: GV$ views show every open
         instance (INST_ID first), V$ views the session's own."""
         columns = [col for col, _ in TABLES[view]]
@@ -810,7 +832,7 @@ class OracleEmulation:
         shown = self.db.open_instances() if glob else [self.db.instances[inst_id]]
         out: list[tuple[Any, ...]] = []
         for inst in shown:
-            for row in rows(self.db, view[1:] if glob else view, inst):
+            for row in rows(self.db, view[1:] if glob else view, inst, pdb):
                 unknown = set(row) - set(columns)
                 assert not unknown, f"{view}: {unknown} are not documented columns"
                 values = {"INST_ID": inst.inst_id, **row} if glob else row

@@ -612,9 +612,35 @@ _CONSOLIDATED: dict[str, Role] = {"Control File": "control", "Log File": "log"}
 _SIZED = tuple(k for k in IO_KINDS if k != "small_sync_read")
 
 
-def rows(db: Database, view: str, inst: Instance) -> list[Row]:
-    """Rows of the V$ view `view` (upper case, without the G) as instance `inst` shows them."""
-    return _BUILDERS[view](db, inst)
+# Views that answer no rows to a session logged into a PDB. Oracle Database Reference, V$ASM_DISK_STAT:
+# "In an Oracle Database instance, this view returns 0 rows when queried from a PDB"
+# (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-ASM_DISK_STAT.html).
+EMPTY_IN_PDB: frozenset[str] = frozenset({"V$ASM_DISK_STAT"})
+# Views that show a PDB session its own container's rows only: "When queried from a PDB, wait event
+# data in that PDB are returned" (Database Reference, V$CON_SYSTEM_EVENT; V$CON_EVENT_HISTOGRAM_MICRO).
+OWN_ROWS_IN_PDB: frozenset[str] = frozenset({"V$CON_SYSTEM_EVENT", "V$CON_EVENT_HISTOGRAM_MICRO"})
+# The first major release whose Database Reference documents a view (views not listed: every
+# release the source supports). V$CON_EVENT_HISTOGRAM_MICRO: 18c reference 7.131
+# (https://docs.oracle.com/en/database/oracle/oracle-database/18/refrn/V-CON_EVENT_HISTOGRAM_MICRO.html);
+# no 12.2 page for it was found, so an older release is modelled without it.
+SINCE_MAJOR: dict[str, int] = {"V$CON_EVENT_HISTOGRAM_MICRO": 18}
+# Nothing else of a PDB login or of a release is modelled (docs/emulated-facts.md).
+
+
+def exists(view: str, major: int) -> bool:
+    """Whether the V$ view `view` (upper case, without the G) exists in major release `major`."""
+    return major >= SINCE_MAJOR.get(view, 0)
+
+
+def rows(db: Database, view: str, inst: Instance, pdb: int | None = None) -> list[Row]:
+    """Rows of the V$ view `view` (upper case, without the G) as instance `inst` shows them to a
+    session in the CDB root or a non-CDB, or to one logged into the PDB whose CON_ID is `pdb`."""
+    if pdb is not None and view in EMPTY_IN_PDB:
+        return []
+    out = _BUILDERS[view](db, inst)
+    if pdb is not None and view in OWN_ROWS_IN_PDB:
+        out = [row for row in out if row["CON_ID"] == pdb]
+    return out
 
 
 def _iostat(db: Database, inst: Instance) -> list[Row]:
@@ -704,6 +730,25 @@ def _histogram(db: Database, inst: Instance) -> list[Row]:
             "CON_ID": 0,
         }
         for event, c in inst.events.items()
+        for bound, count in sorted(c.buckets.items())
+        if count > 0
+    ]
+
+
+def _con_histogram(db: Database, inst: Instance) -> list[Row]:
+    # V$CON_EVENT_HISTOGRAM_MICRO: V$EVENT_HISTOGRAM_MICRO's buckets per container, CON_ID as in
+    # V$CON_SYSTEM_EVENT (0 in a non-CDB; Database Reference 18c, V$CON_EVENT_HISTOGRAM_MICRO).
+    return [
+        {
+            "EVENT#": EVENTS[event].number,
+            "EVENT": event,
+            "WAIT_TIME_FORMAT": wait_time_format(bound),
+            "WAIT_TIME_MICRO": bound,
+            "WAIT_COUNT": count,
+            "LAST_UPDATE_TIME": oracle_timestamp(c.updated[bound]),
+            "CON_ID": con_id,
+        }
+        for (con_id, event), c in inst.con_events.items()
         for bound, count in sorted(c.buckets.items())
         if count > 0
     ]
@@ -940,6 +985,7 @@ _BUILDERS: dict[str, Callable[[Database, Instance], list[Row]]] = {
     "V$SYSTEM_EVENT": _system_event,
     "V$CON_SYSTEM_EVENT": _con_system_event,
     "V$EVENT_HISTOGRAM_MICRO": _histogram,
+    "V$CON_EVENT_HISTOGRAM_MICRO": _con_histogram,
     "V$ASM_DISK_STAT": _asm_disk,
     "V$ASM_DISK": _asm_disk,
     "V$ASM_DISKGROUP_STAT": _asm_diskgroup,
@@ -1005,6 +1051,9 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
     "V$EVENT_HISTOGRAM_MICRO": _columns("""EVENT# NUMBER, EVENT VARCHAR2(64),
         WAIT_TIME_FORMAT VARCHAR2(30), WAIT_TIME_MICRO NUMBER, WAIT_COUNT NUMBER,
         LAST_UPDATE_TIME VARCHAR2(64), CON_ID NUMBER"""),
+    "V$CON_EVENT_HISTOGRAM_MICRO": _columns("""EVENT# NUMBER, EVENT VARCHAR2(64),
+        WAIT_TIME_FORMAT VARCHAR2(30), WAIT_TIME_MICRO NUMBER, WAIT_COUNT NUMBER,
+        LAST_UPDATE_TIME VARCHAR2(73), CON_ID NUMBER"""),
     "V$ASM_DISK_STAT": _ASM_DISK,
     "V$ASM_DISK": _ASM_DISK,
     "V$ASM_DISKGROUP_STAT": _ASM_DISKGROUP,

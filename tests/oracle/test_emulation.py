@@ -674,3 +674,44 @@ def test_codes_become_the_exceptions_the_driver_makes() -> None:
     assert (type(lost), code(lost)) == (oracledb.DatabaseError, "DPY-4011")
     with pytest.raises(ValueError, match="not an ORA"):
         oracle_error("TNS-12541")
+
+
+def test_a_pdb_login_sees_no_asm_disks_and_the_root_sees_them() -> None:
+    # Oracle Database Reference, V$ASM_DISK_STAT: 0 rows when queried from a PDB (emulated-facts.md).
+    emu = OracleEmulation(cdb=True, pdbs=("FREEPDB1",), asm=True)
+    asm = ORACLE_SQL["asm_disk_stat"].sql
+    with emu.connect() as root, emu.connect(container="FREEPDB1") as pdb:
+        assert {row[4] for row in run(root, asm)} == {
+            "/dev/mapper/asm_data1",
+            "/dev/mapper/asm_data2",
+            "/dev/mapper/asm_fra1",
+        }
+        assert run(pdb, asm) == []
+        datafiles = run(pdb, ORACLE_SQL["datafile"].sql)
+        assert datafiles and all(name.startswith("+DATA/") for _, _, name in datafiles)
+    with pytest.raises(ValueError, match="not an open PDB"):
+        emu.connect(container="CDB$ROOT")
+    with pytest.raises(ValueError, match="not an open PDB"):
+        OracleEmulation(asm=True).connect(container="FREEPDB1")  # a non-CDB has no PDB
+
+
+def test_the_per_container_histogram_exists_from_18c_and_a_pdb_sees_its_own_rows() -> None:
+    sql = ORACLE_SQL["con_event_histogram_micro"].sql
+    load = Load(
+        IO("data", "read", 10, Constant(425), container="SALES"),
+        IO("data", "read", 10, Constant(425), container="HR"),
+        background=False,
+    )
+    old = OracleEmulation(cdb=True, pdbs=("SALES", "HR"), version="12.2.0.1.0")
+    with old.connect() as conn:
+        assert conn.version == "12.2.0.1.0"
+        assert code(failure(conn, sql)) == "ORA-00942"
+        assert run(conn, ORACLE_SQL["event_histogram_micro"].sql) == []
+    new = OracleEmulation(cdb=True, pdbs=("SALES", "HR"), version="19.24.0.0.0")
+    new.advance(1, load)
+    sales, hr = new.db.con_id("SALES"), new.db.con_id("HR")
+    with new.connect() as root, new.connect(container="SALES") as pdb:
+        assert root.version == "19.24.0.0.0"
+        assert {int(r[1]) for r in run(root, sql)} == {sales, hr}
+        assert {int(r[1]) for r in run(pdb, sql)} == {sales}
+        assert {int(r[1]) for r in run(pdb, ORACLE_SQL["system_event"].sql)} == {sales}

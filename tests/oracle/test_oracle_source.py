@@ -6,6 +6,7 @@ restarts; RAC and CDB; ASM; and every fault while the host layer keeps being ser
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -502,7 +503,7 @@ def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
 ) -> None:
     clock = FakeClock()
     emu.advance(10, DATA_READ)
-    emu.revoke("gv$event_histogram_micro")
+    emu.revoke("gv$con_event_histogram_micro")  # 19c: the per-container histogram
     source = source_for(emu, host, clock=clock)
     first = source.collect()
     assert first.errors == Counter({"no_grant": 1})
@@ -514,7 +515,7 @@ def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
     assert not second.errors and sum("event_histogram_micro" in s for s in emu.executed) == queried
     up, _ = scrape_both(host, source)  # partial data is still data: the source stays up
     assert up == {"diskstats": True, "oracle:Oracle": True}
-    emu.grant("gv$event_histogram_micro")
+    emu.grant("gv$con_event_histogram_micro")
     clock.now += 600
     third = source.collect()
     assert not third.errors and families(third)[contract.ORACLE_WAIT_DURATION.name].samples
@@ -555,6 +556,7 @@ class Corrupting:
         self._inner = inner
         self._lookups = lookups
         self.call_timeout = 0
+        self.version = inner.version
 
     def cursor(self) -> Any:
         inner = self._inner.cursor()
@@ -606,3 +608,121 @@ def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
     assert result.errors == Counter({"bad_row": 3})  # two event rows, one datafile row
     files = {k[contract.ORACLE_FILE_LABELS.index("file")] for k in values(result, contract.ORACLE_FILE_READS)}
     assert "file#1" in files and len([f for f in files if f.startswith("/u02/")]) >= 2
+
+
+# --- what the login can read ---------------------------------------------------------------------
+
+
+def capability(result: SourceResult) -> dict[tuple[str, ...], float]:
+    return values(result, contract.SOURCE_CAPABILITY)
+
+
+def test_a_pdb_login_on_asm_says_once_that_asm_cannot_be_read(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The documented one-PDB login (the compose profile's FREEPDB1): V$ASM_DISK_STAT has no rows
+    # from a PDB, so the +DATA files get no lun. That must show in a metric and in the log, once.
+    emu = OracleEmulation(cdb=True, pdbs=("FREEPDB1",), asm=True)
+    source = source_for(emu, host, connect=lambda: emu.connect(container="FREEPDB1"))
+    emu.advance(60, DATA_READ)
+    results = [source.collect() for _ in range(3)]
+    for result in results:
+        assert values(result, contract.ORACLE_ASM_READS) == {}
+        assert capability(result) == {("oracle:Oracle", "asm"): 0}
+    warnings = [r.getMessage() for r in caplog.records if "ASM disks cannot be read" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "CDB$ROOT" in warnings[0]
+
+
+def test_a_root_login_on_asm_and_a_database_on_file_systems_can_read_what_they_use(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    for emu in (OracleEmulation(cdb=True, pdbs=("FREEPDB1",), asm=True), OracleEmulation()):
+        emu.advance(60, DATA_READ)
+        result = source_for(emu, host).collect()
+        assert capability(result) == {("oracle:Oracle", "asm"): 1}
+    # A database without ASM files has nothing to read there, from a PDB login too.
+    emu = OracleEmulation(cdb=True, pdbs=("FREEPDB1",))
+    result = source_for(emu, host, connect=lambda: emu.connect(container="FREEPDB1")).collect()
+    assert capability(result) == {("oracle:Oracle", "asm"): 1}
+    assert not any("ASM disks cannot be read" in r.getMessage() for r in caplog.records)
+
+
+def test_asm_readable_again_clears_the_capability_and_a_new_loss_is_logged_again(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    emu = OracleEmulation(asm=True)
+    clock = FakeClock()
+    source = source_for(emu, host, clock=clock)
+    emu.revoke("gv$asm_disk_stat")
+    assert capability(source.collect()) == {("oracle:Oracle", "asm"): 0}
+    emu.grant("gv$asm_disk_stat")
+    clock.now += 3600  # past the no_grant pause
+    assert capability(source.collect()) == {("oracle:Oracle", "asm"): 1}
+    emu.revoke("gv$asm_disk_stat")
+    clock.now += 3600
+    assert capability(source.collect()) == {("oracle:Oracle", "asm"): 0}
+    assert sum("ASM disks cannot be read" in r.getMessage() for r in caplog.records) == 2
+
+
+# --- wait histograms: per container where the release has the view ------------------------------
+
+PDB_READS = Load(
+    IO("data", "read", 300, Constant(425), container="SALES"),
+    IO("data", "read", 100, Constant(2000), container="HR"),
+    IO("log", "write", 100, Constant(300)),
+    background=False,
+)
+
+
+def histogram_counts(result: SourceResult) -> dict[tuple[str, str], float]:
+    """(db, event) -> the histogram's `_count`."""
+    labels = contract.ORACLE_EVENT_LABELS
+    return {
+        (s[1].values[labels.index("db")], s[1].values[labels.index("event")]): s[2]
+        for s in families(result)[contract.ORACLE_WAIT_DURATION.name].all_samples()
+        if s[0] == "_count"
+    }
+
+
+def test_from_19c_the_histograms_are_per_container_like_the_wait_counters(host: FakeHost) -> None:
+    emu = OracleEmulation(cdb=True, pdbs=("SALES", "HR"), version="19.24.0.0.0")
+    source = source_for(emu, host)
+    emu.advance(60, PDB_READS)
+    result = source.collect()
+    assert not result.errors
+    counts = histogram_counts(result)
+    assert counts[("SALES", "db file sequential read")] == 300 * 60
+    assert counts[("HR", "db file sequential read")] == 100 * 60
+    assert ("", "db file sequential read") not in counts  # no instance-wide mix next to them
+    # The same label sets as the wait counters: a histogram series and its counter line up.
+    labels = contract.ORACLE_EVENT_LABELS
+    for key, n in values(result, contract.ORACLE_WAITS).items():
+        assert counts[(key[labels.index("db")], key[labels.index("event")])] == n
+    # SALES's 425 µs reads and HR's 2 ms reads each sit in their own bucket.
+    buckets = {
+        (s[1].values[labels.index("db")], s[1].values[-1]): s[2]
+        for s in families(result)[contract.ORACLE_WAIT_DURATION.name].all_samples()
+        if s[0] == "_bucket" and s[1].values[labels.index("event")] == "db file sequential read"
+    }
+    assert buckets[("SALES", "0.000512")] == 300 * 60 and buckets[("SALES", "0.000256")] == 0
+    assert buckets[("HR", "0.002048")] == 100 * 60 and buckets[("HR", "0.001024")] == 0
+
+
+def test_before_18c_the_histograms_are_instance_wide_and_the_missing_view_is_never_read(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The Database Reference documents V$CON_EVENT_HISTOGRAM_MICRO from 18c: on 12.2 the source
+    # reads the instance-wide histogram (db empty) and says so once, not a no_grant error forever.
+    caplog.set_level(logging.INFO)
+    emu = OracleEmulation(cdb=True, pdbs=("SALES", "HR"), version="12.2.0.1.0")
+    source = source_for(emu, host)
+    emu.advance(60, PDB_READS)
+    results = [source.collect() for _ in range(3)]
+    assert all(not r.errors for r in results)
+    assert not any("con_event_histogram" in s for s in emu.executed)
+    counts = histogram_counts(results[-1])
+    assert counts[("", "db file sequential read")] == 400 * 60
+    assert {db for db, _ in counts} == {""}
+    said = [r.getMessage() for r in caplog.records if "histograms are instance-wide" in r.getMessage()]
+    assert len(said) == 1, said

@@ -184,7 +184,8 @@ ORACLE_WAIT_TIME = MetricSpec(
 ORACLE_WAIT_DURATION = MetricSpec(
     "lunlat_oracle_wait_event_duration_seconds",
     "histogram",
-    "Distribution of an I/O wait event's durations (V$EVENT_HISTOGRAM_MICRO, power-of-two µs buckets; "
+    "Distribution of an I/O wait event's durations (per container from V$CON_EVENT_HISTOGRAM_MICRO on 18c "
+    "and later, else the whole instance's from V$EVENT_HISTOGRAM_MICRO with db empty; power-of-two µs buckets; "
     "le is Oracle's exclusive upper bound). _sum is estimated as 3/4 of each bucket's bound per wait: "
     "for the exact average use the _time_seconds_total and _waits_total counters.",
     ORACLE_EVENT_LABELS,
@@ -365,6 +366,15 @@ SOURCE_COLLECTION_AGE = MetricSpec(
     "more when a collection younger than the target's min_interval_seconds was served again.",
     ("source",),
 )
+# A database layer the source cannot read although the database uses it (Oracle: files in ASM, but
+# GV$ASM_DISK_STAT has no rows, as from a PDB login) is 0 here and logged once, never silent.
+SOURCE_CAPABILITY = MetricSpec(
+    "lunlat_source_capability",
+    "gauge",
+    "1 when the source reads this part of its database (or the database does not use it), "
+    "0 when the database uses it but the source cannot read it (the log says why).",
+    ("source", "capability"),
+)
 BUILD_INFO = MetricSpec(
     "lunlat_build_info",
     "gauge",
@@ -396,6 +406,7 @@ HEALTH_METRICS: tuple[MetricSpec, ...] = (
     CONFIG_LAST_RELOAD_SUCCESSFUL,
     CONFIG_LAST_RELOAD_SUCCESS_TIME,
     SOURCE_COLLECTION_AGE,
+    SOURCE_CAPABILITY,
 )
 
 ALL_METRICS: tuple[MetricSpec, ...] = (

@@ -4,11 +4,14 @@ One source per configured target, through python-oracledb in thin mode (no Insta
 connection is kept between scrapes (a login costs the database far more than the queries) and
 reopened with backoff when lost. Each scrape runs four static queries (oracle_sql); file names,
 instance and container names are looked up on connect, every `names_refresh` seconds, and when a
-file number appears that the last lookup did not know.
+file number appears that the last lookup did not know. The release the login reports picks the
+wait histogram's level: per container from 18c, the whole instance's before (logged once).
 
 A missing grant (ORA-00942/ORA-01031) switches that one query off for ten minutes, counted as
 `no_grant`; the rest of the source keeps publishing. A lost connection or a query past the call
-timeout fails this scrape of this source only (`lunlat_source_up` 0), never the others.
+timeout fails this scrape of this source only (`lunlat_source_up` 0), never the others. A view
+that answers no rows to this login although the database uses it (ASM disks from a PDB) is
+`lunlat_source_capability` 0 and one log line.
 """
 
 from __future__ import annotations
@@ -77,6 +80,14 @@ LOST_CODES = frozenset(
         "DPY-4011",  # the database or network closed the connection
     }
 )
+# Oracle Database Reference, V$ASM_DISK_STAT: "In an Oracle Database instance, this view returns 0
+# rows when queried from a PDB" (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-ASM_DISK_STAT.html).
+# A PDB login therefore sees files named +GROUP/... but no disk: ASM needs a common user in CDB$ROOT.
+ASM_UNREADABLE = (
+    "ASM disks cannot be read: the database's files are in ASM (+GROUP/...) but GV$ASM_DISK_STAT has no "
+    "rows (it has none from a PDB login, or without its grant); no ASM disk series, and those files get "
+    "an empty lun. For ASM, connect as a common user to CDB$ROOT (deploy/oracle/README.md)"
+)
 _CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
 NAMES_REFRESH_SECONDS = 300.0
 # A file number the lookup does not know triggers a new lookup, at most this often.
@@ -87,6 +98,11 @@ class OracleConnection(Connection, Protocol):
     """A connection whose calls the source bounds: oracledb.Connection (tests pass an emulation)."""
 
     call_timeout: int
+
+    @property
+    def version(self) -> str:
+        """The server's release, "19.24.0.0.0" (python-oracledb connection.py, Connection.version:
+        the version of the database the connection was established to, known from the login)."""
 
 
 def error_code(exc: BaseException) -> str:
@@ -203,6 +219,8 @@ class OracleSource(DbSource[OracleConnection]):
         self._names = Names()
         self._seen_connects = 0
         self._asm_disks: tuple[tuple[int, str], ...] = ()
+        self._said = logs.Once()  # what the login cannot read, said once (again after it could)
+        self._histogram = sql.EVENT_HISTOGRAM
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -216,6 +234,7 @@ class OracleSource(DbSource[OracleConnection]):
             # restarted with other files).
             self._seen_connects = self._session.connects
             conn.call_timeout = int(self._target.timeout_seconds * 1000)
+            self._histogram = self._histogram_query(conn)
             self._names.looked_up_at = -float("inf")
         errors: Counter[str] = Counter()
         now = self._clock()
@@ -229,7 +248,7 @@ class OracleSource(DbSource[OracleConnection]):
         ):
             self._look_up_names(conn, errors)
         events = self._query(conn, sql.SYSTEM_EVENT, errors)
-        histogram = self._query(conn, sql.EVENT_HISTOGRAM, errors)
+        histogram = self._query(conn, self._histogram, errors)
         asm = self._query(conn, sql.ASM_DISK, errors)
         # The disks first: an ASM file's `lun` is its disk group's LUNs.
         asm_families = self._asm_families(asm or [], errors)
@@ -238,6 +257,7 @@ class OracleSource(DbSource[OracleConnection]):
             *self._event_families(events or [], errors),
             self._histogram_family(histogram or [], errors),
             *asm_families,
+            self._capability_family(),
         ]
         # Files change only with a lookup; ASM disks with the disk query.
         self._publish_lun_labels(
@@ -247,6 +267,22 @@ class OracleSource(DbSource[OracleConnection]):
             self._target.workload or "",
         )
         return SourceResult(families, errors)
+
+    def _histogram_query(self, conn: OracleConnection) -> Query:
+        """Per container where the release has the view, else the whole instance's (`db` empty)."""
+        try:
+            major = int(str(conn.version).split(".", 1)[0])
+        except ValueError:
+            major = 0  # a version the source cannot read: the view every release has
+        query = sql.CON_EVENT_HISTOGRAM if major >= sql.CON_HISTOGRAM_SINCE else sql.EVENT_HISTOGRAM
+        if query is sql.EVENT_HISTOGRAM and self._said.first(("instance_histogram", str(conn.version))):
+            log.info(
+                "wait histograms are instance-wide (db empty): this release has no per-container view",
+                source=self.name,
+                version=str(conn.version),
+                needs=f"{sql.CON_HISTOGRAM_SINCE}c for V$CON_EVENT_HISTOGRAM_MICRO",
+            )
+        return query
 
     # --- names --------------------------------------------------------------------------------
 
@@ -427,7 +463,7 @@ class OracleSource(DbSource[OracleConnection]):
             return self._event_labels(row), bound, count_value(row[4], "wait_count")
 
         buckets: dict[LabelSet, dict[int, int]] = {}
-        for labels, bound, count in self._rows(rows, sql.EVENT_HISTOGRAM, errors, parse):
+        for labels, bound, count in self._rows(rows, self._histogram, errors, parse):
             per_bound = buckets.setdefault(labels, {})
             per_bound[bound] = per_bound.get(bound, 0) + count
         for labels, per_bound in buckets.items():
@@ -484,6 +520,23 @@ class OracleSource(DbSource[OracleConnection]):
             write_time.add(labels, wt)
         self._asm_disks = tuple(sorted(disks))
         return [reads, writes, read_time, write_time]
+
+    def _capability_family(self) -> Family:
+        """`asm` is 0 when files are in ASM but no ASM disk could be read (logged once per spell)."""
+        asm_files = [
+            path
+            for role in ("data", "temp", "log", "control")
+            for path in self._names.files_of(role)
+            if path.startswith("+")
+        ]
+        readable = bool(self._asm_disks) or not asm_files
+        if readable:
+            self._said.forget("asm")
+        elif self._said.first("asm"):
+            log.warning(ASM_UNREADABLE, source=self.name, asm_files=len(asm_files), example=asm_files[0])
+        family = Family(contract.SOURCE_CAPABILITY)
+        family.add(self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "asm")), int(readable))
+        return family
 
     # --- labels for the host layer -----------------------------------------------------------
 
