@@ -145,6 +145,7 @@ class Health(Strict):
     exporter_absent_for: str = "5m"
     source_down_for: str = "2m"
     source_errors_window: str = "15m"
+    source_capability_missing_for: str = "15m"
 
     _durations = field_validator("*")(_duration)
 

@@ -410,6 +410,20 @@ class RuleSet:
                 "{{ $labels.instance }} in the last " + health.source_errors_window + ".",
                 f"{base}/source-errors.md#lunlatencysourceerrors",
             ),
+            _alert(
+                "LunLatencySourceCapabilityMissing",
+                f"{contract.SOURCE_CAPABILITY.name}{{{sel}}} == 0",
+                health.source_capability_missing_for,
+                "ticket",
+                "lunlat source {{ $labels.source }} on {{ $labels.instance }} cannot read "
+                "{{ $labels.capability }}",
+                "The {{ $labels.source }} source of {{ $labels.instance }} has not read {{ $labels.capability }} "
+                "for "
+                + health.source_capability_missing_for
+                + ": its database layer is partial (the rest is "
+                "published). Fix the login or grants, or silence where the server version lacks it.",
+                f"{base}/source-capability.md#lunlatencysourcecapabilitymissing",
+            ),
         ]
 
     # --- assembly ----------------------------------------------------------------------------------
