@@ -373,7 +373,8 @@ def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_o
     assert not result.errors
     role = {k[2]: k[3] for k in values(result, contract.MSSQL_WAITS)}
     assert set(role) == set(sql.IO_WAITS)
-    assert (role["HADR_SYNC_COMMIT"], role["LOGBUFFER"], role["PAGEIOLATCH_KP"]) == ("other", "log", "data")
+    # A synchronous replica's wait is its own role: never summed into the log LUN's waits.
+    assert (role["HADR_SYNC_COMMIT"], role["LOGBUFFER"], role["PAGEIOLATCH_KP"]) == ("replica", "log", "data")
     counts = {k[2]: v for k, v in values(result, contract.MSSQL_WAITS).items()}
     assert (counts["HADR_SYNC_COMMIT"], counts["PAGEIOLATCH_KP"], counts["LOGBUFFER"]) == (1000, 500, 100)
     assert counts["WRITE_COMPLETION"] == 200
