@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _log_panel() -> dict[str, Any]:
     board = json.loads((REPO / "dashboards" / "lunlat-database-io.json").read_text(encoding="utf-8"))
     (panel,) = [x for x in board["panels"] if str(x.get("title", "")).startswith("Log writes")]
+    assert isinstance(panel, dict)
     return panel
 
 
