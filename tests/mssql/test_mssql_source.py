@@ -347,6 +347,24 @@ def test_the_wait_time_is_the_resource_wait_and_the_signal_wait_is_its_own_serie
     assert signal / waits[page] == pytest.approx(2e-3)
 
 
+def test_a_slow_synchronous_replica_is_published_as_replica_waits_not_as_log_latency(
+    server: TdsServer,
+) -> None:
+    # The log file writes in 300 µs; the synchronous replica hardens the log in 20 ms.
+    load: Load = {("sales", "log", "write"): Stream(100, 300, replica_us=20_000)}
+    source = source_for(server)
+    server.state.advance(10, load)
+    result = source.collect()
+    assert not result.errors
+    waits = values(result, contract.MSSQL_WAITS)
+    waited = values(result, contract.MSSQL_WAIT_TIME)
+    by_type = {k[2]: k for k in waits}
+    replica, log = by_type["HADR_SYNC_COMMIT"], by_type["WRITELOG"]
+    assert (replica[3], log[3]) == ("replica", "log")
+    assert waits[replica] == 1000 and waited[replica] / waits[replica] == pytest.approx(20e-3)
+    assert waited[log] / waits[log] < 1e-3  # the log LUN's commit wait stays sub-millisecond
+
+
 def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_off_the_log_lun(
     server: TdsServer,
 ) -> None:
