@@ -55,7 +55,8 @@ def oracle_load(dss: bool) -> Load:
     ]
     if dss:  # multiblock scans: 'db file scattered read' / direct path reads of 1 MiB
         streams.append(IO("data", "read", 15, LogNormal(2500, 0.5), large_fraction=1.0))
-    return Load(*streams, commits=Commits(80))
+    # A Data Guard SYNC standby, so the log panel's replica series has data.
+    return Load(*streams, commits=Commits(80), standby=LogNormal(900, 0.3))
 
 
 def mssql_load(dss: bool) -> dict[tuple[str, Any, Any], Stream]:
@@ -67,7 +68,7 @@ def mssql_load(dss: bool) -> dict[tuple[str, Any, Any], Stream]:
     return {
         (MSSQL_DATABASE, "data", "read"): reads,
         (MSSQL_DATABASE, "data", "write"): Stream(30, 250),
-        (MSSQL_DATABASE, "log", "write"): Stream(80, 200),
+        (MSSQL_DATABASE, "log", "write"): Stream(80, 200, replica_us=800),  # a synchronous replica
     }
 
 

@@ -208,6 +208,10 @@ class Stream:
     queued_us: int = 0
     wait: str | None = None
     signal_us: int = SIGNAL_US
+    # A synchronous Always On replica: each log write also waits HADR_SYNC_COMMIT this long
+    # ("waiting for transaction commit processing for the synchronized secondary databases to harden
+    # the log", sys.dm_os_wait_stats). Its own wait: no stall on this server's log file.
+    replica_us: int = 0
 
     def __post_init__(self) -> None:
         if not self.iops >= 0 or self.io_bytes < 0 or self.queued_us < 0 or self.signal_us < 0:
@@ -387,6 +391,8 @@ class DmvState:
                 # WRITELOG: the log writer's hand-off on top (WRITELOG_EXTRA_US, the signal wait in it)
                 extra = max(WRITELOG_EXTRA_US, stream.signal_us) if wait == "WRITELOG" else stream.signal_us
                 self._wait(wait, n, micros + stream.queued_us + extra, stream.signal_us)
+            if stream.replica_us and (role, direction) == ("log", "write"):
+                self._wait("HADR_SYNC_COMMIT", n, stream.replica_us + stream.signal_us, stream.signal_us)
 
     def _wait(self, wait_type: str, n: int, micros: int, signal_us: int = SIGNAL_US) -> None:
         counters = self.waits[wait_type]

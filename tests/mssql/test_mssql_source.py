@@ -347,6 +347,24 @@ def test_the_wait_time_is_the_resource_wait_and_the_signal_wait_is_its_own_serie
     assert signal / waits[page] == pytest.approx(2e-3)
 
 
+def test_a_slow_synchronous_replica_is_published_as_replica_waits_not_as_log_latency(
+    server: TdsServer,
+) -> None:
+    # The log file writes in 300 µs; the synchronous replica hardens the log in 20 ms.
+    load: Load = {("sales", "log", "write"): Stream(100, 300, replica_us=20_000)}
+    source = source_for(server)
+    server.state.advance(10, load)
+    result = source.collect()
+    assert not result.errors
+    waits = values(result, contract.MSSQL_WAITS)
+    waited = values(result, contract.MSSQL_WAIT_TIME)
+    by_type = {k[2]: k for k in waits}
+    replica, log = by_type["HADR_SYNC_COMMIT"], by_type["WRITELOG"]
+    assert (replica[3], log[3]) == ("replica", "log")
+    assert waits[replica] == 1000 and waited[replica] / waits[replica] == pytest.approx(20e-3)
+    assert waited[log] / waits[log] < 1e-3  # the log LUN's commit wait stays sub-millisecond
+
+
 def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_off_the_log_lun(
     server: TdsServer,
 ) -> None:
@@ -373,7 +391,8 @@ def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_o
     assert not result.errors
     role = {k[2]: k[3] for k in values(result, contract.MSSQL_WAITS)}
     assert set(role) == set(sql.IO_WAITS)
-    assert (role["HADR_SYNC_COMMIT"], role["LOGBUFFER"], role["PAGEIOLATCH_KP"]) == ("other", "log", "data")
+    # A synchronous replica's wait is its own role: never summed into the log LUN's waits.
+    assert (role["HADR_SYNC_COMMIT"], role["LOGBUFFER"], role["PAGEIOLATCH_KP"]) == ("replica", "log", "data")
     counts = {k[2]: v for k, v in values(result, contract.MSSQL_WAITS).items()}
     assert (counts["HADR_SYNC_COMMIT"], counts["PAGEIOLATCH_KP"], counts["LOGBUFFER"]) == (1000, 500, 100)
     assert counts["WRITE_COMPLETION"] == 200

@@ -137,12 +137,22 @@ class Load:
     """What the instance does while simulated time passes: I/O streams, commits, and (unless
     `background` is False) a few idle and non-I/O waits every real instance shows."""
 
-    __slots__ = ("background", "commits", "streams")
+    __slots__ = ("background", "commits", "standby", "streams")
 
-    def __init__(self, *streams: IO, commits: Commits | None = None, background: bool = True) -> None:
+    def __init__(
+        self,
+        *streams: IO,
+        commits: Commits | None = None,
+        background: bool = True,
+        standby: Latency | None = None,
+    ) -> None:
         self.streams = streams
         self.commits = commits
         self.background = background
+        # A Data Guard SYNC standby: every redo write is also sent to it, one 'SYNC Remote Write' wait
+        # of this latency each (network plus the standby's redo write; Oracle Database Reference
+        # 12.1, C.3.156). No local file I/O: the standby's disks are not this host's LUNs.
+        self.standby = standby
 
     @classmethod
     def uniform(cls, micros: float, rate: float = 100.0, commits: float = 0.0) -> Load:
@@ -199,6 +209,10 @@ EVENTS = _events(
     ("log file sequential read", "System I/O", False),
     ("control file sequential read", "System I/O", True),
     ("control file parallel write", "System I/O", False),
+    # Data Guard SYNC transport (Oracle Database Reference 12.1, C.3.156 "SYNC Remote Write": LGWR's
+    # SYNC RFSWRITE to a standby). Its wait class is not in that page; "System I/O" here is this
+    # emulation's choice (the source reads no wait class).
+    ("SYNC Remote Write", "System I/O", False),
     ("rdbms ipc message", "Idle", False),
     ("SQL*Net message from client", "Idle", True),
     ("latch: shared pool", "Concurrency", True),
@@ -500,11 +514,13 @@ class Database:
                     ns = round(micros * 1000)
                     self._wait(inst, event, ns, n, con_id=self._waiting_con_id(stream.container))
                     self._io(inst, stream, files, is_large, ns, n, event)
+                    self._standby_waits(inst, load, stream, n)
         if load.commits is not None and load.commits.rate > 0:
             if log_latency is None:
                 raise ValueError("commits need a log write stream (their 'log file sync' includes the write)")
             n = self._whole(inst, ("commits",), load.commits.rate * seconds)
             writes = list(log_latency.sample(self.rng, n).elements())
+            writes = self._with_standby(load, writes)
             extra = list(load.commits.overhead.sample(self.rng, n).elements())
             self.rng.shuffle(extra)
             for micros, count in sorted(Counter(w + o for w, o in zip(writes, extra, strict=True)).items()):
@@ -519,6 +535,28 @@ class Database:
                 if n:
                     idle = EVENTS[event].wait_class == "Idle"
                     self._wait(inst, event, round(micros * 1000), n, timeouts=n if idle else 0)
+
+    def _standby_waits(self, inst: Instance, load: Load, stream: IO, n: int) -> None:
+        """A redo write also sent to a SYNC standby: one 'SYNC Remote Write' wait each."""
+        if load.standby is None or (stream.role, stream.direction) != ("log", "write"):
+            return
+        for remote, m in sorted(load.standby.sample(self.rng, n).items()):
+            self._wait(inst, "SYNC Remote Write", round(remote * 1000), m)
+
+    def _with_standby(self, load: Load, writes: list[float]) -> list[float]:
+        """The redo write each commit waits for, the standby's included when there is one.
+
+        "A transaction cannot commit until all redo ... has been successfully sent to every enabled
+        redo transport destination that uses the synchronous redo transport mode" (Data Guard
+        Concepts and Administration 12.2, 7.1,
+        https://docs.oracle.com/database/122/SBYDB/oracle-data-guard-redo-transport-services.htm):
+        the commit waits for the slower of the local and the remote write (this emulation's model
+        of the two running side by side)."""
+        if load.standby is None:
+            return writes
+        remote = list(load.standby.sample(self.rng, len(writes)).elements())
+        self.rng.shuffle(remote)
+        return [max(w, r) for w, r in zip(writes, remote, strict=True)]
 
     def _waiting_con_id(self, container: str | None) -> int:
         """CON_ID of the container a wait is counted in (V$CON_SYSTEM_EVENT): 0 in a non-CDB."""

@@ -155,6 +155,38 @@ def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: F
     assert all(k[events.index("event")] in sql.IO_EVENTS for k in waits)
 
 
+def test_a_slow_sync_standby_is_published_as_replica_waits_not_as_log_lun_latency(host: FakeHost) -> None:
+    # Data Guard SYNC: the redo LUN writes in 300 µs, the standby answers in 20 ms. Commits wait for
+    # the standby; the log role's write latency (files and 'log file parallel write') stays 300 µs
+    # and the standby's time is its own series, role replica.
+    load = Load(IO("log", "write", 100, Constant(300)), commits=Commits(100), standby=Constant(20_000))
+    emu = OracleEmulation()
+    source = source_for(emu, host)
+    emu.advance(60, load)
+    first = source.collect()
+    emu.advance(60, load)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    events = contract.ORACLE_EVENT_LABELS
+    waits = delta(first, second, contract.ORACLE_WAITS)
+    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    ((remote_key, remote),) = by(events, waits, event="SYNC Remote Write").items()
+    assert remote_key[events.index("role")] == "replica" and remote == 100 * 60
+    assert remote_key[events.index("measure")] == "per_io"
+    assert waited[remote_key] / remote == pytest.approx(20e-3, rel=1e-12)
+    log_waits = by(events, waits, role="log")
+    lgwr = next(k for k in log_waits if k[events.index("event")] == "log file parallel write")
+    assert waited[lgwr] / log_waits[lgwr] == pytest.approx(300e-6, rel=1e-12)
+    sync = next(k for k in log_waits if k[events.index("event")] == "log file sync")
+    assert waited[sync] / log_waits[sync] > 20e-3  # the commit feels the standby
+    files = contract.ORACLE_FILE_LABELS
+    writes = delta(first, second, contract.ORACLE_FILE_WRITES)
+    ((log_file, log_writes),) = by(files, writes, role="log").items()
+    assert delta(first, second, contract.ORACLE_FILE_WRITE_TIME)[log_file] / log_writes == pytest.approx(
+        300e-6, rel=1e-3
+    )
+
+
 def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads(host: FakeHost) -> None:
     # 425 µs synchronous single-block reads next to single-block reads in asynchronous batches
     # ("db file parallel read") at 3 ms: the file's read service time mixes both, the synchronous

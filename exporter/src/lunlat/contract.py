@@ -142,6 +142,9 @@ DEVICE_METRICS: tuple[MetricSpec, ...] = (
 ORACLE_FILE_LABELS: tuple[str, ...] = ("database", "workload", "db", "db_instance", "file", "role", "lun")
 # `measure` says what one wait of the event is (sources/oracle_events.py): `per_io` (time / waits is
 # an I/O latency), `time_spent` (a wait covers part of a batch: only the time counts), `per_commit`.
+# A wait's `role` is a Role, or `replica` (a synchronous standby's/replica's wait: Data Guard
+# 'SYNC Remote Write', SQL Server HADR_SYNC_COMMIT). `replica` is not a Role: no LUN has it, and
+# Role is what config files and LUN labels are checked against (so ROLE_PRIORITY needs no place).
 ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role", "measure")
 ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
 

@@ -477,6 +477,28 @@ def _where() -> str:
     )
 
 
+# A synchronous replica's share of the database's log-write waits (role="replica": SQL Server
+# HADR_SYNC_COMMIT, Oracle Data Guard 'SYNC Remote Write'; sources/mssql_sql.py, oracle_events.py),
+# so the log hint says "replica" when that is where commit time goes. Only the local log write's own
+# waits count beside it (WRITELOG, 'log file parallel write'): an engine's series lack the other's
+# label (`event` / `wait_type`), which the `|` alternative ("" matches an absent label) lets through.
+_LOG_WAITS = (
+    f'{{__name__=~"{contract.MSSQL_WAIT_TIME.name}|{contract.ORACLE_WAIT_TIME.name}", database=%q, '
+    'role=~"log|replica", wait_type=~"WRITELOG|HADR_SYNC_COMMIT|", '
+    'event=~"log file parallel write|SYNC Remote Write|"}'
+)
+_REPLICA_SHARE = (
+    f'sum(rate({_LOG_WAITS[:-1]}, role="replica"}}[{BREACH_WINDOW}]))'
+    f" / sum(rate({_LOG_WAITS}[{BREACH_WINDOW}])) > 0"
+)
+_REPLICA_HINT = (
+    f"{{{{ with printf `{_REPLICA_SHARE}` $labels.database $labels.database | query }}}} "
+    "{{ . | first | value | humanizePercentage }} of this database's log-write wait time is a "
+    "synchronous replica's (role replica: SQL Server HADR_SYNC_COMMIT, Oracle 'SYNC Remote Write'): "
+    "the replica's network and remote log write, not this LUN; look at the replica.{{ end }}"
+)
+
+
 # The data-vs-log hint: what a slow LUN of this role means for the database.
 _ROLE_HINT: dict[str, dict[str, str]] = {
     "data": {
@@ -490,7 +512,7 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
         # Oracle's per-I/O event of this write is 'log file parallel write'; 'log file sync' is the
         # commit's wait around it, not one I/O (sources/oracle_events.py).
         "write": " Every commit waits for the log write (Oracle 'log file parallel write', which commits "
-        "wait for in 'log file sync'; SQL Server WRITELOG).",
+        "wait for in 'log file sync'; SQL Server WRITELOG)." + _REPLICA_HINT,
     },
     "other": {"read": "", "write": ""},
 }

@@ -31,6 +31,10 @@ COMMIT_EVENTS = ("log file parallel write", "log file sync")
 PER_WAIT_MEASURES = '=~"per_io|per_commit"'
 
 MSSQL_LOG_WAIT = "WRITELOG"
+# A synchronous replica's or standby's waits (Data Guard 'SYNC Remote Write', SQL Server
+# HADR_SYNC_COMMIT) carry role="replica" (sources/oracle_events.py, mssql_sql.py): the log panel
+# shows them as their own series, so a slow replica reads as "replica", never as the log LUN.
+REPLICA_ROLE = "replica"
 MSSQL_DATA_WAITS = "PAGEIOLATCH_.*"
 GAP_DESCRIPTION = (
     "Database layer minus host layer for the same LUN, database and role: the database's average I/O "
@@ -56,6 +60,14 @@ def _per_wait(time_metric: str, waits_metric: str, by: str, **fixed: str) -> str
     """Average wait = Δ time waited / Δ waits, exact from the two counters (never the histogram)."""
     time_rate = p.rate(time_metric, WAIT_FILTERS, **fixed)
     waits_rate = p.rate(waits_metric, WAIT_FILTERS, **fixed)
+    return f"sum by ({by}) ({time_rate})\n/\n(sum by ({by}) ({waits_rate}) > 0)"
+
+
+def _replica_wait(time_metric: str, waits_metric: str, by: str, **fixed: str) -> str:
+    """Average replica wait. Filtered by database only: the role variable lists LUN roles, and a
+    replica wait has none of them (its role is fixed here)."""
+    time_rate = p.rate(time_metric, (p.DATABASE,), role=REPLICA_ROLE, **fixed)
+    waits_rate = p.rate(waits_metric, (p.DATABASE,), role=REPLICA_ROLE, **fixed)
     return f"sum by ({by}) ({time_rate})\n/\n(sum by ({by}) ({waits_rate}) > 0)"
 
 
@@ -264,11 +276,14 @@ def build(goals: Goals) -> dash.Dashboard:
     wait_time, wait_count = contract.MSSQL_WAIT_TIME.name, contract.MSSQL_WAITS.name
     board = board.with_panel(
         p.latency_timeseries(
-            "Log writes: WRITELOG and log file parallel write",
+            "Log writes: WRITELOG and log file parallel write, and the replica",
             "What a commit waits for on each engine: SQL Server's average WRITELOG wait and Oracle's 'log "
             "file parallel write' and 'log file sync'. These follow the log LUN's write latency; above it, "
             "the log writer is queueing (too many small commits, a log on a shared LUN). Red: move the log "
-            "to a LUN of its own or batch commits; check the log LUN in the overview.",
+            "to a LUN of its own or batch commits; check the log LUN in the overview. The 'replica' series "
+            "(SQL Server HADR_SYNC_COMMIT, Oracle Data Guard 'SYNC Remote Write') are a synchronous "
+            "replica's network and remote log write: high there with WRITELOG and 'log file parallel "
+            "write' green, the time goes to the replica, not the log LUN.",
             goals,
             [
                 p.query(
@@ -288,6 +303,21 @@ def build(goals: Goals) -> dash.Dashboard:
                     ),
                     "{{event}} {{database}}",
                     "B",
+                ),
+                p.query(
+                    _replica_wait(wait_time, wait_count, "job, instance, database, wait_type"),
+                    "replica {{wait_type}} {{database}}",
+                    "C",
+                ),
+                p.query(
+                    _replica_wait(
+                        contract.ORACLE_WAIT_TIME.name,
+                        contract.ORACLE_WAITS.name,
+                        "job, instance, database, event",
+                        measure=PER_WAIT_MEASURES,
+                    ),
+                    "replica {{event}} {{database}}",
+                    "D",
                 ),
             ],
         )

@@ -43,8 +43,9 @@ IO_WAITS: dict[str, tuple[str, str]] = {
     "BACKUPIO": ("other", "time"),
     # Always On: "waiting for transaction commit processing for the synchronized secondary
     # databases to harden the log": the replica's network and log write, part of commit latency
-    # but not of any local LUN (role other: it must never read as a slow log LUN)
-    "HADR_SYNC_COMMIT": ("other", "latency"),
+    # but not of any local LUN (role replica, a wait label only, never a LUN's contract.Role: it
+    # must never read as a slow log LUN)
+    "HADR_SYNC_COMMIT": ("replica", "latency"),
 }
 LATENCY_WAITS = frozenset(w for w, (_, kind) in IO_WAITS.items() if kind == "latency")
 

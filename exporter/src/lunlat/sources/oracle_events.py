@@ -12,6 +12,11 @@ release since 12.1):
 - `per_commit`: what a committing session waits for (the redo write plus LGWR's post and the
   session's wake-up), a commit latency, not one I/O.
 
+Role `replica` (never a LUN's role, so not in `contract.Role`, which config files and LUN labels
+are checked against; only the wait series' `role` label takes it): the wait is a Data Guard SYNC
+standby's network round trip and standby redo write, which commits wait for on top of the local log
+write. Keeping it apart keeps a slow standby from reading as a slow log LUN.
+
 The README's Oracle section shows this table with each row's reference; a test keeps them equal.
 """
 
@@ -29,11 +34,22 @@ _REFERENCE: Final = "https://docs.oracle.com/database/122/REFRN/descriptions-of-
 @dataclass(frozen=True, slots=True)
 class WaitEvent:
     name: str
-    role: str  # contract.Role, or "other"
+    role: str  # contract.Role, "other", or REPLICA (a standby's wait, never a local LUN's)
     direction: str  # read | write | commit
     measure: Measure
     why: str  # what the reference says one wait is
+    reference: str = _REFERENCE
 
+
+# Data Guard SYNC transport: "used to track the time LGWR spends performing SYNC RFSWRITE operations"
+# (Oracle Database Reference 12c Release 1, C.3.156 "SYNC Remote Write"; the Japanese edition is the
+# copy found: https://docs.oracle.com/cd/E57425_01/121/REFRN/GUID-4018FC83-BC23-43A2-8E85-29681B04D113.htm).
+# One wait is one remote redo write (network plus the standby's write), so time / waits is its latency.
+# Older releases' LNS events ('LNS wait on SENDREQ') are left out: no Oracle reference page found.
+SYNC_REMOTE_WRITE_REFERENCE: Final = (
+    "https://docs.oracle.com/cd/E57425_01/121/REFRN/GUID-4018FC83-BC23-43A2-8E85-29681B04D113.htm"
+)
+REPLICA: Final = "replica"
 
 EVENTS: Final[tuple[WaitEvent, ...]] = (
     WaitEvent(
@@ -133,6 +149,14 @@ EVENTS: Final[tuple[WaitEvent, ...]] = (
         "write",
         "per_io",
         "one write to every control file; the wait ends when all copies are written",
+    ),
+    WaitEvent(
+        "SYNC Remote Write",
+        REPLICA,
+        "write",
+        "per_io",
+        "LGWR's SYNC RFSWRITE to a standby: the network and the standby's redo write, not a local LUN",
+        SYNC_REMOTE_WRITE_REFERENCE,
     ),
 )
 
