@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from lunlat import contract
-from lunlat.config import MssqlTarget
 from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests.fakesys import FakeHost
+from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import (
     AZURE_MAJOR_VERSION,
     MANAGED_INSTANCE,
@@ -57,16 +57,7 @@ def managed_instance(monkeypatch: pytest.MonkeyPatch) -> Iterator[TdsServer]:
 def source_for(
     server: TdsServer, database: str | None, host: FakeHost | None = None, labels: DbLunLabels | None = None
 ) -> MssqlSource:
-    target = MssqlTarget(
-        name="Azure 1",
-        server=f"127.0.0.1,{server.port}",
-        driver="FreeTDS",
-        user="lunlat",
-        password_env="LUNLAT_TEST_MSSQL_PASSWORD",  # noqa: S106 - a variable name
-        encrypt=False,
-        database=database,
-        timeout_seconds=2,
-    )
+    target = freetds_target(server.port, "Azure 1", database=database, timeout_seconds=2)
     locator = FileLocator(host.procfs, host.sysfs) if host is not None else None
     return MssqlSource(target, connect_pyodbc(target), locator, labels)
 

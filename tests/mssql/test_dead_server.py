@@ -9,24 +9,21 @@ from contextlib import ExitStack
 
 import pytest
 
-from lunlat.config import MssqlTarget
 from lunlat.scrape import Scraper
 from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests import sockets
 from tests.clock import FakeClock
+from tests.mssql.targets import freetds_target
 from tests.mssql.test_mssql_source import NO_DRIVER
 
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 
 
 def source(port: int, clock: FakeClock) -> MssqlSource:
-    target = MssqlTarget(
-        name="SQL",
-        server=f"127.0.0.1,{port}",
-        driver="FreeTDS",
-        user="lunlat",
+    target = freetds_target(
+        port,
+        "SQL",
         password_env="LUNLAT_TEST_MSSQL_DEAD_PASSWORD",  # noqa: S106 - a variable name
-        encrypt=False,
         timeout_seconds=1,
     )
     return MssqlSource(target, connect_pyodbc(target), clock=clock)

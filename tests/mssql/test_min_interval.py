@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from lunlat.config import MssqlTarget
 from lunlat.scrape import Scraper
 from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests.clock import FakeClock
+from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import DmvState, TdsServer
 from tests.mssql.test_mssql_source import NO_DRIVER
 from tests.unit.test_scrape import samples
@@ -36,15 +36,7 @@ def collections(srv: TdsServer) -> int:
 def test_two_scrapers_cost_one_collection_per_interval(
     server: TdsServer, interval: int, expected: int
 ) -> None:
-    target = MssqlTarget(
-        name="SQL Server 1",
-        server=f"127.0.0.1,{server.port}",
-        driver="FreeTDS",
-        user="lunlat",
-        password_env="LUNLAT_TEST_MSSQL_PASSWORD",  # noqa: S106 - a variable name
-        encrypt=False,
-        min_interval_seconds=interval,
-    )
+    target = freetds_target(server.port, min_interval_seconds=interval)
     clock = FakeClock()
     scraper = Scraper([MssqlSource(target, connect_pyodbc(target), clock=clock)], clock=clock)
     ages = []

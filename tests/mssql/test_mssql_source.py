@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lunlat import contract
-from lunlat.config import DiskstatsConfig, MssqlTarget
+from lunlat.config import DiskstatsConfig
 from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.model import Family
 from lunlat.scrape import Scraper
@@ -26,6 +26,7 @@ from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests.clock import FakeClock
 from tests.fakesys import FakeHost
+from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import DmvState, Load, Stream, TdsServer
 
 try:
@@ -77,16 +78,7 @@ def source_for(
     clock: Any = time.monotonic,
     timeout: float = 2,
 ) -> MssqlSource:
-    target = MssqlTarget(
-        name="SQL Server 1",
-        server=f"127.0.0.1,{server.port}",
-        driver="FreeTDS",
-        user="lunlat",
-        password_env="LUNLAT_TEST_MSSQL_PASSWORD",  # noqa: S106 - a variable name
-        encrypt=False,
-        workload="oltp",
-        timeout_seconds=timeout,
-    )
+    target = freetds_target(server.port, workload="oltp", timeout_seconds=timeout)
     locator = FileLocator(host.procfs, host.sysfs) if host is not None else None
     return MssqlSource(target, connect_pyodbc(target), locator, labels, clock)
 

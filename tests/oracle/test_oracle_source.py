@@ -105,6 +105,16 @@ def by(
     return {k: v for k, v in values.items() if all(k[index[n]] == w for n, w in want.items())}
 
 
+def two_minutes(emu: OracleEmulation, source: OracleSource, load: Load) -> tuple[SourceResult, SourceResult]:
+    """Two collections a minute of `load` apart (after a first minute of it), neither with errors."""
+    emu.advance(60, load)
+    first = source.collect()
+    emu.advance(60, load)
+    second = source.collect()
+    assert not first.errors and not second.errors
+    return first, second
+
+
 def delta(
     before: SourceResult, after: SourceResult, spec: contract.MetricSpec
 ) -> dict[tuple[str, ...], float]:
@@ -118,11 +128,7 @@ def delta(
 def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: FakeHost) -> None:
     emu = OracleEmulation()
     source = source_for(emu, host)
-    emu.advance(60, DATA_READ)
-    first = source.collect()
-    emu.advance(60, DATA_READ)
-    second = source.collect()
-    assert not first.errors and not second.errors
+    first, second = two_minutes(emu, source, DATA_READ)
     labels = contract.ORACLE_FILE_LABELS
     reads = delta(first, second, contract.ORACLE_FILE_READS)
     read_time = delta(first, second, contract.ORACLE_FILE_READ_TIME)
@@ -162,11 +168,7 @@ def test_a_slow_sync_standby_is_published_as_replica_waits_not_as_log_lun_latenc
     load = Load(IO("log", "write", 100, Constant(300)), commits=Commits(100), standby=Constant(20_000))
     emu = OracleEmulation()
     source = source_for(emu, host)
-    emu.advance(60, load)
-    first = source.collect()
-    emu.advance(60, load)
-    second = source.collect()
-    assert not first.errors and not second.errors
+    first, second = two_minutes(emu, source, load)
     events = contract.ORACLE_EVENT_LABELS
     waits = delta(first, second, contract.ORACLE_WAITS)
     waited = delta(first, second, contract.ORACLE_WAIT_TIME)
@@ -198,11 +200,7 @@ def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads
     )
     emu = OracleEmulation()
     source = source_for(emu, host)
-    emu.advance(60, load)
-    first = source.collect()
-    emu.advance(60, load)
-    second = source.collect()
-    assert not first.errors and not second.errors
+    first, second = two_minutes(emu, source, load)
     labels = contract.ORACLE_FILE_LABELS
     sync_reads = by(labels, delta(first, second, contract.ORACLE_FILE_SYNC_READS), role="data")
     sync_time = delta(first, second, contract.ORACLE_FILE_SYNC_READ_TIME)
@@ -398,11 +396,7 @@ def test_from_the_cdb_root_each_pdbs_waits_are_its_own(host: FakeHost) -> None:
         IO("log", "write", 100, Constant(300)),
         background=False,
     )
-    emu.advance(60, load)
-    first = source.collect()
-    emu.advance(60, load)
-    second = source.collect()
-    assert not first.errors and not second.errors
+    first, second = two_minutes(emu, source, load)
     labels = contract.ORACLE_EVENT_LABELS
     waits = delta(first, second, contract.ORACLE_WAITS)
     waited = delta(first, second, contract.ORACLE_WAIT_TIME)
