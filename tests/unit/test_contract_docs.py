@@ -101,3 +101,9 @@ def test_recorded_names_in_the_contract_doc_exist() -> None:
     text = CONTRACT_DOC.read_text()
     assert "exporter/src/lunlat/recorded.py" in text
     assert recorded.LATENCY.format(op="read", window=recorded.BREACH_WINDOW) in text
+
+
+def test_the_capability_runbook_lists_every_capability_and_which_open_a_ticket() -> None:
+    runbook = README.parent / "alerts" / "runbooks" / "source-capability.md"
+    rows = re.findall(r"^\| [^|]+ \| `([a-z_]+)` \| (yes|no) \|", runbook.read_text(), re.MULTILINE)
+    assert dict(rows) == {c.name: ("yes" if c.fixable else "no") for c in contract.CAPABILITIES}

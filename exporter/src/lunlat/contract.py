@@ -378,6 +378,44 @@ SOURCE_CAPABILITY = MetricSpec(
     "0 when the database uses it but the source cannot read it (the log says why).",
     ("source", "capability"),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """A part of a database a source may be unable to read (`lunlat_source_capability{capability}`).
+
+    `fixable`: the login, grants or exporter config can restore it, so a 0 opens a ticket
+    (LunLatencySourceCapabilityMissing); otherwise the server's release or service lacks it, and a 0
+    is said once in the log and shown, never ticketed (a ticket no one could close).
+    """
+
+    name: str
+    meaning: str
+    fixable: bool
+
+
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability(
+        "asm",
+        "Oracle: the ASM disks under files named +GROUP/... (GV$ASM_DISK_STAT), and so those files' lun",
+        fixable=True,
+    ),
+    Capability(
+        "container",
+        "a database in a container (`container:`): its files followed through the container's mounts to "
+        "the host's LUNs (Docker Engine API)",
+        fixable=True,
+    ),
+    Capability(
+        "container_histograms",
+        "Oracle: wait histograms per container (GV$CON_EVENT_HISTOGRAM_MICRO, 18c and later); before 18c "
+        "the whole instance's histogram is published with db empty",
+        fixable=False,
+    ),
+)
+CAPABILITY_NAMES: frozenset[str] = frozenset(c.name for c in CAPABILITIES)
+FIXABLE_CAPABILITIES: tuple[str, ...] = tuple(c.name for c in CAPABILITIES if c.fixable)
+
 BUILD_INFO = MetricSpec(
     "lunlat_build_info",
     "gauge",

@@ -370,6 +370,9 @@ class RuleSet:
     def health_alerts(self) -> list[dict[str, Any]]:
         health, sel, base = self.goals.health, self.goals.selector, self.goals.runbook_base_url
         source_up, errors = contract.SOURCE_UP.name, contract.SOURCE_ERRORS.name
+        # Only what the login, grants or config can restore opens a ticket (contract.Capability).
+        fixable = "|".join(contract.FIXABLE_CAPABILITIES)
+        capability_sel = f'{sel},capability=~"{fixable}"' if sel else f'capability=~"{fixable}"'
         return [
             _alert(
                 "LunLatencyExporterDown",
@@ -412,7 +415,7 @@ class RuleSet:
             ),
             _alert(
                 "LunLatencySourceCapabilityMissing",
-                f"{contract.SOURCE_CAPABILITY.name}{{{sel}}} == 0",
+                f"{contract.SOURCE_CAPABILITY.name}{{{capability_sel}}} == 0",
                 health.source_capability_missing_for,
                 "ticket",
                 "lunlat source {{ $labels.source }} on {{ $labels.instance }} cannot read "
@@ -421,7 +424,7 @@ class RuleSet:
                 "for "
                 + health.source_capability_missing_for
                 + ": its database layer is partial (the rest is "
-                "published). Fix the login or grants, or silence where the server version lacks it.",
+                "published). Fix the login, grants or exporter config (the runbook says how).",
                 f"{base}/source-capability.md#lunlatencysourcecapabilitymissing",
             ),
         ]
