@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lunlat.sources.diskstats import (
+    DISCARD_MS,
+    FLUSH_MS,
     IN_FLIGHT,
     KEPT_FIELDS,
     MS_FIELDS,
@@ -115,10 +117,33 @@ def test_ms_wrap_at_2_32_is_undone_per_field() -> None:
     got = _values(out)["sda"]
     assert got[READ_MS] - before[READ_MS] == 20
     assert got[WRITE_MS] - before[WRITE_MS] == 30
-    assert all(got[i] >= before[i] for i in MS_FIELDS)
+    assert all(got[i] >= before[i] for i in MS_FIELDS if i < len(before))
     # The offset stays: the next sample keeps counting up from there.
     out2, _ = u.apply(_table({"sda": (120, 0, 960, 15, 70, 0, 560, 35, 0, 9, 40)}))
     assert _values(out2)["sda"][READ_MS] == WRAP + 15
+
+
+def test_discard_and_flush_times_wrap_like_the_others_and_their_counts_reset() -> None:
+    """Fields 15 and 17 (discard and flush ms) are `%u` like the read/write times (block/genhd.c)."""
+    u = Unwrapper()
+    base = (100, 0, 800, 5, 50, 0, 400, 5, 0, 10, 10)
+    u.apply(_table({"sda": (*base, 7, 0, 64, WRAP - 3, 9, WRAP - 1)}))
+    out, resets = u.apply(_table({"sda": (*base, 8, 0, 72, 4, 11, 2)}))
+    assert resets == []
+    got = _values(out)["sda"]
+    assert (got[DISCARD_MS], got[FLUSH_MS]) == (WRAP + 4, WRAP + 2)
+    # Fewer flushes than before: the device was re-created, raw values pass through.
+    out, resets = u.apply(_table({"sda": (*base, 8, 0, 72, 5, 1, 3)}))
+    assert resets == ["sda"] and _values(out)["sda"][FLUSH_MS] == 3
+
+
+@pytest.mark.parametrize(("sample", "width"), [(LINE_14, 11), (LINE_18, 15), (LINE_20, 17)])
+def test_the_table_says_how_many_fields_the_kernel_printed(sample: bytes, width: int) -> None:
+    table, _ = parse(sample + b"\n")
+    assert table.width == width
+    assert len(table.rows()[0][3]) == width
+    assert len(table.columns) == KEPT_FIELDS  # the fields this kernel lacks are kept as 0, never published
+    assert all(table.columns[i] == [0] for i in range(width, KEPT_FIELDS))
 
 
 def test_a_count_going_down_is_a_reset_not_a_wrap() -> None:
@@ -148,12 +173,13 @@ def test_new_major_minor_under_the_same_name_is_a_reset() -> None:
 
 def test_hotplug_devices_come_and_go_without_state_leaking() -> None:
     u = Unwrapper()
-    u.apply(_table({"sda": (1,) * KEPT_FIELDS, "sdb": (1, 0, 0, WRAP - 1, 0, 0, 0, 0, 0, 0, 0)}))
-    u.apply(_table({"sda": (2,) * KEPT_FIELDS, "sdb": (2, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0)}))  # sdb wrapped
+    rest = (0,) * (KEPT_FIELDS - 4)  # one kernel prints one format: every line as wide as sda's
+    u.apply(_table({"sda": (1,) * KEPT_FIELDS, "sdb": (1, 0, 0, WRAP - 1, *rest)}))
+    u.apply(_table({"sda": (2,) * KEPT_FIELDS, "sdb": (2, 0, 0, 3, *rest)}))  # sdb wrapped
     out, resets = u.apply(_table({"sda": (3,) * KEPT_FIELDS}))  # sdb unplugged
     assert resets == [] and _values(out) == {"sda": (3,) * KEPT_FIELDS}
     # sdb is back as a new disk: no offset from its earlier life.
-    out, resets = u.apply(_table({"sda": (4,) * KEPT_FIELDS, "sdb": (1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0)}))
+    out, resets = u.apply(_table({"sda": (4,) * KEPT_FIELDS, "sdb": (1, 0, 0, 2, *rest)}))
     assert resets == []
     assert _values(out)["sdb"][READ_MS] == 2
 

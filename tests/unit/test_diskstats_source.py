@@ -32,6 +32,11 @@ EXPECTED: dict[str, Callable[[Stats], float]] = {
     contract.DEVICE_IO_IN_PROGRESS.name: lambda s: s.in_flight,
     contract.DEVICE_IO_TIME.name: lambda s: s.io_ms / 1000,
     contract.DEVICE_IO_WEIGHTED_TIME.name: lambda s: s.weighted_ms / 1000,
+    contract.DEVICE_DISCARDS.name: lambda s: s.discards,
+    contract.DEVICE_DISCARD_TIME.name: lambda s: s.discard_ms / 1000,
+    contract.DEVICE_DISCARD_BYTES.name: lambda s: s.discard_sectors * 512,
+    contract.DEVICE_FLUSHES.name: lambda s: s.flushes,
+    contract.DEVICE_FLUSH_TIME.name: lambda s: s.flush_ms / 1000,
 }
 
 
@@ -63,6 +68,11 @@ def host(tmp_path: Path) -> FakeHost:
         in_flight=2,
         io_ms=12648,
         weighted_ms=40868,
+        discards=301,
+        discard_sectors=88_000,
+        discard_ms=4_294_967_000,
+        flushes=13001,
+        flush_ms=2417,
     )
     h.write()
     return h
@@ -168,6 +178,30 @@ def test_counters_equal_what_diskstats_says(host: FakeHost) -> None:
     assert got.family(contract.DEVICE_READ_BYTES.name).by_labels()[("ora_data", "dm-3")] == 2971538 * 512
     assert got.family(contract.DEVICE_IO_IN_PROGRESS.name).by_labels()[("ora_data", "dm-3")] == 2
     assert_consistent(host, got)
+
+
+@pytest.mark.parametrize(
+    ("fields", "absent"),
+    [
+        (11, {"discards_completed", "discard_time", "discard_bytes", "flush_requests", "flush_time"}),
+        (15, {"flush_requests", "flush_time"}),
+    ],
+)
+def test_an_older_kernel_format_publishes_no_discard_or_flush_series_it_does_not_print(
+    host: FakeHost, fields: int, absent: set[str]
+) -> None:
+    """Before 4.18 a line has 11 stats fields, before 5.5 15 (Documentation/admin-guide/iostats.rst):
+    a series for a field the kernel lacks would be a false 0."""
+    text = host.diskstats_text()
+    (host.procfs / "diskstats").write_text(
+        "".join(" ".join(line.split()[: 3 + fields]) + "\n" for line in text.splitlines())
+    )
+    got = collect(source(host))
+    names = {f.spec.name for f in got.result.families}
+    gone = {s.name for s in contract.DEVICE_METRICS if any(f"_{a}_" in s.name for a in absent)}
+    assert len(gone) == len(absent)
+    assert names == {s.name for s in (*contract.DEVICE_METRICS, contract.LUN_INFO)} - gone
+    assert got.family(contract.DEVICE_READ_TIME.name).by_labels()[("ora_data", "dm-3")] == 3_000_000.123
 
 
 def test_show_paths_publishes_paths_and_partitions_with_their_kind(host: FakeHost) -> None:

@@ -114,6 +114,39 @@ DEVICE_IO_WEIGHTED_TIME = MetricSpec(
     "I/O time weighted by the number of I/Os in flight (diskstats field 11); its rate is the average queue size.",
     DEVICE_LABELS,
 )
+# Discards (kernel 4.18+) and flushes (5.5+): published only where the kernel prints them.
+DEVICE_DISCARDS = MetricSpec(
+    "lunlat_device_discards_completed_total",
+    "counter",
+    "Discards (TRIM/UNMAP) completed successfully (diskstats field 12, kernel 4.18+).",
+    DEVICE_LABELS,
+)
+DEVICE_DISCARD_TIME = MetricSpec(
+    "lunlat_device_discard_time_seconds_total",
+    "counter",
+    "Total time spent by all discards (diskstats field 15, ms, 32-bit wrap undone).",
+    DEVICE_LABELS,
+)
+DEVICE_DISCARD_BYTES = MetricSpec(
+    "lunlat_device_discard_bytes_total",
+    "counter",
+    "Bytes discarded (diskstats field 14, 512-byte sectors).",
+    DEVICE_LABELS,
+)
+DEVICE_FLUSHES = MetricSpec(
+    "lunlat_device_flush_requests_total",
+    "counter",
+    "Flush requests completed successfully (diskstats field 16, kernel 5.5+): a file system's "
+    "fsync (a log writer's commit) reaches the device as a flush.",
+    DEVICE_LABELS,
+)
+DEVICE_FLUSH_TIME = MetricSpec(
+    "lunlat_device_flush_time_seconds_total",
+    "counter",
+    "Total time spent by all flush requests (diskstats field 17, ms, 32-bit wrap undone). "
+    "rate(flush_time)/rate(flushes) is the average flush latency.",
+    DEVICE_LABELS,
+)
 LUN_INFO = MetricSpec(
     "lunlat_lun_info",
     "gauge",
@@ -132,6 +165,11 @@ DEVICE_METRICS: tuple[MetricSpec, ...] = (
     DEVICE_IO_IN_PROGRESS,
     DEVICE_IO_TIME,
     DEVICE_IO_WEIGHTED_TIME,
+    DEVICE_DISCARDS,
+    DEVICE_DISCARD_TIME,
+    DEVICE_DISCARD_BYTES,
+    DEVICE_FLUSHES,
+    DEVICE_FLUSH_TIME,
 )
 
 # --- database layer: Oracle ----------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_show):
 - a line is `major minor name` + 11 (< 4.18), 15 (4.18+: discards) or 17 (5.5+: flushes) fields;
-- the six time fields are printed as 32-bit unsigned milliseconds (`%u`) and wrap after ~49.7 days
-  of summed latency; the count fields are 64-bit (`%lu`) on 64-bit kernels and do not wrap;
+  the discard fields are 12-15 (completed, merged, sectors, ms), the flush fields 16-17 (completed, ms);
+- the six time fields (read, write, I/O, weighted, discard and flush ms) are printed as 32-bit
+  unsigned milliseconds (`%u`) and wrap after ~49.7 days of summed latency; the count fields are
+  64-bit (`%lu`) on 64-bit kernels and do not wrap;
 - field 9 (I/Os in flight) is a gauge.
 
 Nothing the kernel does not print is believed: diskstats_show (torvalds/linux, block/genhd.c)
@@ -44,14 +46,17 @@ from lunlat.topology import (
 
 log = logs.get(__name__)
 
-# Indexes into the stats fields (0-based, after major, minor and name). lunlat publishes the first
-# eleven; discard and flush fields (14 and 16) are read past, so all three formats give one table.
+# Indexes into the stats fields (0-based, after major, minor and name). A table always has all 17
+# columns; a kernel that prints fewer (11 before 4.18, 15 before 5.5) leaves the rest 0 and the
+# table's `width` says how many are real, so only those are published.
 READS, READS_MERGED, READ_SECTORS, READ_MS = 0, 1, 2, 3
 WRITES, WRITES_MERGED, WRITE_SECTORS, WRITE_MS = 4, 5, 6, 7
 IN_FLIGHT, IO_MS, WEIGHTED_MS = 8, 9, 10
-KEPT_FIELDS = 11
+DISCARDS, DISCARDS_MERGED, DISCARD_SECTORS, DISCARD_MS = 11, 12, 13, 14
+FLUSHES, FLUSH_MS = 15, 16
+BASE_FIELDS, DISCARD_WIDTH, KEPT_FIELDS = 11, 15, 17  # the three formats' stats field counts
 
-MS_FIELDS: tuple[int, ...] = (READ_MS, WRITE_MS, IO_MS, WEIGHTED_MS)
+MS_FIELDS: tuple[int, ...] = (READ_MS, WRITE_MS, IO_MS, WEIGHTED_MS, DISCARD_MS, FLUSH_MS)
 COUNT_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i not in MS_FIELDS and i != IN_FLIGHT)
 SECTOR_BYTES = 512  # diskstats sectors are always 512 bytes, whatever the device's block size
 WRAP = 1 << 32
@@ -69,24 +74,27 @@ _VISIBLE_ASCII = re.compile(rb"[!-~]*")
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """/proc/diskstats in columns: `columns[i][j]` is stats field i of device `names[j]`."""
+    """/proc/diskstats in columns: `columns[i][j]` is stats field i of device `names[j]`; all
+    KEPT_FIELDS columns always, the first `width` of them printed by the kernel."""
 
     names: list[str]
     majors: list[int]
     minors: list[int]
     columns: list[list[int]]
+    width: int = KEPT_FIELDS
 
-    def rows(self) -> list[tuple[str, int, int, tuple[int, ...]]]:
-        return list(zip(self.names, self.majors, self.minors, zip(*self.columns, strict=False), strict=True))
+    def rows(self, every_column: bool = False) -> list[tuple[str, int, int, tuple[int, ...]]]:
+        """(name, major, minor, the `width` real fields, or all columns) per device."""
+        values = zip(*(self.columns if every_column else self.columns[: self.width]), strict=False)
+        return list(zip(self.names, self.majors, self.minors, values, strict=True))
 
     @classmethod
     def from_rows(cls, rows: list[tuple[str, int, int, tuple[int, ...]]]) -> Table:
-        columns = (
-            [list(c) for c in zip(*(r[3] for r in rows), strict=True)]
-            if rows
-            else [[] for _ in range(KEPT_FIELDS)]
-        )
-        return cls([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], columns)
+        """From rows of 11, 15 or 17 fields; a mix (no kernel prints one) keeps the fields all share."""
+        width = min((len(r[3]) for r in rows), default=KEPT_FIELDS)
+        padded = [r[3][:width] + (0,) * (KEPT_FIELDS - width) for r in rows]
+        columns = [list(c) for c in zip(*padded, strict=True)] if rows else [[] for _ in range(KEPT_FIELDS)]
+        return cls([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], columns, width)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +150,14 @@ def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
         or b".." in unique
     ):
         return None
-    converted = [list(map(int, c)) for c in (columns[0], columns[1], *columns[3 : 3 + KEPT_FIELDS])]
+    converted = [list(map(int, c)) for c in (columns[0], columns[1], *columns[3:])]
     if max(map(max, converted)) > U64_MAX:
         return None
-    return Table([n.decode("ascii") for n in names], converted[0], converted[1], converted[2:])
+    width = len(converted) - 2
+    missing = [[0] * len(names) for _ in range(KEPT_FIELDS - width)]
+    return Table(
+        [n.decode("ascii") for n in names], converted[0], converted[1], converted[2:] + missing, width
+    )
 
 
 def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
@@ -168,7 +180,7 @@ def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
                 Malformed(lineno, line, "malformed_line", "a number field is not a non-negative integer")
             )
             continue
-        if not _in_range(numbers[: 2 + KEPT_FIELDS]):  # the discard and flush fields are read past
+        if not _in_range(numbers):
             bad.append(Malformed(lineno, line, "malformed_line", "a number is wider than 64 bits"))
             continue
         if not _DEVICE_NAME.match(parts[2]):
@@ -179,7 +191,7 @@ def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
             bad.append(Malformed(lineno, line, "duplicate_device", f"device {name} listed twice"))
             continue
         seen.add(name)
-        parsed.append((name, int(parts[0]), int(parts[1]), tuple(map(int, parts[3 : 3 + KEPT_FIELDS]))))
+        parsed.append((name, int(parts[0]), int(parts[1]), tuple(map(int, parts[3:]))))
     return Table.from_rows(parsed), bad
 
 
@@ -229,13 +241,13 @@ class Unwrapper:
         if self._memory is not None:
             old = self._memory.table
             old_offsets = [self._memory.offsets.get(i) for i in range(KEPT_FIELDS)]
-            for j, (name, major, minor, raw) in enumerate(old.rows()):
+            for j, (name, major, minor, raw) in enumerate(old.rows(every_column=True)):
                 offs = tuple(o[j] if o is not None else 0 for o in old_offsets)
                 previous[name] = (major, minor, raw, offs)
         resets: list[str] = []
         offset_rows: list[tuple[int, ...]] = []
         zero = (0,) * KEPT_FIELDS
-        for name, major, minor, raw in table.rows():
+        for name, major, minor, raw in table.rows(every_column=True):
             prev = previous.get(name)
             offsets = zero
             if prev is not None:
@@ -274,7 +286,7 @@ def _with_offsets(table: Table, offsets: dict[int, list[int]]) -> Table:
     columns = list(table.columns)
     for i, column in offsets.items():
         columns[i] = list(map(operator.add, columns[i], column))
-    return Table(table.names, table.majors, table.minors, columns)
+    return Table(table.names, table.majors, table.minors, columns, table.width)
 
 
 # --- the source ---------------------------------------------------------------------------------
@@ -359,6 +371,16 @@ class DiskstatsSource:
             contract.DEVICE_IO_TIME: cols[IO_MS],
             contract.DEVICE_IO_WEIGHTED_TIME: cols[WEIGHTED_MS],
         }
+        # Only what this kernel prints: a 0 for a field it lacks would read as "no discards".
+        if table.width >= DISCARD_WIDTH:
+            columns[contract.DEVICE_DISCARDS] = cols[DISCARDS]
+            columns[contract.DEVICE_DISCARD_TIME] = cols[DISCARD_MS]
+            columns[contract.DEVICE_DISCARD_BYTES] = list(
+                map(operator.mul, cols[DISCARD_SECTORS], repeat(SECTOR_BYTES))
+            )
+        if table.width >= KEPT_FIELDS:
+            columns[contract.DEVICE_FLUSHES] = cols[FLUSHES]
+            columns[contract.DEVICE_FLUSH_TIME] = cols[FLUSH_MS]
         families = device_families(published.labels, columns)
         families.append(Family(contract.LUN_INFO, published.info))
         return SourceResult(families, errors)

@@ -17,6 +17,8 @@ _EXPONENTS: dict[str, int] = {
     contract.DEVICE_WRITE_TIME.name: -3,
     contract.DEVICE_IO_TIME.name: -3,
     contract.DEVICE_IO_WEIGHTED_TIME.name: -3,
+    contract.DEVICE_DISCARD_TIME.name: -3,
+    contract.DEVICE_FLUSH_TIME.name: -3,
 }
 
 
