@@ -639,8 +639,9 @@ def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
 # --- what the login can read ---------------------------------------------------------------------
 
 
-def capability(result: SourceResult) -> dict[tuple[str, ...], float]:
-    return values(result, contract.SOURCE_CAPABILITY)
+def capability(result: SourceResult, which: str = "asm") -> dict[tuple[str, ...], float]:
+    """The capability series of one capability (`which`)."""
+    return {k: v for k, v in values(result, contract.SOURCE_CAPABILITY).items() if k[1] == which}
 
 
 def test_a_pdb_login_on_asm_says_once_that_asm_cannot_be_read(
