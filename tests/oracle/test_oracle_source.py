@@ -45,6 +45,10 @@ def mpath(h: FakeHost, name: str, alias: str, path: str, wwid_tail: str) -> str:
 
 @pytest.fixture
 def host(tmp_path: Path) -> FakeHost:
+    return oracle_host(tmp_path)
+
+
+def oracle_host(tmp_path: Path) -> FakeHost:
     """Datafiles on an LV on ora_data; redo members multiplexed over ora_redo_a and ora_redo_b; a
     control file copy on each of ora_data and ora_redo_b; three ASM disks as multipath maps."""
     h = FakeHost(tmp_path)
