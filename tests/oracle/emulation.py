@@ -26,8 +26,11 @@ OracleEmulation (the server)
                                                    views answer as simulator.EMPTY_IN_PDB and
                                                    OWN_ROWS_IN_PDB say
     version: str                   the release ("19.24.0.0.0", constructor `version=`): the sessions'
-                                   `version` (python-oracledb's Connection.version) and which views
-                                   exist (simulator.SINCE_MAJOR; a missing one is ORA-00942)
+                                   `version` (python-oracledb's Connection.version: the five numbers
+                                   of the login's AUTH_VERSION_NO joined by ".", the first the major
+                                   release, 23 for 23ai) and which views exist (simulator.SINCE_MAJOR;
+                                   a missing one is ORA-00942). cdb=False from 21 on is refused
+                                   (ValueError): the non-CDB architecture is desupported there
     query(sql, inst_id=None) -> list[tuple]        connect, run one statement, close
     advance(seconds, load=None, inst_id=None)      simulated time passes under `load` (simulator.Load)
     restart(inst_id=None, hold=False, code="DPY-4011")
@@ -119,6 +122,12 @@ MESSAGES: Final[dict[int, str]] = {
     12541: "TNS:no listener",
     28000: "The account is locked.",
 }
+# The last major release with the non-CDB architecture: "All upgrades to Oracle Database 21c must use
+# the multitenant architecture. Use of the non-CDB Oracle Database architecture is desupported."
+# (Oracle Database AutoUpgrade, Understanding Non-CDB to PDB Upgrades with AutoUpgrade,
+# https://docs.oracle.com/en/database/oracle/oracle-database/19/spucs/understanding-non-cdb-pdb-upgrades-autoupgrade.html;
+# the 12.1 Upgrade Guide, 8.1.1, already warned it may be unavailable after 12.2).
+NON_CDB_UNTIL: Final = 19
 CONNECTION_ID = "EmulatedConnId=="  # thin puts a random id in DPY-6005; tests need a stable one
 
 
@@ -568,6 +577,10 @@ class OracleEmulation:
     ) -> None:
         self.version = version
         self.major = int(version.split(".", 1)[0])
+        if not cdb and self.major >= NON_CDB_UNTIL + 1:
+            raise ValueError(
+                f"release {version} has no non-CDB architecture (desupported from 21c): use cdb=True"
+            )
         if isinstance(instances, int):
             base = db_name.lower()
             names = [base] if instances == 1 else [f"{base}{i}" for i in range(1, instances + 1)]

@@ -137,7 +137,7 @@ class Load:
     """What the instance does while simulated time passes: I/O streams, commits, and (unless
     `background` is False) a few idle and non-I/O waits every real instance shows."""
 
-    __slots__ = ("background", "commits", "standby", "streams")
+    __slots__ = ("background", "commits", "standby", "streams", "transport")
 
     def __init__(
         self,
@@ -145,14 +145,24 @@ class Load:
         commits: Commits | None = None,
         background: bool = True,
         standby: Latency | None = None,
+        transport: Literal["SYNC", "ASYNC"] = "SYNC",
     ) -> None:
+        if transport not in ("SYNC", "ASYNC"):
+            raise ValueError(f"redo transport {transport!r} is SYNC or ASYNC")
         self.streams = streams
         self.commits = commits
         self.background = background
-        # A Data Guard SYNC standby: every redo write is also sent to it, one 'SYNC Remote Write' wait
-        # of this latency each (network plus the standby's redo write; Oracle Database Reference
-        # 12.1, C.3.156). No local file I/O: the standby's disks are not this host's LUNs.
+        # A Data Guard standby: every redo write is also sent to it. SYNC: one 'SYNC Remote Write'
+        # wait of this latency each (LGWR's SYNC RFSWRITE: network plus the standby's redo write;
+        # Oracle Database Reference 12.1, C.3.156), and commits wait for it. ASYNC: one 'ASYNC Remote
+        # Write' wait each (TTnn's asynchronous streaming RFSWRITE; Database Reference 12.2, C.3.3),
+        # and commits do not wait for it (Data Guard Concepts and Administration 12.2, 7.1: the
+        # asynchronous mode sends redo asynchronously with respect to transaction commitment). One
+        # ASYNC wait per redo write is this emulation's choice, not an Oracle fact: the reference
+        # gives only the time, so tests check its time and labels, never time / waits. No local
+        # file I/O either way: the standby's disks are not this host's LUNs.
         self.standby = standby
+        self.transport = transport
 
     @classmethod
     def uniform(cls, micros: float, rate: float = 100.0, commits: float = 0.0) -> Load:
@@ -213,6 +223,9 @@ EVENTS = _events(
     # SYNC RFSWRITE to a standby). Its wait class is not in that page; "System I/O" here is this
     # emulation's choice (the source reads no wait class).
     ("SYNC Remote Write", "System I/O", False),
+    # Data Guard ASYNC transport (Oracle Database Reference 12.2, C.3.3 "ASYNC Remote Write": TTnn's
+    # asynchronous streaming RFSWRITE). Its wait class is this emulation's choice, as above.
+    ("ASYNC Remote Write", "System I/O", False),
     ("rdbms ipc message", "Idle", False),
     ("SQL*Net message from client", "Idle", True),
     ("latch: shared pool", "Concurrency", True),
@@ -537,11 +550,12 @@ class Database:
                     self._wait(inst, event, round(micros * 1000), n, timeouts=n if idle else 0)
 
     def _standby_waits(self, inst: Instance, load: Load, stream: IO, n: int) -> None:
-        """A redo write also sent to a SYNC standby: one 'SYNC Remote Write' wait each."""
+        """A redo write also sent to a standby: one 'SYNC Remote Write' (or 'ASYNC Remote Write') wait each."""
         if load.standby is None or (stream.role, stream.direction) != ("log", "write"):
             return
+        event = f"{load.transport} Remote Write"
         for remote, m in sorted(load.standby.sample(self.rng, n).items()):
-            self._wait(inst, "SYNC Remote Write", round(remote * 1000), m)
+            self._wait(inst, event, round(remote * 1000), m)
 
     def _with_standby(self, load: Load, writes: list[float]) -> list[float]:
         """The redo write each commit waits for, the standby's included when there is one.
@@ -552,7 +566,7 @@ class Database:
         https://docs.oracle.com/database/122/SBYDB/oracle-data-guard-redo-transport-services.htm):
         the commit waits for the slower of the local and the remote write (this emulation's model
         of the two running side by side)."""
-        if load.standby is None:
+        if load.standby is None or load.transport == "ASYNC":
             return writes
         remote = list(load.standby.sample(self.rng, len(writes)).elements())
         self.rng.shuffle(remote)
@@ -662,7 +676,8 @@ OWN_ROWS_IN_PDB: frozenset[str] = frozenset({"V$CON_SYSTEM_EVENT", "V$CON_EVENT_
 # (https://docs.oracle.com/en/database/oracle/oracle-database/18/refrn/V-CON_EVENT_HISTOGRAM_MICRO.html);
 # no 12.2 page for it was found, so an older release is modelled without it.
 SINCE_MAJOR: dict[str, int] = {"V$CON_EVENT_HISTOGRAM_MICRO": 18}
-# Nothing else of a PDB login or of a release is modelled (docs/emulated-facts.md).
+# Nothing else of a PDB login or of a release is modelled (docs/emulated-facts.md), but the non-CDB
+# architecture's end after 19c (emulation.NON_CDB_UNTIL).
 
 
 def exists(view: str, major: int) -> bool:

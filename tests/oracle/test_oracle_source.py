@@ -45,6 +45,10 @@ def mpath(h: FakeHost, name: str, alias: str, path: str, wwid_tail: str) -> str:
 
 @pytest.fixture
 def host(tmp_path: Path) -> FakeHost:
+    return oracle_host(tmp_path)
+
+
+def oracle_host(tmp_path: Path) -> FakeHost:
     """Datafiles on an LV on ora_data; redo members multiplexed over ora_redo_a and ora_redo_b; a
     control file copy on each of ora_data and ora_redo_b; three ASM disks as multipath maps."""
     h = FakeHost(tmp_path)
@@ -639,8 +643,9 @@ def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
 # --- what the login can read ---------------------------------------------------------------------
 
 
-def capability(result: SourceResult) -> dict[tuple[str, ...], float]:
-    return values(result, contract.SOURCE_CAPABILITY)
+def capability(result: SourceResult, which: str = "asm") -> dict[tuple[str, ...], float]:
+    """The capability series of one capability (`which`)."""
+    return {k: v for k, v in values(result, contract.SOURCE_CAPABILITY).items() if k[1] == which}
 
 
 def test_a_pdb_login_on_asm_says_once_that_asm_cannot_be_read(

@@ -171,7 +171,7 @@ class DbSource(Generic[Conn]):
             if found.kind is Kind.NO_GRANT:
                 self._gates.close(query.name)
                 log.warning(
-                    f"query disabled: missing grant (see {self.grants_hint}); retried in 10 minutes",
+                    self._no_grant_message(query, found.code),
                     source=self.name,
                     query=query.name,
                     err=found.code,
@@ -182,6 +182,10 @@ class DbSource(Generic[Conn]):
         if self._gates.reopen(query.name):
             log.info("query enabled again", source=self.name, query=query.name)
         return rows
+
+    def _no_grant_message(self, query: Query, code: str) -> str:
+        """The log line of a query switched off for a missing grant (an engine may say more)."""
+        return f"query disabled: missing grant (see {self.grants_hint}); retried in 10 minutes"
 
     def _warn_once(self, where: str, key: str, what: str, detail: str) -> None:
         if not self._warned.first((where, key)):

@@ -221,6 +221,7 @@ class OracleSource(DbSource[OracleConnection]):
         self._asm_disks: tuple[tuple[int, str], ...] = ()
         self._said = logs.Once()  # what the login cannot read, said once (again after it could)
         self._histogram = sql.EVENT_HISTOGRAM
+        self._version = ""  # the release the session's login reported
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -252,12 +253,17 @@ class OracleSource(DbSource[OracleConnection]):
         asm = self._query(conn, sql.ASM_DISK, errors)
         # The disks first: an ASM file's `lun` is its disk group's LUNs.
         asm_families = self._asm_families(asm or [], errors)
+        capabilities = self._capability_family()
+        capabilities.add(
+            self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "container_histograms")),
+            self._container_histograms(),
+        )
         families = [
             *self._file_families(iostat or [], errors),
             *self._event_families(events or [], errors),
             self._histogram_family(histogram or [], errors),
             *asm_families,
-            self._capability_family(),
+            capabilities,
         ]
         # Files change only with a lookup; ASM disks with the disk query.
         self._publish_lun_labels(
@@ -274,15 +280,45 @@ class OracleSource(DbSource[OracleConnection]):
             major = int(str(conn.version).split(".", 1)[0])
         except ValueError:
             major = 0  # a version the source cannot read: the view every release has
-        query = sql.CON_EVENT_HISTOGRAM if major >= sql.CON_HISTOGRAM_SINCE else sql.EVENT_HISTOGRAM
-        if query is sql.EVENT_HISTOGRAM and self._said.first(("instance_histogram", str(conn.version))):
+        self._version = str(conn.version)
+        return sql.CON_EVENT_HISTOGRAM if major >= sql.CON_HISTOGRAM_SINCE else sql.EVENT_HISTOGRAM
+
+    def _non_cdb(self) -> bool:
+        """A non-CDB: V$CONTAINERS shows it as one row with CON_ID 0 ("0: ... also used for rows in
+        non-CDBs", Oracle Database Reference, V$CONTAINERS,
+        https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-CONTAINERS.html)."""
+        return set(self._names.containers) == {0}
+
+    def _container_histograms(self) -> int:
+        """`container_histograms`: 1 when the wait histograms are per container like the wait
+        counters, 0 when the release has no per-container view (before 18c) and they are the whole
+        instance's (`db` empty; said once). In a non-CDB nothing is lost: its one container is the
+        instance, and the instance-wide rows carry CON_ID 0 like V$CON_SYSTEM_EVENT's, so they get
+        the same `db` (the database's name) and the capability is 1."""
+        per_container = self._histogram is sql.CON_EVENT_HISTOGRAM or self._non_cdb()
+        if not per_container and self._said.first(("instance_histogram", self._version)):
             log.info(
                 "wait histograms are instance-wide (db empty): this release has no per-container view",
                 source=self.name,
-                version=str(conn.version),
+                version=self._version,
                 needs=f"{sql.CON_HISTOGRAM_SINCE}c for V$CON_EVENT_HISTOGRAM_MICRO",
             )
-        return query
+        return int(per_container)
+
+    def _no_grant_message(self, query: Query, code: str) -> str:
+        """ORA-00942 says "table or view does not exist" both for a view the login may not read and
+        for one that is not there: the line names the view and both causes."""
+        views = ", ".join(v.upper() for v in sql.views_of(query)) or query.name
+        if code == "ORA-00942":
+            return (
+                f"query disabled: ORA-00942, {views} does not exist for this login: either its grant is "
+                f"missing or was revoked (see {self.grants_hint}), or the view or its public synonym is "
+                "not there (dropped, or not in this release); the rest is published; retried in 10 minutes"
+            )
+        return (
+            f"query disabled: {code or 'no privilege'} on {views}, missing privilege (see "
+            f"{self.grants_hint}); the rest is published; retried in 10 minutes"
+        )
 
     # --- names --------------------------------------------------------------------------------
 

@@ -12,6 +12,9 @@ release since 12.1):
 - `per_commit`: what a committing session waits for (the redo write plus LGWR's post and the
   session's wake-up), a commit latency, not one I/O.
 
+Direction `other` (the redo transport's open, close and ping of a standby destination): neither a
+read nor a write of data.
+
 Role `replica` (never a LUN's role, so not in `contract.Role`, which config files and LUN labels
 are checked against; only the wait series' `role` label takes it): the wait is a Data Guard SYNC
 standby's network round trip and standby redo write, which commits wait for on top of the local log
@@ -35,7 +38,7 @@ _REFERENCE: Final = "https://docs.oracle.com/database/122/REFRN/descriptions-of-
 class WaitEvent:
     name: str
     role: str  # contract.Role, "other", or REPLICA (a standby's wait, never a local LUN's)
-    direction: str  # read | write | commit
+    direction: str  # read | write | commit | other
     measure: Measure
     why: str  # what the reference says one wait is
     reference: str = _REFERENCE
@@ -45,9 +48,30 @@ class WaitEvent:
 # (Oracle Database Reference 12c Release 1, C.3.156 "SYNC Remote Write"; the Japanese edition is the
 # copy found: https://docs.oracle.com/cd/E57425_01/121/REFRN/GUID-4018FC83-BC23-43A2-8E85-29681B04D113.htm).
 # One wait is one remote redo write (network plus the standby's write), so time / waits is its latency.
-# Older releases' LNS events ('LNS wait on SENDREQ') are left out: no Oracle reference page found.
 SYNC_REMOTE_WRITE_REFERENCE: Final = (
     "https://docs.oracle.com/cd/E57425_01/121/REFRN/GUID-4018FC83-BC23-43A2-8E85-29681B04D113.htm"
+)
+# The other redo transport events an Oracle Database Reference page describes. None has a "Wait
+# Time" line: each page says the event tracks the time background processes spend on an operation,
+# so only the time spent counts (`time_spent`), never time / waits:
+# - 'ASYNC Remote Write' (C.3.3 of the 12.2 Descriptions of Wait Events, _REFERENCE): "the time ...
+#   for asynchronous streaming RFSWRITE operations", stall reaps and network submission included,
+#   accumulated by the TTnn (Redo Transport Slave) processes. ASYNC transport: commits do not wait.
+# - 'Redo Transport Open' (12.1 reference C.3.119): ARCn, NSSn and TTnn doing RFSCREAT and RFSANNCE.
+# - 'Redo Transport Close' (12.1 reference C.3.117; the Japanese edition is the copy found): ARCn,
+#   NSSn and TTnn doing RFSCLOSE and RFSRGSTR.
+# - 'Redo Transport Ping' (12.1 reference C.3.120, Japanese edition): ARCn doing RFSPING.
+# Left out, no Oracle reference page found (only third-party copies of a support note):
+# 'LGWR-LNS wait on channel', 'LNS wait on SENDREQ' and the 10g/11g 'LGWR wait on SENDREQ',
+# 'ARCH wait on SENDREQ' family.
+REDO_TRANSPORT_OPEN_REFERENCE: Final = (
+    "https://docs.oracle.com/database/121/REFRN/GUID-C585F4F8-23C6-4523-8B17-710B294EF1E9.htm"
+)
+REDO_TRANSPORT_CLOSE_REFERENCE: Final = (
+    "https://docs.oracle.com/cd/E57425_01/121/REFRN/GUID-2A666191-43BB-43D2-9DC9-F31E294C6436.htm"
+)
+REDO_TRANSPORT_PING_REFERENCE: Final = (
+    "https://docs.oracle.com/cd/E57425_01/121/REFRN/GUID-31227DEF-BF98-4202-827B-5B338473A4AD.htm"
 )
 REPLICA: Final = "replica"
 
@@ -157,6 +181,38 @@ EVENTS: Final[tuple[WaitEvent, ...]] = (
         "per_io",
         "LGWR's SYNC RFSWRITE to a standby: the network and the standby's redo write, not a local LUN",
         SYNC_REMOTE_WRITE_REFERENCE,
+    ),
+    WaitEvent(
+        "ASYNC Remote Write",
+        REPLICA,
+        "write",
+        "time_spent",
+        "the TTnn processes' time on asynchronous streaming RFSWRITE to a standby (stall reaps and "
+        "network submission included); commits do not wait for it",
+    ),
+    WaitEvent(
+        "Redo Transport Open",
+        REPLICA,
+        "other",
+        "time_spent",
+        "the redo transport processes' time opening a standby destination's log (RFSCREAT, RFSANNCE)",
+        REDO_TRANSPORT_OPEN_REFERENCE,
+    ),
+    WaitEvent(
+        "Redo Transport Close",
+        REPLICA,
+        "other",
+        "time_spent",
+        "the redo transport processes' time closing a standby destination's log (RFSCLOSE, RFSRGSTR)",
+        REDO_TRANSPORT_CLOSE_REFERENCE,
+    ),
+    WaitEvent(
+        "Redo Transport Ping",
+        REPLICA,
+        "other",
+        "time_spent",
+        "the archiver processes' time pinging a standby destination (RFSPING)",
+        REDO_TRANSPORT_PING_REFERENCE,
     ),
 )
 

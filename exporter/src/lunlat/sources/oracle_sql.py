@@ -12,6 +12,8 @@ The rounded centisecond/millisecond columns (TIME_WAITED, AVERAGE_WAIT, V$FILEST
 
 from __future__ import annotations
 
+import re
+
 from lunlat.sources import oracle_events
 from lunlat.sources.dbsource import Query
 
@@ -135,3 +137,8 @@ VIEWS: tuple[str, ...] = (
     "v$controlfile",
     "v$asm_diskgroup_stat",
 )
+
+
+def views_of(query: Query) -> tuple[str, ...]:
+    """The views of VIEWS a statement reads (its FROM clause), for log lines."""
+    return tuple(v for v in VIEWS if re.search(rf"\bfrom\s+{re.escape(v)}\b", query.sql, re.IGNORECASE))
