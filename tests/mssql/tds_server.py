@@ -43,6 +43,13 @@ DmvState (what the DMVs show)
         major_version AZURE_MAJOR_VERSION) models what that edition lacks (EDITION_FACTS): on 5 a batch
         naming sys.master_files gets error 208, on any but 5 and 8 one naming sys.dm_db_wait_stats;
         DB_FILE_STATS answers the files of the session's database (LOGIN7's, DB_ID()).
+        host_platform ("Linux" default, or "Windows"): what sys.dm_os_host_info answers (a batch naming
+        it gets error 208 before 14, 2017); on Linux VOLUMES answers NULL strings for every file, on
+        Windows the entry of `volumes` (path prefix -> (mount point, volume name)) the path starts with.
+        system_databases: the four system databases' files (default SYSTEM_DATABASES, Linux paths).
+        sa_login: the name of the login with SID 0x01 ("sa"; Amazon RDS renames it "rdsa"): the SERVER
+        row's amazon_rds is 1 when a database "rdsadmin" exists or sa_login is "rdsa"
+        (DB_ID(N'rdsadmin') IS NOT NULL OR SUSER_SNAME(0x01) = N'rdsa').
     restart(at=None)         counters and waits to zero, start time = at (default: now, at least one
                              second after the old one). TdsServer.restart also closes connections.
     attach(database, [(type, physical_name), …]) -> [file_id, …]   files added (a new database
@@ -52,7 +59,7 @@ DmvState (what the DMVs show)
                              file_id=None) / set_online(…): a file or all of a database's files.
     file(database, file_id) -> DbFile (its counters, µs), waits[wait_type] -> WaitCounters, now,
     database_id(name), has_database(name), default_files(name); file_stats_rows(),
-    wait_stats_rows(), server_rows(): what the three statements answer.
+    wait_stats_rows(), volume_rows(), server_rows(): what the statements answer.
 STATEMENTS[key] = (sql, columns) (the types SQL Server documents: smallint ids, tinyint type,
     bigint counters, int for the SERVER row); statement_key(sql) -> key | None.
 
@@ -61,7 +68,8 @@ TdsServer(state=None, packet_size=None, port=0): start() / stop() / with; port; 
     open connection closed, returns once their threads ended).
 
 Faults (set any time; read when the request arrives), statement keys are Query.name
-("virtual_file_stats", "virtual_file_stats_no_queued", "os_wait_stats", "server"):
+("virtual_file_stats", "virtual_file_stats_no_queued", "os_wait_stats", "server", "host_info",
+"os_volume_stats", "database_file_stats", "db_wait_stats"):
     slow[key] = seconds       answer that statement after the delay. An ATTENTION arriving
                               meanwhile (the driver's query timeout) is answered DONE+ATTN and the
                               result abandoned, as SQL Server does;
@@ -148,6 +156,11 @@ ENTERPRISE, SQL_DATABASE, MANAGED_INSTANCE = 3, 5, 8
 # Database), "Version: 12.0.2000.8 Edition: SQL Azure" from a Managed Instance
 # (github.com/olahallengren/sql-server-maintenance-solution issue 851).
 AZURE_MAJOR_VERSION = 12
+# Amazon RDS for SQL Server: the login with SID 0x01 is "rdsa" ("the Amazon RDS System Administrator
+# (rdsa) login", https://repost.aws/knowledge-center/rds-sql-server-restore-master-user) and a database
+# "rdsadmin" exists (both tested by olahallengren/sql-server-maintenance-solution DatabaseBackup.sql).
+RDS_SA_LOGIN, RDS_ADMIN_DATABASE = "rdsa", "rdsadmin"
+Platform = Literal["Windows", "Linux"]
 
 
 # --- the emulated state ----------------------------------------------------------------------
@@ -242,11 +255,16 @@ class DmvState:
         major_version: int = 16,
         start_time: datetime = datetime(2025, 1, 6, 8, 0),
         engine_edition: int = ENTERPRISE,
+        host_platform: Platform = "Linux",
+        system_databases: Mapping[str, Sequence[tuple[int, str]]] = SYSTEM_DATABASES,
+        sa_login: str = "sa",
     ) -> None:
         self.lock = threading.RLock()
         self.server_name = server_name
         self.major_version = major_version
         self.engine_edition = engine_edition
+        self.host_platform = host_platform
+        self.sa_login = sa_login
         self.start_time = start_time
         self.now = start_time + timedelta(days=1)
         self.databases: dict[int, str] = {}
@@ -255,7 +273,7 @@ class DmvState:
         self.waits: dict[str, WaitCounters] = {w: WaitCounters() for w in [*IO_WAIT_TYPES, *BACKGROUND_WAITS]}
         self._issued: dict[object, Fraction] = {}  # per stream: I/Os due so far (fractional)
         self._turn: dict[object, int] = {}  # per stream: round-robin position over its files
-        for name, files in SYSTEM_DATABASES.items():
+        for name, files in system_databases.items():
             self.attach(name, files)
         for name in databases:
             user_files = databases[name] if isinstance(databases, Mapping) else self.default_files(name)
@@ -438,8 +456,9 @@ class DmvState:
             ]
 
     def volume_rows(self) -> list[tuple[object, ...]]:
-        """VOLUMES: SQL Server on Linux answers NULL strings; set `volumes` (path prefix -> (mount
-        point, volume name)) to answer as a Windows instance does."""
+        """VOLUMES: on Linux volume_mount_point and logical_volume_name "return null"
+        (sys.dm_os_volume_stats, the column descriptions); on Windows the entry of `volumes` (path
+        prefix -> (mount point, volume name)) the file's path starts with."""
         with self.lock:
             rows: list[tuple[object, ...]] = []
             for f in sorted(self.files, key=lambda f: (f.database_id, f.file_id)):
@@ -448,13 +467,20 @@ class DmvState:
                 hit = next(
                     (v for prefix, v in self.volumes.items() if f.physical_name.startswith(prefix)), None
                 )
+                if self.host_platform == "Linux":
+                    hit = None
                 rows.append((f.database_id, f.file_id, *(hit or (None, None))))
             return rows
 
     def server_rows(self) -> list[tuple[object, ...]]:
         with self.lock:
             started = (self.start_time - EPOCH) // timedelta(seconds=1)
-            return [(self.server_name, self.major_version, started, self.engine_edition)]
+            rds = self.has_database(RDS_ADMIN_DATABASE) or self.sa_login == RDS_SA_LOGIN
+            return [(self.server_name, self.major_version, started, self.engine_edition, int(rds))]
+
+    def host_info_rows(self) -> list[tuple[object, ...]]:
+        """HOST_INFO: sys.dm_os_host_info's host_platform, "Windows or Linux"."""
+        return [(self.host_platform,)]
 
 
 def _bigints(*names: str) -> tuple[Column, ...]:
@@ -505,8 +531,10 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
             Column("major_version", "int", 4),
             Column("start_time", "int", 8),  # CAST(... AS BIGINT) * 86400 + …: bigint
             Column("engine_edition", "int", 4),  # CAST(SERVERPROPERTY('EngineEdition') AS INT)
+            Column("amazon_rds", "int", 4),  # CASE … THEN 1 ELSE 0 END: int
         ),
     ),
+    mssql_sql.HOST_INFO.name: (mssql_sql.HOST_INFO.sql, (Column("host_platform", "nvarchar", 256),)),
 }
 
 
@@ -547,6 +575,10 @@ VERSION_FACTS: tuple[tuple[int, re.Pattern[str], int, str, int], ...] = (
         "Invalid column name '{0}'.",
         16,
     ),
+    # sys.dm_os_host_info: SQL Server 2017 (14.x) and later ("Applies to",
+    # https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-host-info-transact-sql);
+    # an unknown object is error 208 "Invalid object name '%.*ls'.", severity 16 (the errors page above).
+    (14, re.compile(r"\b(sys\.dm_os_host_info)\b", re.IGNORECASE), 208, "Invalid object name '{0}'.", 16),
 )
 
 
@@ -603,6 +635,8 @@ def answer_rows(state: DmvState, key: str, database: str = "master") -> list[tup
         return state.wait_stats_rows(re.findall(r"N'(\w+)'", STATEMENTS[key][0]))
     if key == mssql_sql.VOLUMES.name:
         return state.volume_rows()
+    if key == mssql_sql.HOST_INFO.name:
+        return state.host_info_rows()
     return state.server_rows()
 
 

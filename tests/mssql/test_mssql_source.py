@@ -250,6 +250,7 @@ def test_a_service_restart_is_a_lost_session_then_lower_counters(
 
 def test_without_a_mount_table_the_lun_is_the_volume_sql_server_reports(server: TdsServer) -> None:
     # A Windows instance: paths are drive letters and mount point folders, no mount table to follow.
+    server.state.host_platform = "Windows"
     server.state.attach("erp", [(0, "D:\\Data\\erp.mdf"), (1, "L:\\Logs\\erp_log.ldf")])
     server.state.volumes = {"D:\\": ("D:\\", "SQLData"), "L:\\": ("L:\\", "SQLLogs")}
     result = source_for(server).collect()
@@ -257,7 +258,7 @@ def test_without_a_mount_table_the_lun_is_the_volume_sql_server_reports(server: 
     reads = values(result, contract.MSSQL_FILE_READS)
     assert key_of(reads, db="erp", role="data")[FILES.index("lun")] == "D:\\"
     assert key_of(reads, db="erp", role="log")[FILES.index("lun")] == "L:\\"
-    assert key_of(reads, db="sales", role="data")[FILES.index("lun")] == ""  # Linux paths: NULL volumes
+    assert key_of(reads, db="sales", role="data")[FILES.index("lun")] == ""  # on no volume the server knows
 
 
 # --- what differs between SQL Server versions (docs/emulated-facts.md, "SQL Server") -------------

@@ -220,8 +220,11 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
 
         names, server_rows = run(conn, mssql_sql.SERVER)
         assert names == select_names(mssql_sql.SERVER.sql)
-        # 2025-01-06 08:00:00 as seconds since 1970; engine edition 3 (Enterprise)
-        assert server_rows == [("SQL1", 16, 1736150400, 3)]
+        # 2025-01-06 08:00:00 as seconds since 1970; engine edition 3 (Enterprise); not Amazon RDS
+        assert server_rows == [("SQL1", 16, 1736150400, 3, 0)]
+
+        names, host = run(conn, mssql_sql.HOST_INFO)
+        assert names == select_names(mssql_sql.HOST_INFO.sql) and host == [("Linux",)]
 
         names, volumes = run(conn, mssql_sql.VOLUMES)
         assert names == select_names(mssql_sql.VOLUMES.sql)

@@ -25,6 +25,21 @@ def test_mssql_grants_are_the_performance_state_and_definition_permissions_only(
     assert "$(LUNLAT_PASSWORD)" in text  # from sqlcmd's -v, never written in the file
 
 
+def test_amazon_rds_grants_are_view_server_state_and_definition_only() -> None:
+    path = DEPLOY / "mssql" / "grants-amazon-rds.sql"
+    text = " ".join(_statements(path))
+    granted = re.findall(r"GRANT ([A-Z ]+?) TO \[lunlat\]", text)
+    assert sorted(granted) == ["VIEW ANY DEFINITION", "VIEW SERVER STATE"]
+    assert "sysadmin" not in text.lower() and "db_owner" not in text.lower()
+    assert "CREATE LOGIN [lunlat] WITH PASSWORD = N'$(LUNLAT_PASSWORD)'" in text
+    # Every view the source reads on RDS is one its header names; not the volume lookup.
+    header = path.read_text().lower()
+    for query in (mssql_sql.SERVER, mssql_sql.HOST_INFO, mssql_sql.FILE_STATS, mssql_sql.WAIT_STATS):
+        for table in sqlglot.parse_one(query.sql, read="tsql").find_all(sqlglot.exp.Table):
+            name = (table.name or table.this.sql()).split("(")[0]
+            assert f"sys.{name.lower()}" in header, f"{query.name} reads sys.{name}"
+
+
 # The statements each Azure SQL Database grant covers: the ones the source runs there.
 AZURE_SQL_DATABASE_READS = (mssql_sql.SERVER, mssql_sql.DB_FILE_STATS, mssql_sql.DB_WAIT_STATS)
 

@@ -450,6 +450,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         "the whole instance's histogram is published with db empty",
         fixable=False,
     ),
+    Capability(
+        "volumes",
+        "SQL Server on Windows: the volume of each file (sys.dm_os_volume_stats), the `lun` of files no mount "
+        "table leads to; the login's VIEW SERVER STATE (VIEW SERVER PERFORMANCE STATE on 2022+) reads it",
+        fixable=True,
+    ),
 )
 CAPABILITY_NAMES: frozenset[str] = frozenset(c.name for c in CAPABILITIES)
 FIXABLE_CAPABILITIES: tuple[str, ...] = tuple(c.name for c in CAPABILITIES if c.fixable)

@@ -35,6 +35,12 @@ TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
 # Server error numbers: permission denied on the DMVs (VIEW SERVER STATE, or VIEW SERVER
 # PERFORMANCE STATE on 2022+), and an Always On secondary that is not readable.
 NO_GRANT_NUMBERS = frozenset({297, 300, 229})
+# A volume lookup that failed is tried again after this long (and at every reconnect); a missing
+# grant is held off as long by the query gate anyway.
+VOLUME_RETRY_SECONDS = 600.0
+GRANTS = "deploy/mssql/grants.sql"
+GRANTS_AZURE_SQL_DATABASE = "deploy/mssql/grants-azure-sql-database.sql"
+GRANTS_AMAZON_RDS = "deploy/mssql/grants-amazon-rds.sql"
 _NUMBER = re.compile(r"\((\d{3,5})\)")  # drivers put the native error number in parentheses
 
 
@@ -122,7 +128,7 @@ def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
 class MssqlSource(DbSource[Connection]):
     """The SQL Server layer of one configured instance."""
 
-    grants_hint = "deploy/mssql/grants.sql"
+    grants_hint = GRANTS  # per variant, once the server is identified
     _target: MssqlTarget
 
     def __init__(
@@ -142,9 +148,13 @@ class MssqlSource(DbSource[Connection]):
         self._started: int | None = None
         self._major: int | None = None  # None: unknown (the server query failed): newest SQL
         self._edition: int | None = None  # SERVERPROPERTY('EngineEdition'); None: unknown
+        self._rds = False  # Amazon RDS for SQL Server (mssql_sql.SERVER's amazon_rds)
+        self._platform: str | None = None  # 'Windows', 'Linux'; None: unknown (or not asked: Azure, RDS)
         self._said = logs.Once()
         # (database_id, file_id) -> volume mount point, where SQL Server knows one (Windows).
         self._volumes: dict[tuple[int, int], str] = {}
+        self._volumes_failed = False  # the lookup was needed and failed: capability `volumes` 0
+        self._volumes_retry_at = 0.0
 
     def collect(self) -> SourceResult:
         conn = self._session.connection()
@@ -152,10 +162,12 @@ class MssqlSource(DbSource[Connection]):
         if self._session.connects != self._seen_connects:
             self._seen_connects = self._session.connects
             self._identify(conn, errors)
-            # Azure SQL Database has no sys.master_files, which the volume query reads.
-            if self._edition != sql.SQL_DATABASE:
-                self._volumes = self._look_up_volumes(conn, errors)
+            self._volumes, self._volumes_failed = {}, False
+            if self._uses_volumes():
+                self._look_up_volumes(conn, errors)
             self._refresh_locations()
+        elif self._volumes_failed and self._clock() >= self._volumes_retry_at:
+            self._look_up_volumes(conn, errors)
         file_query = self._file_query()
         wait_query = sql.DB_WAIT_STATS if self._edition == sql.SQL_DATABASE else sql.WAIT_STATS
         files = self._query(conn, file_query, errors)
@@ -163,6 +175,7 @@ class MssqlSource(DbSource[Connection]):
         families = [
             *self._file_families(files or [], errors, file_query),
             *self._wait_families(waits or [], errors, wait_query),
+            self._capability_family(),
         ]
         return SourceResult(families, errors)
 
@@ -174,14 +187,41 @@ class MssqlSource(DbSource[Connection]):
         self._server = row[0] if isinstance(row[0], str) else ""
         self._major = row[1] if isinstance(row[1], int) else None
         self._edition = row[3] if isinstance(row[3], int) else None
+        azure = self._edition in sql.AZURE_EDITIONS
+        self._rds = not azure and row[4] == 1
+        self._platform = None if azure or self._rds else self._host_platform(conn, errors)
+        self.grants_hint = (
+            GRANTS_AZURE_SQL_DATABASE
+            if self._edition == sql.SQL_DATABASE
+            else GRANTS_AMAZON_RDS
+            if self._rds
+            else GRANTS
+        )
         self._say_variant()
         started = row[2] if isinstance(row[2], int) else None
         if self._started is not None and started is not None and started != self._started:
             log.info("SQL Server restarted: counters start again", source=self.name)
         self._started = started
 
+    def _host_platform(self, conn: Connection, errors: Counter[str]) -> str | None:
+        """'Windows' or 'Linux' (sys.dm_os_host_info, 2017 and later; Windows only before), None
+        when unknown (the major version unknown, or the view did not answer)."""
+        if self._major is None:
+            return None
+        if self._major < sql.HOST_INFO_SINCE:
+            return "Windows"
+        rows = self._query(conn, sql.HOST_INFO, errors) or []
+        platform = rows[0][0] if rows and rows[0] else None
+        return platform if platform in ("Windows", "Linux") else None
+
+    def _uses_volumes(self) -> bool:
+        """Whether a file's volume can name its `lun`: SQL Server on Windows (or an unknown platform).
+        Not on Linux (NULL there: the mount table names the LUN), not for the files of a service
+        (Azure, Amazon RDS: not on this host; Azure SQL Database has no sys.master_files either)."""
+        return self._edition not in sql.AZURE_EDITIONS and not self._rds and self._platform != "Linux"
+
     def _say_variant(self) -> None:
-        """One log line per Azure variant: what this source reads there and what it cannot."""
+        """One log line per service variant: what this source reads there and what it cannot."""
         if self._edition == sql.SQL_DATABASE and self._said.first(("variant", self._edition)):
             log.info(
                 "Azure SQL Database: one database per connection (the target's `database`), files from "
@@ -194,6 +234,12 @@ class MssqlSource(DbSource[Connection]):
             log.info(
                 "Azure SQL Managed Instance: the SQL Server statements, every database; no LUN "
                 "(the files are not on this host)",
+                source=self.name,
+            )
+        elif self._rds and self._said.first("amazon_rds"):
+            log.info(
+                "Amazon RDS for SQL Server: every database's files and waits, as on SQL Server; no LUN "
+                "and no volume (the files are on the RDS host, not this one)",
                 source=self.name,
             )
         elif (
@@ -225,16 +271,33 @@ class MssqlSource(DbSource[Connection]):
             )
         return sql.FILE_STATS_NO_QUEUED
 
-    def _look_up_volumes(self, conn: Connection, errors: Counter[str]) -> dict[tuple[int, int], str]:
+    def _look_up_volumes(self, conn: Connection, errors: Counter[str]) -> None:
+        """The volume of each file; a failed lookup (the query's own log line says why) leaves the
+        files without `lun`, sets capability `volumes` to 0 and is tried again later."""
+        rows = self._query(conn, sql.VOLUMES, errors)
+        self._volumes_failed = rows is None
+        if rows is None:
+            self._volumes_retry_at = self._clock() + VOLUME_RETRY_SECONDS
+            return
         volumes: dict[tuple[int, int], str] = {}
-        for row in self._query(conn, sql.VOLUMES, errors) or []:
+        for row in rows:
             if isinstance(row[2], str) and row[2]:
                 volumes[(id_value(row[0], "database_id"), id_value(row[1], "file_id"))] = row[2]
-        return volumes
+        self._volumes = volumes
+
+    def _capability_family(self) -> Family:
+        """`volumes` is 0 while a Windows instance's volume lookup fails (1 where it is read or not used)."""
+        family = Family(contract.SOURCE_CAPABILITY)
+        family.add(
+            self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "volumes")),
+            int(not self._volumes_failed),
+        )
+        return family
 
     def _file_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
         queued = query is not sql.FILE_STATS_NO_QUEUED
-        azure = self._edition in sql.AZURE_EDITIONS
+        # The files of a service (Azure, Amazon RDS) are on its hosts, never on this one.
+        remote = self._edition in sql.AZURE_EDITIONS or self._rds
         expect_lun = not self._volumes
         specs = (
             contract.MSSQL_FILE_READS,
@@ -271,10 +334,11 @@ class MssqlSource(DbSource[Connection]):
                 if queued
                 else ()
             )
-            # Where SQL Server reports volumes (Windows), a path off the mount table is expected. An
-            # Azure database's files are in the service, never on this host: a local path that happens
-            # to match (Managed Instance shows SQL Server's own paths) must not name a local LUN.
-            location = NOWHERE if azure else self._locate(path, expect_lun=expect_lun)
+            # Where SQL Server reports volumes (Windows), a path off the mount table is expected. The
+            # files of an Azure database or an RDS instance are in the service, never on this host: a
+            # local path that happens to match (Managed Instance shows SQL Server's own paths) must
+            # not name a local LUN.
+            location = NOWHERE if remote else self._locate(path, expect_lun=expect_lun)
             located.append((location, role))
             # Where the mount table cannot name the LUN (Windows), the volume SQL Server reports is
             # the name its admins know: 'D:\\' or a mount point folder.

@@ -139,19 +139,42 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 # https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql).
 # The engine edition picks the statements (SQL_DATABASE below); sys.dm_os_sys_info answers on Azure SQL
 # Database too (Telegraf reads sqlserver_start_time there: azuresqldbqueries.go).
+# amazon_rds: Amazon RDS for SQL Server has a database `rdsadmin` and renames the sa login (SID 0x01)
+# to `rdsa`. Ola Hallengren's Maintenance Solution detects RDS with both
+# (olahallengren/sql-server-maintenance-solution DatabaseBackup.sql: "DB_ID('rdsadmin') IS NOT NULL
+# AND SUSER_SNAME(0x01) = 'rdsa'"); either alone is taken here, as Erik Darling's PerformanceMonitor
+# does, because DB_ID() is NULL for a database the login cannot see (a login without VIEW ANY
+# DATABASE) while SUSER_SNAME is not filtered (github.com/erikdarlingdata/PerformanceMonitor issue 2575,
+# pull request 2577). The rdsa login: "the Amazon RDS System Administrator (rdsa) login"
+# (https://repost.aws/knowledge-center/rds-sql-server-restore-master-user).
 SERVER = Query(
     "server",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
        CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version,
        CAST(DATEDIFF(DAY, '19700101', sqlserver_start_time) AS BIGINT) * 86400
          + DATEDIFF(SECOND, CAST(sqlserver_start_time AS DATE), sqlserver_start_time) AS start_time,
-       CAST(SERVERPROPERTY('EngineEdition') AS INT) AS engine_edition
+       CAST(SERVERPROPERTY('EngineEdition') AS INT) AS engine_edition,
+       CASE WHEN DB_ID(N'rdsadmin') IS NOT NULL OR SUSER_SNAME(0x01) = N'rdsa' THEN 1 ELSE 0 END AS amazon_rds
 FROM sys.dm_os_sys_info""",
     per_scrape=False,
 )
 
+# The operating system: sys.dm_os_host_info's host_platform, "Windows or Linux", exists from SQL
+# Server 2017 (14.x) ("Applies to"; SELECT granted to public up to 2019, VIEW SERVER PERFORMANCE STATE
+# from 2022: https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-host-info-transact-sql).
+# SQL Server before 2017 runs on Windows only: Ola Hallengren's Maintenance Solution reads the view
+# from major version 14 and takes 'Windows' before (DatabaseBackup.sql, @HostPlatform).
+HOST_INFO = Query("host_info", "SELECT host_platform FROM sys.dm_os_host_info", per_scrape=False)
+HOST_INFO_SINCE = 14
+
 # The volume of each file, for hosts where paths cannot be followed to a LUN through the mount table
-# (Windows: 'D:\', 'C:\MountPoints\Data1\'). On Linux SQL Server returns NULL for both strings.
+# (Windows: 'D:\', 'C:\MountPoints\Data1\'). On Linux volume_mount_point and logical_volume_name
+# "return null" (sys.dm_os_volume_stats,
+# https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-volume-stats-transact-sql,
+# the column descriptions), so the source does not ask there. "Applies to: SQL Server" (2008 R2 SP1
+# and later: Telegraf reads it from ProductVersion 10.50.2500.0, influxdata/telegraf
+# plugins/inputs/sqlserver/sqlserverqueries.go, and not in its Managed Instance queries,
+# azuresqlmanagedqueries.go); VIEW SERVER STATE, on 2022 and later VIEW SERVER PERFORMANCE STATE (same page).
 VOLUMES = Query(
     "os_volume_stats",
     """SELECT mf.database_id, mf.file_id, vs.volume_mount_point, vs.logical_volume_name
@@ -166,6 +189,7 @@ ALL_QUERIES: tuple[Query, ...] = (
     FILE_STATS_NO_QUEUED,
     WAIT_STATS,
     SERVER,
+    HOST_INFO,
     VOLUMES,
     DB_FILE_STATS,
     DB_WAIT_STATS,
