@@ -18,6 +18,7 @@ from typing import Any
 
 from lunlat import contract, logs
 from lunlat.config import MssqlTarget
+from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import mssql_sql as sql
@@ -132,9 +133,17 @@ class MssqlSource(DbSource[Connection]):
         locator: FileLocator | None = None,
         db_labels: DbLunLabels | None = None,
         clock: Callable[[], float] = time.monotonic,
+        container: ContainerMapper | None = None,
     ) -> None:
         super().__init__(
-            f"mssql:{target.name}", connect, classify, target.timeout_seconds, clock, locator, db_labels
+            f"mssql:{target.name}",
+            connect,
+            classify,
+            target.timeout_seconds,
+            clock,
+            locator,
+            db_labels,
+            container,
         )
         self._target = target
         self._seen_connects = 0
@@ -163,6 +172,7 @@ class MssqlSource(DbSource[Connection]):
         families = [
             *self._file_families(files or [], errors, file_query),
             *self._wait_families(waits or [], errors, wait_query),
+            self._capabilities(),
         ]
         return SourceResult(families, errors)
 
@@ -326,7 +336,13 @@ def build(context: Context) -> list[MssqlSource] | BuildError:
         return []
     try:
         return [
-            MssqlSource(target, connect_pyodbc(target), context.locator(), context.db_labels)
+            MssqlSource(
+                target,
+                connect_pyodbc(target),
+                context.locator(),
+                context.db_labels,
+                container=context.container(target),
+            )
             for target in context.config.mssql
         ]
     except BuildError as exc:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from lunlat import contract, logs
 from lunlat.config import OracleTarget
+from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import oracle_events
@@ -210,9 +211,17 @@ class OracleSource(DbSource[OracleConnection]):
         db_labels: DbLunLabels | None = None,
         clock: Callable[[], float] = time.monotonic,
         names_refresh: float = NAMES_REFRESH_SECONDS,
+        container: ContainerMapper | None = None,
     ) -> None:
         super().__init__(
-            f"oracle:{target.name}", connect, classify, target.timeout_seconds, clock, locator, db_labels
+            f"oracle:{target.name}",
+            connect,
+            classify,
+            target.timeout_seconds,
+            clock,
+            locator,
+            db_labels,
+            container,
         )
         self._target = target
         self._names_refresh = names_refresh
@@ -534,9 +543,7 @@ class OracleSource(DbSource[OracleConnection]):
             self._said.forget("asm")
         elif self._said.first("asm"):
             log.warning(ASM_UNREADABLE, source=self.name, asm_files=len(asm_files), example=asm_files[0])
-        family = Family(contract.SOURCE_CAPABILITY)
-        family.add(self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "asm")), int(readable))
-        return family
+        return self._capabilities(asm=readable)
 
     # --- labels for the host layer -----------------------------------------------------------
 
@@ -560,6 +567,7 @@ def build(context: Context) -> list[OracleSource] | BuildError:
                 context.locator(),
                 context.db_labels,
                 names_refresh=context.settings.refresh_interval,
+                container=context.container(target),
             )
             for target in context.config.oracle
         ]
