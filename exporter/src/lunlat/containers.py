@@ -217,7 +217,8 @@ def explain(exc: BaseException) -> str:  # noqa: PLR0911 - one return per cause
     if isinstance(exc, PortLookupError):
         return str(exc)
     if kind == "NotFound":
-        return f"no such container: {getattr(exc, 'explanation', None) or exc}"[:300]
+        said = str(getattr(exc, "explanation", None) or exc)
+        return (said if said.lower().startswith("no such container") else f"no such container: {said}")[:300]
     if isinstance(exc, AnswerError):
         return f"unexpected answer from the engine: {exc}"[:300]
     for cause in _causes(exc):
@@ -232,17 +233,34 @@ def explain(exc: BaseException) -> str:  # noqa: PLR0911 - one return per cause
     return f"engine unreachable: {text}"[:300]
 
 
-def _client(docker_config: DockerConfig | None, timeout: float) -> Any:
+def _client(docker_config: DockerConfig | None, timeout: float, version: str) -> Any:
     """A DockerClient for the configured engine, or the SDK's environment (DOCKER_HOST, else the
     default socket: docker/client.py `DockerClient.from_env`, docker/constants.py DEFAULT_UNIX_SOCKET).
-    The API version is asked of the engine (GET /version: docker/api/client.py
-    `_retrieve_server_version`), so an engine older than the SDK's default is still answered."""
+    With an explicit `version` the constructor makes no request (docker/api/client.py
+    `APIClient.__init__` asks GET /version only for version None or "auto"), so a client is always
+    built and can be closed, whatever the engine does."""
     import docker  # noqa: PLC0415 - optional dependency, checked at build (sdk_installed)
 
     url = docker_config.url if docker_config is not None else None
     if url is None:
-        return docker.from_env(timeout=timeout, version="auto")
-    return docker.DockerClient(base_url=url, timeout=timeout, version="auto")
+        return docker.from_env(timeout=timeout, version=version)
+    return docker.DockerClient(base_url=url, timeout=timeout, version=version)
+
+
+def _engine_client(docker_config: DockerConfig | None, timeout: float) -> Any:
+    """A client speaking the API version the engine serves, as the SDK's version="auto" picks it
+    (SystemVersion.ApiVersion of the unversioned GET /version: docker/api/client.py
+    `_retrieve_server_version`), so an engine older than the SDK's default version is answered."""
+    import docker  # noqa: PLC0415 - optional dependency, checked at build (sdk_installed)
+
+    probe = _client(docker_config, timeout, docker.constants.MINIMUM_DOCKER_API_VERSION)
+    try:
+        # Engine API, SystemVersion.ApiVersion: "The default (and highest) API version that is
+        # supported by the daemon".
+        served = _object(probe.version(api_version=False), "/version").get("ApiVersion")
+    finally:
+        probe.close()
+    return _client(docker_config, timeout, _text(served, "ApiVersion"))
 
 
 class ContainerMapper:
@@ -257,7 +275,7 @@ class ContainerMapper:
         self.ref = ref
         self.docker = docker_config
         self.timeout = docker_config.timeout_seconds if docker_config is not None else DEFAULT_TIMEOUT_SECONDS
-        self._client = client or (lambda timeout: _client(self.docker, timeout))
+        self._client = client or (lambda timeout: _engine_client(self.docker, timeout))
         self.paths: ContainerPaths | None = None
         self.problem = "not looked up yet"
 
