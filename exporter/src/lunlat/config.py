@@ -6,6 +6,7 @@ used: every LUN of the host, no database.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -24,7 +25,7 @@ from lunlat.yamlmodel import (
     quote,
 )
 
-__all__ = ["Config", "ConfigError", "ConfigProblem", "load_config", "parse_config"]
+__all__ = ["Config", "ConfigError", "ConfigProblem", "DockerConfig", "load_config", "parse_config"]
 
 # Devices that are never LUNs: RAM disks, compressed swap, floppies, optical drives.
 DEFAULT_EXCLUDE = r"^(ram|zram|fd|sr)\d+$"
@@ -145,6 +146,48 @@ def _one_secret(env: str | None, file: Path | None, what: str, required: bool) -
     return Secret(env=env, file=file)
 
 
+# A container's name as the Engine API accepts it at create (`/?[a-zA-Z0-9][a-zA-Z0-9_.-]+`, Docker
+# Engine API reference, ContainerCreate's `name` parameter; moby/moby api/swagger.yaml); an id (64 hex
+# digits, or a prefix of one) fits the same pattern. Names are listed with a leading '/' (ContainerSummary.Names).
+CONTAINER_NAME = re.compile(r"/?[a-zA-Z0-9][a-zA-Z0-9_.-]+")
+# Where the SDK can reach an engine without extra packages: docker-py's APIClient mounts its unix
+# socket adapter for unix:// and http+unix://, and plain HTTP(S) for tcp://, http:// and https://
+# (github.com/docker/docker-py, docker/api/client.py `APIClient.__init__`, docker/utils/utils.py
+# `parse_host`); ssh:// needs paramiko and npipe:// is Windows only.
+DOCKER_URL_SCHEMES = ("unix://", "http+unix://", "tcp://", "http://", "https://")
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+class DockerConfig(Strict):
+    """How to reach the Docker engine that runs the database containers (containers.py)."""
+
+    url: str | None = Field(
+        default=None,
+        description="The engine: unix:///var/run/docker.sock, tcp://HOST:PORT … (default: the SDK's "
+        "environment, DOCKER_HOST, else the default unix socket).",
+    )
+    # Small by default: the lookup runs inside a collection, whose deadline is twice the target's timeout.
+    timeout_seconds: float = Field(default=2.0, gt=0, le=30, description="Bounds each engine lookup.")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(DOCKER_URL_SCHEMES):
+            raise ValueError(f"must start with one of {', '.join(DOCKER_URL_SCHEMES)}, got {quote(value)}")
+        return value
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is this machine's loopback: a port it publishes is then a local container's."""
+    host = host.strip().strip("[]")
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class _DatabaseTarget(Strict):
     """What every database target has: its label, login, password source, workload and timeout."""
 
@@ -166,6 +209,22 @@ class _DatabaseTarget(Strict):
         description="Serve the last collection again to scrapes within this many seconds of its start "
         "(0: every scrape queries).",
     )
+    container: str | None = Field(
+        default=None,
+        description="The Docker container (name or id) the database runs in: its file paths are the "
+        "container's, followed through its mounts to the host's (containers.py).",
+    )
+
+    @field_validator("container")
+    @classmethod
+    def _container_name(cls, value: str | None) -> str | None:
+        if value is not None and not CONTAINER_NAME.fullmatch(value):
+            raise ValueError(f"not a container name or id: {quote(value)}")
+        return value
+
+    def endpoint(self) -> tuple[str, int] | None:
+        """(host, TCP port) the target connects to, when the config says it; None otherwise."""
+        return None
 
     @model_validator(mode="after")
     def _password_source(self) -> _DatabaseTarget:
@@ -207,6 +266,11 @@ class OracleTarget(_DatabaseTarget):
     def wallet_password(self) -> Secret | None:
         return _one_secret(self.wallet_password_env, self.wallet_password_file, "wallet_password", False)
 
+    def endpoint(self) -> tuple[str, int] | None:
+        """Host and port of an Easy Connect dsn ([tcp[s]://][//]host[:port][/service][?…], port 1521 by
+        default); None for a TNS alias (its address is in tnsnames.ora, not read here)."""
+        return easy_connect_endpoint(self.dsn)
+
 
 class MssqlTarget(_DatabaseTarget):
     """One SQL Server instance (every database it hosts; Always On secondaries included)."""
@@ -233,12 +297,51 @@ class MssqlTarget(_DatabaseTarget):
             raise ValueError("must not contain ';', '{' or '}'")
         return _not_blank(value)
 
+    def endpoint(self) -> tuple[str, int] | None:
+        """Host and port of `server` (host or host,port; 1433 by default); None for host\\instance,
+        whose port SQL Server Browser assigns at run time."""
+        host, comma, port = self.server.partition(",")
+        host = host.strip().removeprefix("tcp:")
+        if "\\" in host:
+            return None
+        if not comma:
+            return host, MSSQL_DEFAULT_PORT
+        return (host, int(port)) if port.strip().isdigit() else None
+
+
+# The default ports: SQL Server's TCP 1433, Oracle Net's listener 1521 (Easy Connect's default port).
+MSSQL_DEFAULT_PORT = 1433
+ORACLE_DEFAULT_PORT = 1521
+_EASY_CONNECT = re.compile(
+    r"(?:tcps?://)?(?://)?(?P<host>\[[^\]]+\]|[^:/?\s]+)(?::(?P<port>\d+))?(?P<rest>[/?].*)?", re.IGNORECASE
+)
+
+
+def easy_connect_endpoint(dsn: str) -> tuple[str, int] | None:
+    """(host, port) of an Easy Connect string; None for a TNS alias or a full descriptor."""
+    text = dsn.strip()
+    if text.startswith("("):
+        return None  # (DESCRIPTION=…): an address list, not one host
+    found = _EASY_CONNECT.fullmatch(text)
+    if found is None:
+        return None
+    # A bare word (no port, no service, no scheme) is a TNS alias, as python-oracledb reads it.
+    if found.group("port") is None and found.group("rest") is None and "://" not in text:
+        return None
+    port = int(found.group("port")) if found.group("port") else ORACLE_DEFAULT_PORT
+    return found.group("host").strip("[]"), port
+
 
 class Config(Strict):
     diskstats: DiskstatsConfig = DiskstatsConfig()
     luns: list[LunEntry] = Field(default_factory=list)
     oracle: list[OracleTarget] = Field(default_factory=list)
     mssql: list[MssqlTarget] = Field(default_factory=list)
+    docker: DockerConfig | None = Field(
+        default=None,
+        description="The Docker engine; given, a target without `container:` whose host is a loopback "
+        "address is looked up by the TCP port a running container publishes.",
+    )
 
     @model_validator(mode="after")
     def _unique_databases(self) -> Config:

@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
-from lunlat import logs
+from lunlat import contract, logs
 from lunlat.config import _DatabaseTarget
+from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
-from lunlat.model import LabelSet
+from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError
 from lunlat.sources.dbsession import Classified, Conn, Kind, QueryGates, Session
 
@@ -27,6 +28,11 @@ class Query:
     name: str  # used in logs and in the per-query error handling
     sql: str
     per_scrape: bool  # False: a lookup, cached and refreshed now and then
+
+
+# A container lookup that failed is tried again this often (besides at every new session), so a
+# passing engine outage does not leave the files without `lun` until the database reconnects.
+CONTAINER_RETRY_SECONDS = 60.0
 
 
 class BadRowError(ValueError):
@@ -76,8 +82,11 @@ class DbSource(Generic[Conn]):
 
     @property
     def built_from(self) -> object:
-        """The target's config: a reload with an equal one keeps this source (base.Reusable)."""
-        return self._target
+        """The target's config (and the engine's, for a target in a container): a reload with equal
+        ones keeps this source (base.Reusable)."""
+        if self._container is None:
+            return self._target
+        return (self._target, self._container.ref, self._container.docker)
 
     @property
     def min_interval(self) -> float:
@@ -94,6 +103,7 @@ class DbSource(Generic[Conn]):
         clock: Callable[[], float] = time.monotonic,
         locator: FileLocator | None = None,
         db_labels: DbLunLabels | None = None,
+        container: ContainerMapper | None = None,
     ) -> None:
         self.name = name
         # The connect and each query are bounded by `timeout`; the collection as a whole by
@@ -109,32 +119,97 @@ class DbSource(Generic[Conn]):
         self._locations: dict[str, Location] = {}
         self._db_labels = db_labels
         self._published: object = None  # what the last publish of host-layer labels was built from
+        # The database's container, when it runs in one: its paths are mapped to the host's first.
+        self._container = container
+        self._container_said = logs.Once()
+        self._container_checked = -float("inf")
+        self._container_down = False
+        self._container_generation = 0  # changes when the mapping does, so host labels are published again
         if db_labels is not None:
             db_labels.register(name)
 
     # --- database files on the host's LUNs ------------------------------------------------------
 
     def _refresh_locations(self) -> None:
-        """Forget where files were and re-read the host (new session, new file names)."""
+        """Forget where files were and re-read the host (new session, new file names), and the
+        container's mounts: a recreated container may have others."""
         self._locations = {}
         if self._locator is not None:
             self._locator.refresh()
+            if self._container is not None:
+                self._refresh_container()
+
+    def _refresh_container(self) -> bool:
+        """Ask the engine for the container's mounts (bounded, never raises); a failure is said once
+        per spell, with its cause. True when mapped."""
+        assert self._container is not None
+        self._container.refresh()
+        self._container_checked = self._clock()
+        self._container_generation += 1
+        if self._container.problem:
+            self._container_down = True
+            if self._container_said.first("container"):
+                log.warning(
+                    "database container not mapped: its files get an empty lun until the engine answers",
+                    source=self.name,
+                    container=self._container.ref.describe(),
+                    err=self._container.problem,
+                )
+            return False
+        if self._container_down:
+            log.info("database container mapped again", source=self.name)
+        self._container_down = False
+        self._container_said.forget("container")
+        paths = self._container.paths
+        log.debug(
+            "database container mapped",
+            source=self.name,
+            container=paths.name if paths is not None else "",
+            mounts=len(paths.mounts) if paths is not None else 0,
+        )
+        return True
+
+    def _host_path(self, path: str) -> str | None:
+        """Where a path the database reports is on the host: itself, or through its container."""
+        if self._container is None:
+            return path
+        due = self._clock() - self._container_checked >= CONTAINER_RETRY_SECONDS
+        if not self._container.mapped and due and self._refresh_container():
+            self._locations = {}
+        return self._container.host_path(path)
 
     def _locate(self, path: str, expect_lun: bool = True) -> Location:
         if self._locator is None:
             return NOWHERE
+        host_path = self._host_path(path)
         found = self._locations.get(path)
         if found is None:
-            found = self._locations[path] = self._locator.locate(path)
-            if not found.luns and expect_lun:
-                self._warn_once("locate", path, "database file on no known LUN", path)
+            found = NOWHERE if host_path is None else self._locator.locate(host_path)
+            self._locations[path] = found
+            # An unmapped container was said once, with its cause: not again for each file.
+            if not found.luns and expect_lun and (self._container is None or self._container.mapped):
+                self._warn_once("locate", path, "database file on no known LUN", host_path or path)
         return found
+
+    def _capabilities(self, **readable: bool) -> Family:
+        """`lunlat_source_capability` of this source: the parts given (e.g. asm=True), and
+        `container` for a target in a container (1 when its paths are mapped to the host's)."""
+        found = dict(readable)
+        if self._container is not None and self._locator is not None:
+            found["container"] = self._container.mapped
+        family = Family(contract.SOURCE_CAPABILITY)
+        for capability, value in found.items():
+            family.add(
+                self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, capability)), int(value)
+            )
+        return family
 
     def _publish_lun_labels(
         self, key: object, files: Callable[[], Iterable[tuple[Location, str]]], database: str, workload: str
     ) -> None:
         """Tell the host layer which devices hold this database's files, by role; only when `key`
         (what the files were derived from) changed, so a steady scrape does no work here."""
+        key = (key, self._container_generation)
         if self._db_labels is None or self._locator is None or key == self._published:
             return
         self._published = key

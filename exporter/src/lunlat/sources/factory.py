@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from lunlat.config import Config, DiskstatsConfig
+from lunlat import containers
+from lunlat.config import Config, DiskstatsConfig, _DatabaseTarget
 from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.sources.base import Source
 
@@ -76,6 +77,16 @@ class Context:
         if self.platform != "diskstats":
             return None
         return FileLocator(self.settings.procfs, self.settings.sysfs)
+
+    def container(self, target: _DatabaseTarget) -> containers.ContainerMapper | None:
+        """The container `target`'s database runs in (its `container:`, or found by its published
+        port with a `docker:` section), or None; BuildError when one is asked for without the SDK."""
+        ref = containers.ref_for(target, self.config.docker)
+        if ref is None:
+            return None
+        if not containers.sdk_installed():
+            raise BuildError(f"database {target.name!r} runs in a container: {containers.SDK_MISSING}")
+        return containers.ContainerMapper(ref, self.config.docker)
 
 
 Factory = Callable[[Context], "Sequence[Source] | BuildError"]

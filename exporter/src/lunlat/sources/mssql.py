@@ -18,6 +18,7 @@ from typing import Any
 
 from lunlat import contract, logs
 from lunlat.config import MssqlTarget
+from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import mssql_sql as sql
@@ -138,9 +139,17 @@ class MssqlSource(DbSource[Connection]):
         locator: FileLocator | None = None,
         db_labels: DbLunLabels | None = None,
         clock: Callable[[], float] = time.monotonic,
+        container: ContainerMapper | None = None,
     ) -> None:
         super().__init__(
-            f"mssql:{target.name}", connect, classify, target.timeout_seconds, clock, locator, db_labels
+            f"mssql:{target.name}",
+            connect,
+            classify,
+            target.timeout_seconds,
+            clock,
+            locator,
+            db_labels,
+            container,
         )
         self._target = target
         self._seen_connects = 0
@@ -175,7 +184,7 @@ class MssqlSource(DbSource[Connection]):
         families = [
             *self._file_families(files or [], errors, file_query),
             *self._wait_families(waits or [], errors, wait_query),
-            self._capability_family(),
+            self._capabilities(volumes=not self._volumes_failed),
         ]
         return SourceResult(families, errors)
 
@@ -285,15 +294,6 @@ class MssqlSource(DbSource[Connection]):
                 volumes[(id_value(row[0], "database_id"), id_value(row[1], "file_id"))] = row[2]
         self._volumes = volumes
 
-    def _capability_family(self) -> Family:
-        """`volumes` is 0 while a Windows instance's volume lookup fails (1 where it is read or not used)."""
-        family = Family(contract.SOURCE_CAPABILITY)
-        family.add(
-            self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "volumes")),
-            int(not self._volumes_failed),
-        )
-        return family
-
     def _file_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
         queued = query is not sql.FILE_STATS_NO_QUEUED
         # The files of a service (Azure, Amazon RDS) are on its hosts, never on this one.
@@ -390,7 +390,13 @@ def build(context: Context) -> list[MssqlSource] | BuildError:
         return []
     try:
         return [
-            MssqlSource(target, connect_pyodbc(target), context.locator(), context.db_labels)
+            MssqlSource(
+                target,
+                connect_pyodbc(target),
+                context.locator(),
+                context.db_labels,
+                container=context.container(target),
+            )
             for target in context.config.mssql
         ]
     except BuildError as exc:

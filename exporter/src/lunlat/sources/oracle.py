@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from lunlat import contract, logs
 from lunlat.config import OracleTarget
+from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
 from lunlat.model import Family, LabelSet
 from lunlat.sources import oracle_events
@@ -210,9 +211,17 @@ class OracleSource(DbSource[OracleConnection]):
         db_labels: DbLunLabels | None = None,
         clock: Callable[[], float] = time.monotonic,
         names_refresh: float = NAMES_REFRESH_SECONDS,
+        container: ContainerMapper | None = None,
     ) -> None:
         super().__init__(
-            f"oracle:{target.name}", connect, classify, target.timeout_seconds, clock, locator, db_labels
+            f"oracle:{target.name}",
+            connect,
+            classify,
+            target.timeout_seconds,
+            clock,
+            locator,
+            db_labels,
+            container,
         )
         self._target = target
         self._names_refresh = names_refresh
@@ -254,10 +263,6 @@ class OracleSource(DbSource[OracleConnection]):
         # The disks first: an ASM file's `lun` is its disk group's LUNs.
         asm_families = self._asm_families(asm or [], errors)
         capabilities = self._capability_family()
-        capabilities.add(
-            self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "container_histograms")),
-            self._container_histograms(),
-        )
         families = [
             *self._file_families(iostat or [], errors),
             *self._event_families(events or [], errors),
@@ -289,7 +294,7 @@ class OracleSource(DbSource[OracleConnection]):
         https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-CONTAINERS.html)."""
         return set(self._names.containers) == {0}
 
-    def _container_histograms(self) -> int:
+    def _container_histograms(self) -> bool:
         """`container_histograms`: 1 when the wait histograms are per container like the wait
         counters, 0 when the release has no per-container view (before 18c) and they are the whole
         instance's (`db` empty; said once). In a non-CDB nothing is lost: its one container is the
@@ -303,7 +308,7 @@ class OracleSource(DbSource[OracleConnection]):
                 version=self._version,
                 needs=f"{sql.CON_HISTOGRAM_SINCE}c for V$CON_EVENT_HISTOGRAM_MICRO",
             )
-        return int(per_container)
+        return per_container
 
     def _no_grant_message(self, query: Query, code: str) -> str:
         """ORA-00942 says "table or view does not exist" both for a view the login may not read and
@@ -558,7 +563,8 @@ class OracleSource(DbSource[OracleConnection]):
         return [reads, writes, read_time, write_time]
 
     def _capability_family(self) -> Family:
-        """`asm` is 0 when files are in ASM but no ASM disk could be read (logged once per spell)."""
+        """`asm` is 0 when files are in ASM but no ASM disk could be read (logged once per spell);
+        `container_histograms` as `_container_histograms` says."""
         asm_files = [
             path
             for role in ("data", "temp", "log", "control")
@@ -570,9 +576,7 @@ class OracleSource(DbSource[OracleConnection]):
             self._said.forget("asm")
         elif self._said.first("asm"):
             log.warning(ASM_UNREADABLE, source=self.name, asm_files=len(asm_files), example=asm_files[0])
-        family = Family(contract.SOURCE_CAPABILITY)
-        family.add(self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, "asm")), int(readable))
-        return family
+        return self._capabilities(asm=readable, container_histograms=self._container_histograms())
 
     # --- labels for the host layer -----------------------------------------------------------
 
@@ -596,6 +600,7 @@ def build(context: Context) -> list[OracleSource] | BuildError:
                 context.locator(),
                 context.db_labels,
                 names_refresh=context.settings.refresh_interval,
+                container=context.container(target),
             )
             for target in context.config.oracle
         ]
