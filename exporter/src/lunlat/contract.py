@@ -147,6 +147,32 @@ DEVICE_FLUSH_TIME = MetricSpec(
     "rate(flush_time)/rate(flushes) is the average flush latency.",
     DEVICE_LABELS,
 )
+# Per-I/O latency from the kernel's block tracepoints (the biolatency source, eBPF; off by default):
+# the distribution the averages above hide. Buckets are powers of two around the 1 ms goal, so the
+# goal is a bucket edge and the share of I/Os slower than it is exact (BIO_BUCKETS).
+BIO_LABELS: tuple[str, ...] = ("lun", "device", "op")
+BIO_OPS: tuple[str, ...] = ("read", "write")
+DEFAULT_GOAL_SECONDS = 0.001  # the default goal (alerts/goals.yaml default.goal_ms 1) as a bucket edge
+# 1 ms x 2^k for k = -7 … 9: 7.8125 µs … 512 ms (17 bounds and +Inf). Exact binary scalings of one
+# double, so the 0.001 bound prints as "0.001" and PromQL's le="0.001" matches it.
+BIO_BUCKETS: tuple[float, ...] = tuple(DEFAULT_GOAL_SECONDS * 2.0**k for k in range(-7, 10))
+DEVICE_IO_LATENCY = MetricSpec(
+    "lunlat_device_io_latency_seconds",
+    "histogram",
+    "Latency of each completed block request of the LUN, from its insertion into the block layer (or "
+    "its issue, when it bypassed the queue) to its completion, by op (read, write): the kernel's block "
+    "tracepoints through eBPF (--collector.biolatency). Flushes and discards are not counted.",
+    BIO_LABELS,
+)
+DEVICE_IO_QUEUE_TIME = MetricSpec(
+    "lunlat_device_io_queue_time_seconds_total",
+    "counter",
+    "Time the LUN's completed block requests waited in the host's queue (insert to issue), summed, "
+    "by op: the host's share of the latency histogram's sum; the rest is the device's.",
+    BIO_LABELS,
+)
+BIO_METRICS: tuple[MetricSpec, ...] = (DEVICE_IO_LATENCY, DEVICE_IO_QUEUE_TIME)
+
 LUN_INFO = MetricSpec(
     "lunlat_lun_info",
     "gauge",
@@ -496,6 +522,7 @@ HEALTH_METRICS: tuple[MetricSpec, ...] = (
 
 ALL_METRICS: tuple[MetricSpec, ...] = (
     *DEVICE_METRICS,
+    *BIO_METRICS,
     LUN_INFO,
     *ORACLE_METRICS,
     *MSSQL_METRICS,
