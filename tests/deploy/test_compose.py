@@ -56,6 +56,25 @@ def test_the_mssql_profile_mounts_files_that_exist_and_its_config_loads() -> Non
     assert "/opt/lunlat/grants.sql" in setup and "mssql_lunlat_password" in setup
 
 
+@pytest.mark.parametrize("profile", ["oracle", "mssql"])
+def test_the_database_profiles_map_the_container_through_a_read_only_socket_proxy(profile: str) -> None:
+    """The exporter names the database's container (its container_name) and reaches the engine only
+    through the profile's proxy, which lets GET on containers through and nothing that writes."""
+    services = compose_config(profile)["services"]
+    config = load_config(ROOT / "deploy" / profile / "lunlat.yaml")
+    (target,) = config.oracle if profile == "oracle" else config.mssql
+    assert target.container == services[profile]["container_name"]
+    assert config.docker is not None and config.docker.url == "tcp://docker-socket-proxy:2375"
+    proxy = services["docker-socket-proxy"]
+    assert proxy["environment"] == {"CONTAINERS": "1", "POST": "0"}
+    assert [v for v in proxy["volumes"] if "docker.sock" in str(v)] == [
+        "/var/run/docker.sock:/var/run/docker.sock:ro"
+    ]
+    assert "ports" not in proxy
+    assert not any("docker.sock" in str(v) for v in services["exporter"].get("volumes", []))
+    assert "docker]" in (ROOT / "exporter" / "Dockerfile").read_text()  # the SDK is in the image
+
+
 def test_every_bind_mount_of_the_repository_exists() -> None:
     """Credentials aside (deploy/secrets/ holds only READMEs in a checkout), every file and folder a
     service mounts from the repository is in it."""
