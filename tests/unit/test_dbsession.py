@@ -92,6 +92,32 @@ def test_a_hung_connect_is_abandoned_at_the_timeout_and_its_late_connection_clos
     assert not session.connected
 
 
+def test_the_drivers_own_login_timeout_is_the_same_failure_as_the_sessions_bound() -> None:
+    """FreeTDS gives up a silent server's login with HYT00 after the same timeout_seconds the
+    session bounds the connect by: whichever fires first, one reason and one code, so the scraper
+    logs a silent server once rather than each time the race falls the other way."""
+    clock = FakeClock()
+
+    def driver_gives_up() -> Conn:
+        raise RuntimeError("[HYT00] [FreeTDS][SQL Server]Timeout expired (0) (SQLDriverConnect)")
+
+    def hang() -> Conn:
+        threading.Event().wait(2)
+        raise AssertionError("abandoned")
+
+    def as_timeout(exc: BaseException) -> Classified:
+        return Classified(Kind.TIMEOUT, "HYT00", str(exc))
+
+    seen = []
+    for connect, timeout in ((driver_gives_up, 1.0), (hang, 0.2)):
+        session: Session[Conn] = Session(f"s{timeout}", connect, as_timeout, timeout, clock)
+        with pytest.raises(SourceError) as caught:
+            session.connection()
+        seen.append((caught.value.reason, caught.value.code))
+        assert "connect took longer than" in str(caught.value)
+    assert seen == [("connect_timeout", ""), ("connect_timeout", "")]
+
+
 def test_a_source_error_from_connect_keeps_its_reason() -> None:
     def no_password() -> Conn:
         raise SourceError("connect_failed", "password: environment variable X is not set")

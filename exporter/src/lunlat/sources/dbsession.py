@@ -141,6 +141,14 @@ class Session(Generic[Conn]):
             if not isinstance(error, Exception):
                 raise error
             found = self._classify(error)
+            if found.kind is Kind.TIMEOUT:
+                # The driver's own login timeout (FreeTDS's HYT00 "Timeout expired" after the same
+                # `timeout_seconds`) is the bound above, met by the driver first: one failure either
+                # way, so a silent server is one kind of failure (and one log line), whichever fires.
+                self._failed(
+                    "connect_timeout", "", f"connect took longer than {self._timeout:g} s ({found.code})"
+                )
+                raise SourceError("connect_timeout", self._last_error, code="") from None
             self._failed(
                 "connect_failed",
                 found.code,
