@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 
@@ -129,14 +130,17 @@ class FakeHost:
         vendor: str = "NETAPP",
         model: str = "LUN C-Mode",
         dev: str | None = None,
+        state: str = "running",
     ) -> str:
         """A SCSI disk (`sdX`, or any name, e.g. `cciss/c0d0`) below its SCSI device, which holds
-        `wwid` (omitted when None), `vendor` and `model` padded with spaces as the kernel does."""
+        `wwid` (omitted when None), `vendor` and `model` padded with spaces as the kernel does, and
+        its `state` (drivers/scsi/scsi_sysfs.c, sdev_states[])."""
         target = self._next_target
         self._next_target += 1
         scsi = self.sysfs / SCSI_HOST / f"target0:0:{target}" / f"0:0:{target}:0"
         _write(scsi / "vendor", f"{vendor:<8}")
         _write(scsi / "model", f"{model:<16}")
+        _write(scsi / "state", state)
         if wwid is not None:
             _write(scsi / "wwid", wwid)
         disk = scsi / "block" / sysfs_name(name)
@@ -176,6 +180,7 @@ class FakeHost:
         controller = self.sysfs / NVME_PCI / "0000:3d:00.0" / "nvme" / controller_name
         _write(controller / "model", f"{model:<40}")
         _write(controller / "serial", "S5GXNF0R123456")
+        _write(controller / "state", "live")
         namespace = controller / name
         self._register(name, namespace, dev or self._devnum(MAJOR_EXTENDED, 1), whole=True)
         _write(namespace / "wwid", wwid)
@@ -249,6 +254,19 @@ class FakeHost:
         return self.add_dm(
             name, dm_name=f"{alias}{number}", dm_uuid=f"part{number}-{uuid}", slaves=[map_name]
         )
+
+    def set_state(self, name: str, state: str) -> None:
+        """Set the `state` of the device below block device `name` (a SCSI device's, an NVMe
+        controller's), as the kernel changes it when a path is lost or comes back."""
+        _write(self._dirs[name] / "device" / "state", state)
+
+    def remove_block_device(self, name: str) -> None:
+        """What the kernel leaves of a deleted path device still in a map: nothing under sysfs
+        (its directory and class/block link gone), a dangling link in the map's slaves/."""
+        shutil.rmtree(self._dirs.pop(name))  # never follows the links inside
+        (self.sysfs / "class" / "block" / sysfs_name(name)).unlink()
+        (self.sysfs / "block" / sysfs_name(name)).unlink(missing_ok=True)
+        self.stats.pop(name, None)
 
     def rename_dm(self, name: str, dm_name: str) -> None:
         _write(self._dirs[name] / "dm" / "name", dm_name)

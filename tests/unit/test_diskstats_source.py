@@ -130,7 +130,9 @@ def assert_consistent(host: FakeHost, got: Collected) -> None:
     assert len(info_devices) == len(set(info_devices))
     published = {(labels["lun"], device) for device, labels in got.info().items()}
     names = {f.spec.name for f in got.result.families}
-    assert names == {s.name for s in (*contract.DEVICE_METRICS, contract.LUN_INFO)}
+    assert names - {s.name for s in contract.PATH_METRICS} == {
+        s.name for s in (*contract.DEVICE_METRICS, contract.LUN_INFO)
+    }
     for spec in contract.DEVICE_METRICS:
         family = got.family(spec.name)
         keys = [labels.values for _, labels, _ in family.all_samples()]
@@ -157,6 +159,7 @@ def test_lun_info_labels_of_a_multipath_map(host: FakeHost) -> None:
         "lun": "ora_data",
         "device": "dm-3",
         "wwid": DATA_WWID,
+        "naa": DATA_WWID[1:],  # the NAA without scsi_id's type digit 3
         "vendor": "NETAPP",
         "model": "LUN C-Mode",
         "paths": "sdb,sdc,sdd,sde",
@@ -167,6 +170,9 @@ def test_lun_info_labels_of_a_multipath_map(host: FakeHost) -> None:
         "kind": "lun",
     }
     assert info["sda"]["lun"] == LOCAL_WWID
+    assert info["sda"]["naa"] == "5000c500a1b2c3d4"  # a plain disk's naa. WWID
+    assert info["nvme0n1"]["naa"] == ""  # an EUI-64 is no NAA
+    assert info["dm-4"]["naa"] == ""  # an LV has no WWID of its own
     assert (info["sda"]["database"], info["sda"]["mountpoint"]) == ("", "/")
     assert (info["nvme0n1"]["lun"], info["nvme0n1"]["model"]) == (NVME_WWID, "Samsung SSD 980 PRO 1TB")
     assert (info["dm-4"]["lun"], info["dm-4"]["database"]) == ("vgora-oradata", "")
@@ -200,7 +206,10 @@ def test_an_older_kernel_format_publishes_no_discard_or_flush_series_it_does_not
     names = {f.spec.name for f in got.result.families}
     gone = {s.name for s in contract.DEVICE_METRICS if any(f"_{a}_" in s.name for a in absent)}
     assert len(gone) == len(absent)
-    assert names == {s.name for s in (*contract.DEVICE_METRICS, contract.LUN_INFO)} - gone
+    assert (
+        names - {s.name for s in contract.PATH_METRICS}
+        == {s.name for s in (*contract.DEVICE_METRICS, contract.LUN_INFO)} - gone
+    )
     assert got.family(contract.DEVICE_READ_TIME.name).by_labels()[("ora_data", "dm-3")] == 3_000_000.123
 
 
@@ -371,3 +380,88 @@ def test_a_new_multipath_map_hides_disks_that_were_luns_until_then(host: FakeHos
     assert {again.info()[p]["kind"] for p in new_paths} == {"lun"}
     assert "dm-9" not in again.devices()
     assert_consistent(host, again)
+
+
+# --- multipath path health -----------------------------------------------------------------------
+
+
+def paths_of(got: Collected) -> dict[str, tuple[float, float]]:
+    """(lunlat_lun_paths, lunlat_lun_paths_failed) by device."""
+    paths = got.family(contract.LUN_PATHS.name).by_labels()
+    failed = got.family(contract.LUN_PATHS_FAILED.name).by_labels()
+    assert set(paths) == set(failed)
+    return {device: (paths[(lun, device)], failed[(lun, device)]) for lun, device in paths}
+
+
+def test_path_health_is_published_for_multipath_luns_only(host: FakeHost) -> None:
+    got = collect(source(host))
+    # dm-3 is the map; the LV on it, the local disk and the NVMe namespace have no paths.
+    assert paths_of(got) == {"dm-3": (4, 0)}
+    assert got.family(contract.LUN_PATHS.name).by_labels() == {("ora_data", "dm-3"): 4}
+
+
+@pytest.mark.parametrize("state", ["offline", "transport-offline", "blocked", "quiesce", "created-blocked"])
+def test_a_path_not_running_is_failed_at_the_next_scrape(host: FakeHost, state: str) -> None:
+    clock = FakeClock()
+    src = source(host, clock=clock)
+    assert paths_of(collect(src)) == {"dm-3": (4, 0)}
+    host.set_state("sdc", state)
+    # Same devices, same mounts, within the refresh interval: only the states are read again.
+    assert paths_of(collect(src)) == {"dm-3": (4, 1)}
+    host.set_state("sdd", state)
+    assert paths_of(collect(src)) == {"dm-3": (4, 2)}
+    host.set_state("sdc", "running")
+    host.set_state("sdd", "running")
+    assert paths_of(collect(src)) == {"dm-3": (4, 0)}
+
+
+def test_a_path_device_gone_from_sysfs_but_still_in_the_map_is_failed(host: FakeHost) -> None:
+    src = source(host)
+    collect(src)
+    host.remove_block_device("sde")
+    host.write()
+    # The map still lists sde (a dangling slaves/ link): a path, and a failed one.
+    assert paths_of(collect(src)) == {"dm-3": (4, 1)}
+
+
+def test_a_path_dropped_from_the_map_is_one_path_less(host: FakeHost) -> None:
+    src = source(host)
+    collect(src)
+    host.remove_block_device("sde")
+    (host.dir_of("dm-3") / "slaves" / "sde").unlink()  # multipathd reloaded the map without it
+    host.write()
+    assert paths_of(collect(src)) == {"dm-3": (3, 0)}
+
+
+def test_a_map_without_paths_is_published_with_none(tmp_path: Path) -> None:
+    h = FakeHost(tmp_path)
+    h.add_multipath("dm-0", alias="orphan", wwid=DATA_WWID, paths=[])
+    h.write()
+    assert paths_of(collect(source(h))) == {"dm-0": (0, 0)}
+
+
+def test_nvme_paths_of_a_dm_multipath_map_are_live_or_failed(tmp_path: Path) -> None:
+    h = FakeHost(tmp_path)
+    h.add_nvme("nvme0n1", wwid=NVME_WWID)
+    h.add_nvme("nvme1n1", wwid=NVME_WWID)
+    h.add_multipath("dm-0", alias="nvme_lun", wwid=NVME_WWID, paths=["nvme0n1", "nvme1n1"])
+    h.write()
+    src = source(h)
+    assert paths_of(collect(src)) == {"dm-0": (2, 0)}
+    h.set_state("nvme1n1", "connecting")  # drivers/nvme/host/sysfs.c: only "live" takes I/O
+    assert paths_of(collect(src)) == {"dm-0": (2, 1)}
+
+
+def test_a_path_without_a_state_attribute_is_not_counted_failed(tmp_path: Path) -> None:
+    h = FakeHost(tmp_path)
+    h.add_virtio("vda")
+    h.add_virtio("vdb")
+    h.add_multipath("dm-0", alias="virt", wwid=DATA_WWID, paths=["vda", "vdb"])
+    h.write()
+    assert paths_of(collect(source(h))) == {"dm-0": (2, 0)}
+
+
+def test_paths_shown_with_show_paths_carry_no_path_health_of_their_own(host: FakeHost) -> None:
+    got = collect(source(host, DiskstatsConfig(show_paths=True)))
+    assert "sdb" in got.devices()
+    assert set(paths_of(got)) == {"dm-3"}

@@ -9,7 +9,7 @@ import pytest
 
 from lunlat.config import LunEntry, LunMatch
 from lunlat.contract import Role
-from lunlat.luns import NO_LABELS, LunLabels, assign, matched_devices, normalize_wwid
+from lunlat.luns import NO_LABELS, LunLabels, assign, matched_devices, naa, normalize_wwid
 from lunlat.topology import BlockDevice, LunView, MountTable, read_block_devices, read_mounts, resolve
 from tests.fakesys import FakeHost
 
@@ -63,6 +63,44 @@ def test_normalize_wwid_keeps_different_wwids_apart() -> None:
     # keeps its 3.
     assert normalize_wwid("eui.3000000000000001") == "3000000000000001"
     assert normalize_wwid("eui.3000000000000001") != normalize_wwid("000000000000001")
+
+
+# --- naa -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wwid", "expected"),
+    [
+        ("3600a098038303053453f463045727a4e", "600a098038303053453f463045727a4e"),  # multipath
+        ("mpath-3600a098038303053453f463045727a4e", "600a098038303053453f463045727a4e"),  # dm uuid
+        ("naa.600A098038303053453F463045727A4E", "600a098038303053453f463045727a4e"),  # sysfs, any case
+        ("naa.624a93706c1b16ce1c034d1c00024c6f", "624a93706c1b16ce1c034d1c00024c6f"),  # Pure FlashArray
+        ("naa.5000c500a1b2c3d4", "5000c500a1b2c3d4"),  # an 8-byte NAA
+        ("35000c500a1b2c3d4", "5000c500a1b2c3d4"),
+    ],
+)
+def test_naa_is_the_lowercase_designator_without_prefix(wwid: str, expected: str) -> None:
+    assert naa(wwid) == expected
+
+
+@pytest.mark.parametrize(
+    "wwid",
+    [
+        "eui.0025388b71b3c0a1",  # EUI-64 designator / NVMe EUI-64
+        "mpath-eui.0025388b71b3c0a1",
+        "t10.ATA     SAMSUNG MZ7LH960HAJR-00005              S45NNE0M123456",  # T10 vendor ID
+        "nvme.144d-533547584e46-53616d73756e67-00000001",
+        "iqn.2003-01.org.linux-iscsi.target:sn.0123",  # a SCSI name string
+        "2000000000000001",  # scsi_id type 2 (EUI-64), not 3
+        "3000000000000001",  # 16 digits: a 3 here is no type prefix (an 8-byte NAA has 16 after it)
+        "naa.600a0980",  # too short to be an NAA
+        "naa.zz0a098038303053453f463045727a4e",
+        "",
+        "vgora-oradata",
+    ],
+)
+def test_naa_is_empty_for_what_is_no_naa(wwid: str) -> None:
+    assert naa(wwid) == ""
 
 
 # --- a host to match against -------------------------------------------------------------------

@@ -32,6 +32,7 @@ LUN_INFO_LABELS: tuple[str, ...] = (
     "lun",
     "device",
     "wwid",
+    "naa",
     "vendor",
     "model",
     "paths",
@@ -179,6 +180,24 @@ LUN_INFO = MetricSpec(
     "Identity and role of a block device: join on (lun, device) with group_left to label its counters.",
     LUN_INFO_LABELS,
 )
+
+# --- multipath path health, per multipath LUN (diskstats source) ---------------------------------
+# One series per LUN, not per path: a path's name (sdX) changes at every rescan, and the count is
+# what an alert judges; which path failed is in the LUN's `paths` label and the host's logs.
+LUN_PATHS = MetricSpec(
+    "lunlat_lun_paths",
+    "gauge",
+    "Paths of a multipath LUN: the path devices its device-mapper map is built on (sysfs slaves/).",
+    DEVICE_LABELS,
+)
+LUN_PATHS_FAILED = MetricSpec(
+    "lunlat_lun_paths_failed",
+    "gauge",
+    "Paths of a multipath LUN that cannot carry I/O now: the path device's sysfs state is not running "
+    "(SCSI) or live (NVMe), or the device is gone. Read at every scrape.",
+    DEVICE_LABELS,
+)
+PATH_METRICS: tuple[MetricSpec, ...] = (LUN_PATHS, LUN_PATHS_FAILED)
 
 # Order in which the per-device families are exposed.
 DEVICE_METRICS: tuple[MetricSpec, ...] = (
@@ -524,6 +543,7 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     *DEVICE_METRICS,
     *BIO_METRICS,
     LUN_INFO,
+    *PATH_METRICS,
     *ORACLE_METRICS,
     *MSSQL_METRICS,
     *HEALTH_METRICS,

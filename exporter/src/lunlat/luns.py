@@ -50,6 +50,36 @@ def normalize_wwid(wwid: str) -> str:
     return w
 
 
+_HEX = frozenset("0123456789abcdef")
+# The kernel prints an NAA designator of 8 or 16 bytes as `naa.` + 16 or 32 hex digits, and no other
+# length (torvalds/linux drivers/scsi/scsi_lib.c, scsi_vpd_lun_id).
+_NAA_LENGTHS = (16, 32)
+
+
+def naa(wwid: str) -> str:
+    """The LUN's NAA designator as lowercase hex without any prefix, "" when its WWID is no NAA.
+
+    The WWID forms topology reads: `naa.<hex>` (a SCSI disk's device/wwid: the kernel's
+    scsi_vpd_lun_id) and `3<hex>` (a multipath map's dm uuid `mpath-3<hex>`: multipath takes udev's
+    ID_SERIAL from scsi_id, which prefixes the designator type, 3 = NAA: systemd
+    src/udev/scsi_id/scsi_serial.c). `eui.` (an EUI-64 designator, type 2, or an NVMe EUI-64/NGUID),
+    `t10.` (a T10 vendor ID, type 1: vendor and product text, no number an array reports) and
+    NVMe's `nvme.`/`uuid.` are no NAA: "".
+    This is the form arrays name their volumes by (Pure FlashArray: naa.624a9370 + the volume
+    serial), so the array's exporters can be joined to host LUNs on it (README, "The array side").
+    """
+    w = wwid.strip().lower().removeprefix("mpath-")
+    if w.startswith("naa."):
+        digits = w[4:]
+    elif w.startswith("3") and len(w) in (17, 33):
+        digits = w[1:]
+    else:
+        return ""
+    if len(digits) not in _NAA_LENGTHS or not _HEX.issuperset(digits):
+        return ""
+    return digits
+
+
 def mount_devices(mounts: MountTable, devices: dict[str, BlockDevice], path: str) -> list[str]:
     """Devices holding `path`: those of the longest mountpoint that contains it."""
     target = PurePosixPath(path)

@@ -62,6 +62,7 @@ class LunView:
     paths: str = ""  # comma-separated path devices of a multipath LUN
     mountpoints: tuple[str, ...] = ()
     hidden: bool = False  # never shown (an unattached loop device holds no LUN)
+    multipath: bool = False  # a multipath map (kind lun): its path health is published, even with 0 paths
 
 
 @dataclass(slots=True)
@@ -312,5 +313,44 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
             paths=paths if kind == "lun" else "",
             mountpoints=tuple(sorted(points.get(name, ()))),
             hidden=device.loop_attached is False,
+            multipath=kind == "lun" and owner.multipath,
         )
     return views
+
+
+# --- multipath path health ------------------------------------------------------------------------
+# Whether a path of a multipath map can carry I/O, as the driver of the path device says in sysfs,
+# `<sysfs>/class/block/<path>/device/state`:
+# - SCSI (sdX): `device` is the scsi_device, whose `state` prints its sdev_state by name
+#   (torvalds/linux drivers/scsi/scsi_sysfs.c: sdev_states[], show_state_field): created, running,
+#   cancel, deleted, quiesce, offline, transport-offline, blocked, created-blocked. Only `running`
+#   takes I/O: `blocked` while the transport recovers (an FC remote port lost, until
+#   fast_io_fail_tmo), `transport-offline` after it, `offline` when error handling gave up.
+# - NVMe (dm-multipath over NVMe namespaces): `device` is the controller, whose `state`
+#   (drivers/nvme/host/sysfs.c, nvme_sysfs_show_state) is new, live, resetting, connecting,
+#   deleting, "deleting (no IO)" or dead; only `live` takes I/O.
+# dm-multipath's own verdict (a path it failed after an I/O error, "F" per path in `dmsetup status`:
+# drivers/md/dm-mpath.c, multipath_status) is not in sysfs: a map's dm/ directory holds only name,
+# uuid, suspended, use_blk_mq and rq_based_seq_io_merge_deadline (drivers/md/dm-sysfs.c), and the
+# status comes only through the device-mapper ioctl, which needs CAP_SYS_ADMIN (drivers/md/dm-ioctl.c,
+# ctl_ioctl). So a path dm-multipath failed while its SCSI device still says `running` (a target
+# port answering with errors) is not counted here; its latency is (README, "Path health").
+HEALTHY_PATH_STATES: frozenset[str] = frozenset({"running", "live"})
+
+
+def path_state_file(sysfs: Path, name: str) -> str:
+    """Where the state of path device `name` is read (see HEALTHY_PATH_STATES)."""
+    return f"{sysfs}/class/block/{sysfs_name(name)}/device/state"
+
+
+def path_failed(state_file: str) -> bool:
+    """Whether the path whose state file this is cannot carry I/O now (read at every call).
+
+    No state to read: a path device gone from sysfs (deleted after dev_loss_tmo while the map
+    still lists it) has failed; a device type without a state attribute (virtio) cannot say, and
+    is not counted as failed.
+    """
+    state = _read(state_file)
+    if state:
+        return state not in HEALTHY_PATH_STATES
+    return not os.path.isdir(os.path.dirname(os.path.dirname(state_file)))  # noqa: PTH112, PTH120 - see _read

@@ -150,6 +150,24 @@ class Health(Strict):
     _durations = field_validator("*")(_duration)
 
 
+class Paths(Strict):
+    """A multipath LUN that lost a path (lunlat_lun_paths, lunlat_lun_paths_failed)."""
+
+    for_: str = Field(default="1m", alias="for")
+    # The working paths are compared with the most paths the LUN had over this window, so the alert
+    # lasts while multipathd drops a deleted path from the map (the count goes down, no path failed).
+    lookback: str = "1d"
+    severity: Severity = "warning"
+
+    @field_validator("for_")
+    @classmethod
+    def _for(cls, value: str) -> str:
+        duration_seconds(value)
+        return value
+
+    _lookback = field_validator("lookback")(_duration)
+
+
 class Goals(Strict):
     selector: str = Field(
         default='job="lunlat"', description="PromQL matchers picking lunlat's scrape job(s)."
@@ -160,6 +178,7 @@ class Goals(Strict):
     breach: Breach = Field(default_factory=Breach)
     slo: Slo = Field(default_factory=Slo)
     health: Health = Field(default_factory=Health)
+    paths: Paths = Field(default_factory=Paths)
 
     @field_validator("selector")
     @classmethod

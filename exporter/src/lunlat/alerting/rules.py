@@ -30,9 +30,11 @@ from lunlat.alerting.goals import Goals, Override, duration_seconds
 from lunlat.recorded import (
     ABOVE_GOAL,
     ABOVE_GOAL_RATIO,
+    ARRAY_LATENCY,
     BREACH_WINDOW,
     GOAL,
     GOAL_MIN_IOPS,
+    HOST_MINUS_ARRAY,
     IOPS,
     JUDGED_SINCE,
     LATENCY,
@@ -429,6 +431,93 @@ class RuleSet:
             ),
         ]
 
+    # --- multipath paths ---------------------------------------------------------------------------
+
+    def path_alerts(self) -> list[dict[str, Any]]:
+        """A LUN whose working paths are fewer than the most paths it had over the lookback: a path
+        failed (its device not running), or was dropped from the map after its device was deleted."""
+        paths, sel, goals = self.goals.paths, self.goals.selector, self.goals
+        total, failed = contract.LUN_PATHS.name, contract.LUN_PATHS_FAILED.name
+        expr = (
+            "(\n"
+            f"    max_over_time({total}{{{sel}}}[{paths.lookback}])\n"
+            f"  - ({total}{{{sel}}} - {failed}{{{sel}}})\n"
+            "  > 0\n"
+            ")\n"
+            "* on (job, instance, lun, device) group_left (database, role, workload)\n"
+            f'  {contract.LUN_INFO.name}{{{sel}, kind="lun"}}'
+        )
+        now = _template_value(
+            f"printf `{total}{{job=%q, instance=%q, device=%q}} - {failed}{{job=%q, instance=%q, device=%q}}` "
+            "$labels.job $labels.instance $labels.device $labels.job $labels.instance $labels.device",
+            '"%.0f"',
+        )
+        return [
+            _alert(
+                "LunLatencyPathLost",
+                expr,
+                paths.for_,
+                paths.severity,
+                "LUN {{ $labels.lun }}" + _OWNER + " on {{ $labels.instance }} lost "
+                "{{ $value | humanize }} path(s)",
+                "Multipath LUN {{ $labels.lun }} ({{ $labels.device }}) on {{ $labels.instance }} has "
+                + now
+                + " working path(s), {{ $value | humanize }} fewer than it had in the last "
+                + paths.lookback
+                + ": a path failed (its device is not running) or was dropped from the map. Its I/O now "
+                "goes over the paths left: expect its latency to rise before anything else does.",
+                f"{goals.runbook_base_url}/path-lost.md#lunlatencypathlost",
+            )
+        ]
+
+    # --- the array side -----------------------------------------------------------------------------
+
+    def array_rules(self) -> list[dict[str, Any]]:
+        """Pure FlashArray volume latency by NAA, and the host's latency minus it, per LUN.
+
+        Pure's exporter (PureStorage-OpenConnect/pure-fa-openmetrics-exporter,
+        internal/openmetrics-exporter/volumes_performance_collector.go) publishes
+        purefa_volume_performance_latency_usec{naa_id, name, dimension} in microseconds, naa_id =
+        "naa.624a9370" + the volume serial in upper case. PromQL cannot lower a label's case: the
+        scrape's metric_relabel_configs add `naa` (lowercase, no prefix: deploy/arrays/purefa.yml),
+        and only series with it are read. An ActiveCluster volume reports one serial from both
+        arrays: the slower one is taken.
+        """
+        window = BREACH_WINDOW
+        array = ARRAY_LATENCY.format(window=window)
+        info = (
+            "max by (job, instance, lun, naa) "
+            f'({contract.LUN_INFO.name}{{{self.goals.selector}, kind="lun", naa!=""}})'
+        )
+        rules = []
+        for op in OPS:
+            rules.append(
+                _record(
+                    array,
+                    "max by (naa) (\n"
+                    f'  avg_over_time(purefa_volume_performance_latency_usec{{dimension="usec_per_{op}_op", naa!=""}}[{window}])\n'
+                    ") / 1e6",
+                    op=op,
+                    array="purefa",
+                )
+            )
+        for op in OPS:
+            host = LATENCY.format(op=op, window=window)
+            rules.append(
+                _record(
+                    HOST_MINUS_ARRAY.format(window=window),
+                    "  (\n"
+                    f'    {host}{{layer="host"}}\n'
+                    "  * on (job, instance, lun) group_left (naa)\n"
+                    f"    {info}\n"
+                    "  )\n"
+                    "- on (naa) group_left ()\n"
+                    f'  max by (naa) ({array}{{op="{op}"}})',
+                    op=op,
+                )
+            )
+        return rules
+
     # --- assembly ----------------------------------------------------------------------------------
 
     def groups(self) -> list[dict[str, Any]]:
@@ -446,6 +535,8 @@ class RuleSet:
                 "rules": [*self.ratios(), *self.burn_alerts()],
             },
             {"name": "lunlat-exporter", "rules": self.health_alerts()},
+            {"name": "lunlat-paths", "rules": self.path_alerts()},
+            {"name": "lunlat-array", "rules": self.array_rules()},
         ]
 
     def render(self) -> str:

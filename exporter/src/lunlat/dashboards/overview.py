@@ -13,7 +13,7 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from lunlat import recorded
+from lunlat import contract, recorded
 from lunlat.alerting.goals import Goals
 from lunlat.dashboards import panels as p
 
@@ -97,6 +97,47 @@ def _latency_panel(role_title: str, role: str, op: str, goals: Goals) -> timeser
         )
         .span(12)
         .height(9)
+    )
+
+
+def _paths_panel() -> timeseries.Panel:
+    """Working and failed paths of each multipath LUN (README, "Path health")."""
+    paths = p.selector(contract.LUN_PATHS.name, (p.LUN,))
+    failed = p.selector(contract.LUN_PATHS_FAILED.name, (p.LUN,))
+    return (
+        p.rate_timeseries(
+            "Multipath paths",
+            "Working paths (paths minus failed) and failed paths of each multipath LUN. A lost path shows "
+            "up as latency first: a latency step above at the minute the working paths drop is the path "
+            "(HBA, cable, switch or array port), not the workload; LunLatencyPathLost warns after 1m. "
+            "Empty: no multipath LUN on the shown hosts.",
+            p.COUNT,
+            [
+                p.query(f"{paths} - {failed}", "{{lun}} working · {{instance}}"),
+                p.query(f"{failed} > 0", "{{lun}} failed · {{instance}}", ref="B"),
+            ],
+        )
+        .span(12)
+        .height(8)
+    )
+
+
+def _host_minus_array_panel(goals: Goals) -> timeseries.Panel:
+    """Host latency minus the array's own for the same volume, where an array exporter is joined."""
+    diff = p.selector(recorded.HOST_MINUS_ARRAY.format(window=recorded.BREACH_WINDOW), p.LUN_FILTERS)
+    return (
+        p.rate_timeseries(
+            "Host minus array latency",
+            "The host's 1-minute average latency minus the array's latency for the same volume (joined on "
+            "the LUN's NAA: README, 'The array side'). Near zero: the time is spent in the array. Large: "
+            "in the host's queue, multipath, HBA or fabric, or a lost path. Empty: no array exporter joined "
+            "(Pure FlashArray's, with deploy/arrays/purefa.yml).",
+            p.SECONDS,
+            [p.query(diff, "{{lun}} {{op}} · {{instance}}")],
+        )
+        .thresholds(p.goal_thresholds(goals))  # the host's share alone above goal: not the array
+        .span(12)
+        .height(8)
     )
 
 
@@ -211,4 +252,7 @@ def build(goals: Goals) -> dash.Dashboard:
             .span(12)
             .height(8)
         )
+        .with_row(dash.Row("Paths and the array"))
+        .with_panel(_paths_panel())
+        .with_panel(_host_minus_array_panel(goals))
     )

@@ -22,14 +22,14 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress, repeat
 from pathlib import Path
 
 from lunlat import contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.dbfiles import DbLunLabels
-from lunlat.luns import NO_LABELS, assign
+from lunlat.luns import NO_LABELS, assign, naa
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
@@ -37,6 +37,8 @@ from lunlat.sources.host import DeviceFilter, LunInfo, device_families
 from lunlat.topology import (
     BlockDevice,
     LunView,
+    path_failed,
+    path_state_file,
     read_block_device,
     read_block_devices,
     read_mounts,
@@ -304,6 +306,9 @@ class _Published:
     labels: LabelList  # (lun, device) of each published device, in table order
     mask: list[bool] | None  # which table rows are published; None when all are
     info: list[Sample]
+    # (lun, device) of each published multipath LUN and the state file of each of its paths: the
+    # states are read at every scrape (a path fails without the device set changing).
+    multipaths: list[tuple[LabelSet, tuple[str, ...]]] = field(default_factory=list)
 
 
 class DiskstatsSource:
@@ -383,6 +388,7 @@ class DiskstatsSource:
             columns[contract.DEVICE_FLUSH_TIME] = cols[FLUSH_MS]
         families = device_families(published.labels, columns)
         families.append(Family(contract.LUN_INFO, published.info))
+        families.extend(_path_families(published.multipaths))
         return SourceResult(families, errors)
 
     def _warn_malformed(self, path: Path, bad: Malformed) -> None:
@@ -437,6 +443,7 @@ class DiskstatsSource:
         labels: list[LabelSet] = []
         mask: list[bool] = []
         info: list[Sample] = []
+        multipaths: list[tuple[LabelSet, tuple[str, ...]]] = []
         for name in table.names:
             view = views.get(name) or LunView(name, name, "lun")
             shown = self._shown(view)
@@ -444,11 +451,16 @@ class DiskstatsSource:
             if not shown:
                 continue
             labels.append(LabelSet(contract.DEVICE_LABELS, (view.lun, view.device)))
+            if view.multipath:
+                paths = view.paths.split(",") if view.paths else []
+                files = tuple(path_state_file(self._sysfs, path) for path in paths)
+                multipaths.append((labels[-1], files))
             extra = lun_labels.get(name, NO_LABELS)
             lun_info = LunInfo(
                 lun=view.lun,
                 device=view.device,
                 wwid=view.wwid,
+                naa=naa(view.wwid),
                 vendor=view.vendor,
                 model=view.model,
                 paths=view.paths,
@@ -468,6 +480,7 @@ class DiskstatsSource:
             LabelList(labels),
             None if all(mask) else mask,
             info,
+            multipaths,
         )
         log.debug("topology refreshed", devices=len(table.names), shown=len(info))
         return self._published
@@ -505,6 +518,18 @@ class DiskstatsSource:
         for what in sorted(described - self._warned_unmatched):
             log.warning("config luns entry matches no device (yet)", match=what)
         self._warned_unmatched = described
+
+
+def _path_families(multipaths: list[tuple[LabelSet, tuple[str, ...]]]) -> list[Family]:
+    """lunlat_lun_paths and lunlat_lun_paths_failed of each multipath LUN, states read now."""
+    if not multipaths:
+        return []
+    paths = [(labels, len(files)) for labels, files in multipaths]
+    failed = [(labels, sum(map(path_failed, files))) for labels, files in multipaths]
+    return [
+        Family(contract.LUN_PATHS, [("", labels, value) for labels, value in paths]),
+        Family(contract.LUN_PATHS_FAILED, [("", labels, value) for labels, value in failed]),
+    ]
 
 
 def build(context: Context) -> list[DiskstatsSource] | BuildError:

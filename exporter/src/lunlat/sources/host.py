@@ -65,6 +65,7 @@ class LunInfo(NamedTuple):
     lun: str
     device: str
     wwid: str = ""
+    naa: str = ""  # the NAA designator, lowercase hex (luns.naa): joins the array's own exporters
     vendor: str = ""
     model: str = ""
     paths: str = ""  # comma-separated path devices of a multipath LUN
