@@ -21,3 +21,10 @@ GOAL_MIN_IOPS = "lunlat:latency_goal_min_iops"
 ABOVE_GOAL = "lunlat:latency_above_goal:bool"
 ABOVE_GOAL_RATIO = "lunlat:latency_above_goal:ratio{window}"
 JUDGED_SINCE = "lunlat:latency_judged_since:timestamp"
+
+# From the per-I/O latency histogram (contract.DEVICE_IO_LATENCY, host layer only; labels `op`,
+# `layer="host"`): the share of I/Os slower than the LUN's goal, and its latency quantiles
+# (label `quantile`, one of QUANTILES), each over the breach window.
+IO_ABOVE_GOAL_RATIO = "lunlat:io_latency_above_goal:ratio{window}"
+IO_LATENCY_QUANTILE = "lunlat:io_latency_seconds:quantile{window}"
+QUANTILES: tuple[str, ...] = ("0.5", "0.99")
