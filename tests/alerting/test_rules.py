@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lunlat import contract
+from lunlat import contract, recorded
 from lunlat.alerting.goals import load_goals, parse_goals
 from lunlat.alerting.rules import RuleSet, render, render_prometheus_rule
 from lunlat.cli import main
@@ -114,6 +114,10 @@ def test_bad_goals_exit_2_naming_key_and_line(tmp_path: Path, capsys: pytest.Cap
         ("slo:\n  fast: [{long: 5m, short: 1h, burn_rate: 14.4}]\n", "slo.fast[0]", "shorter than"),
         ("slo:\n  period: 1d\n", "slo", "longer than the SLO period"),
         ("selector: 'job=lunlat'\n", "selector", "label matchers"),
+        ("tail:\n  above_percent: 0\n", "tail.above_percent", "greater than 0"),
+        ("tail:\n  above_percent: 100\n", "tail.above_percent", "less than 100"),
+        ("tail:\n  for: a while\n", "tail.for", "not a Prometheus duration"),
+        ("tail:\n  severity: critical\n", "tail.severity", "Input should be"),
         ("colour: blue\n", "colour", "unknown key"),
     ],
 )
@@ -167,12 +171,21 @@ def test_rules_read_only_contract_metrics() -> None:
     text = RULES.read_text(encoding="utf-8")
     used = set(re.findall(r"\b(lunlat_[a-z_]+)\b", text))
     published = {m.name for m in contract.ALL_METRICS}
+    published |= {
+        f"{m.name}{suffix}"
+        for m in contract.ALL_METRICS
+        if m.type == "histogram"
+        for suffix in ("_bucket", "_sum", "_count")
+    }
     assert used, "the rules read lunlat metrics"
     assert used <= published, f"not in the contract: {sorted(used - published)}"
     # The recording names of docs/contract.md §3 exist.
     for name in ("lunlat:read_latency_seconds:avg1m", "lunlat:write_latency_seconds:avg1m", "lunlat:iops:rate1m",
                  "lunlat:throughput_bytes:rate1m"):  # fmt: skip
         assert f"record: {name}\n" in text
+    # The histogram's recorded series under recorded.py's names (the dashboards read them there).
+    for name in (recorded.IO_ABOVE_GOAL_RATIO, recorded.IO_LATENCY_QUANTILE):
+        assert f"record: {name.format(window=recorded.BREACH_WINDOW)}\n" in text
 
 
 def test_latency_averages_divide_raw_counters_only() -> None:
@@ -313,3 +326,114 @@ def test_override_regexes_are_quoted_for_promql(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'database=~"SQL Server \\\\d+"' in rules.read_text()
+
+
+def test_the_tail_alert_takes_its_share_duration_and_severity_from_the_goals() -> None:
+    default = parse_goals("")
+    assert (default.tail.above_percent, default.tail.for_, default.tail.severity) == (5.0, "15m", "ticket")
+    goals = parse_goals("tail:\n  above_percent: 2.5\n  for: 30m\n  severity: warning\n")
+    tails = [r for r in RuleSet(goals).tail_alerts() if r["alert"] == "LunLatencyTailHigh"]
+    assert [r["labels"]["op"] for r in tails] == ["read", "write"]
+    for rule in tails:
+        assert rule["expr"].startswith(
+            f'100 * lunlat:io_latency_above_goal:ratio1m{{op="{rule["labels"]["op"]}"}} > 2.5\n'
+        )
+        assert (rule["for"], rule["labels"]["severity"]) == ("30m", "warning")
+        # the complement of the breach alert, and the same idle guard
+        assert f"lunlat:{rule['labels']['op']}_latency_seconds:avg1m <= on (" in rule["expr"]
+        assert RuleSet.judged(rule["labels"]["op"]) in rule["expr"]
+
+
+def _histogram_test(
+    goals_text: str, tmp_path: Path, exp: list[tuple[str, str, float]], quantiles: dict[int, float]
+) -> str:
+    """promtool's verdict on the share recorded for `goals_text`, for one LUN of each workload in
+    `exp` (workload, le of the bucket its I/Os fall in, expected share): per 15 s step 1000 reads,
+    900 at or below 0.5 ms and 100 in the bucket named. `quantiles`: LUN index → the goal (s) that
+    histogram_quantile(1 - share) of its buckets must give back."""
+    (tmp_path / "lunlat.rules.yml").write_text(render(parse_goals(goals_text)))
+    bounds = [repr(b) for b in contract.BIO_BUCKETS] + ["+Inf"]
+    series, checks = [], []
+    for n, (workload, slow_le, share) in enumerate(exp):
+        labels = f'job="lunlat",instance="h:1",lun="l{n}",device="sd{n}"'
+        series.append(
+            {"series": f'lunlat_lun_info{{{labels},kind="lun",database="D",role="data",workload="{workload}"}}',
+             "values": "1x40"}
+        )  # fmt: skip
+        for le in bounds:
+            per_step = (900 if float(le) >= 0.0005 else 0) + (100 if float(le) >= float(slow_le) else 0)
+            series.append(
+                {"series": f'lunlat_device_io_latency_seconds_bucket{{{labels},op="read",le="{le}"}}',
+                 "values": f"0+{per_step}x40"}
+            )  # fmt: skip
+        checks.append(
+            {"expr": f'round(lunlat:io_latency_above_goal:ratio1m{{lun="l{n}"}} * 1e6)', "eval_time": "5m",
+             "exp_samples": [{"labels": f'{{job="lunlat",instance="h:1",lun="l{n}",database="D",role="data",'
+                              f'workload="{workload}",layer="host",op="read"}}', "value": round(share * 1e6)}]}
+        )  # fmt: skip
+    for n, goal in quantiles.items():
+        inverse = (
+            f'histogram_quantile(1 - scalar(lunlat:io_latency_above_goal:ratio1m{{lun="l{n}"}}), '
+            f'sum by (le) (rate(lunlat_device_io_latency_seconds_bucket{{lun="l{n}"}}[1m])))'
+        )
+        checks.append(
+            {"expr": f"round({inverse} * 1e6)", "eval_time": "5m",
+             "exp_samples": [{"labels": "{}", "value": round(goal * 1e6)}]}
+        )  # fmt: skip
+    test = {
+        "rule_files": ["lunlat.rules.yml"],
+        "evaluation_interval": "15s",
+        "tests": [{"interval": "15s", "input_series": series, "promql_expr_test": checks}],
+    }
+    (tmp_path / "share.test.yml").write_text(yaml.safe_dump(test, sort_keys=False))
+    result = subprocess.run(
+        [_tool("promtool"), "test", "rules", "share.test.yml"], check=False, capture_output=True, text=True,
+        cwd=tmp_path,
+    )  # fmt: skip
+    return result.stdout + result.stderr
+
+
+def test_the_share_above_goal_is_exact_at_an_edge_and_interpolated_inside_a_bucket(tmp_path: Path) -> None:
+    """Each LUN's own goal, first matching override wins: 1 ms (an edge: exact), 1.5 ms (inside
+    (1 ms, 2 ms]: linear, as histogram_quantile), 2 ms (an edge), 0.005 ms (inside the first bucket,
+    which starts at 0), 600 ms (above the last finite edge: the share above 512 ms)."""
+    goals = (
+        "overrides:\n"
+        "  - match: {workload: 'mid'}\n    goal_ms: 1.5\n"
+        "  - match: {workload: 'edge2'}\n    goal_ms: 2\n"
+        "  - match: {workload: 'tiny'}\n    goal_ms: 0.005\n"
+        "  - match: {workload: 'huge'}\n    goal_ms: 600\n"
+        "  - match: {workload: 'snapshot.*'}\n    severity: warning\n"
+    )
+    cases = [
+        ("oltp", "0.002", 0.1),  # 100 of 1000 in (1 ms, 2 ms]: all above 1 ms
+        ("mid", "0.002", 0.05),  # half of (1 ms, 2 ms] lies above 1.5 ms
+        ("mid", "0.004", 0.1),  # (2 ms, 4 ms] is wholly above 1.5 ms
+        ("edge2", "0.002", 0.0),  # at or below 2 ms
+        ("edge2", "0.004", 0.1),
+        ("snapshot_oltp", "0.002", 0.1),  # severity only: the default goal
+        ("tiny", "0.002", 1.0),  # every I/O is above 5 µs (none in the first bucket)
+        ("huge", "+Inf", 0.1),  # slower than 512 ms: counted as above a 600 ms goal (upper bound)
+    ]
+    # Inside a bucket the share inverts histogram_quantile's interpolation: the (1 - share)
+    # quantile of the LUN's buckets is its goal, so the share and the p99 panel agree.
+    output = _histogram_test(goals, tmp_path, cases, {1: 0.0015})
+    assert "SUCCESS" in output, output
+    # the share bites: another goal, another share
+    wrong = _histogram_test(goals.replace("goal_ms: 1.5", "goal_ms: 1.25"), tmp_path, cases, {})
+    assert "FAILED" in wrong and 'lun="l1"' in wrong, wrong
+
+
+def test_promtool_tail_tests_can_fail(tmp_path: Path) -> None:
+    """The tail tests bite: at 15 % the 10 % tail they expect to open a ticket does not."""
+    goals = tmp_path / "goals.yaml"
+    goals.write_text(GOALS.read_text(encoding="utf-8").replace("above_percent: 5", "above_percent: 15"))
+    (tmp_path / "lunlat.rules.yml").write_text(render(load_goals(goals)))
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    shutil.copy(ALERTS / "tests" / "tail.test.yml", tests)
+    result = subprocess.run(
+        [_tool("promtool"), "test", "rules", "tail.test.yml"], check=False, capture_output=True, text=True,
+        cwd=tests,
+    )  # fmt: skip
+    assert result.returncode != 0 and "LunLatencyTailHigh" in result.stdout + result.stderr

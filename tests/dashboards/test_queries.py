@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from lunlat import contract, recorded
 from tests import prometheus
 from tests.dashboards import boards
 from tests.dashboards.datastack import (
@@ -104,9 +105,37 @@ def _every_query() -> list[tuple[str, dict[str, Any], boards.Query]]:
     return [(name, board, q) for name, board in boards.load().items() for q in boards.queries(name, board)]
 
 
+# What the per-I/O histogram (the biolatency source, eBPF) feeds: its series and the rules'.
+HISTOGRAM_SERIES = (
+    contract.DEVICE_IO_LATENCY.name,
+    recorded.IO_ABOVE_GOAL_RATIO.format(window=recorded.BREACH_WINDOW),
+    recorded.IO_LATENCY_QUANTILE.format(window=recorded.BREACH_WINDOW),
+)
+
+
+def _needs_histogram(query: boards.Query) -> bool:
+    return any(name in query.expr for name in HISTOGRAM_SERIES)
+
+
+def _histogram_published(data: DashboardData) -> bool:
+    """Whether the exporter of the data stack publishes the per-I/O histogram: until it does, the
+    panels reading it may be empty here (tests/dashboards/test_histogram_panels.py checks them on
+    a synthetic histogram)."""
+    return bool(data.api.query(f"count({contract.DEVICE_IO_LATENCY.name}_bucket)"))
+
+
+def _required(data: DashboardData, query: boards.Query) -> bool:
+    """Whether `query` must return data in this scenario."""
+    return not _needs_histogram(query) or _histogram_published(data)
+
+
 def _empty_at_all(data: DashboardData) -> list[str]:
     end = data.end()
-    return [str(q) for _, board, q in _every_query() if not _run(data, q, _all_values(board), end)]
+    return [
+        str(q)
+        for _, board, q in _every_query()
+        if not _run(data, q, _all_values(board), end) and _required(data, q)
+    ]
 
 
 def _wait_until_every_query_has_data(data: DashboardData) -> None:
@@ -169,7 +198,7 @@ def test_every_query_with_each_variable_at_each_concrete_value(data: DashboardDa
                 }
                 if leaked:
                     problems.append(f"{query} {name}={value!r}: series of {sorted(leaked)} too")
-            if concrete[name] and not with_data:
+            if concrete[name] and not with_data and _required(data, query):
                 problems.append(f"{query}: no data for any value of ${name} ({concrete[name]})")
     assert checked > 100, f"only {checked} expansions ran"
     assert not problems, "\n".join(problems)

@@ -26,3 +26,9 @@ JUDGED_SINCE = "lunlat:latency_judged_since:timestamp"
 # LUN's NAA designator (`naa`, as lunlat_lun_info carries it), and the host's latency minus it.
 ARRAY_LATENCY = "lunlat:array_latency_seconds:mean{window}"
 HOST_MINUS_ARRAY = "lunlat:host_minus_array_latency_seconds:diff{window}"
+# From the per-I/O latency histogram (contract.DEVICE_IO_LATENCY, host layer only; labels `op`,
+# `layer="host"`): the share of I/Os slower than the LUN's goal, and its latency quantiles
+# (label `quantile`, one of QUANTILES), each over the breach window.
+IO_ABOVE_GOAL_RATIO = "lunlat:io_latency_above_goal:ratio{window}"
+IO_LATENCY_QUANTILE = "lunlat:io_latency_seconds:quantile{window}"
+QUANTILES: tuple[str, ...] = ("0.5", "0.99")

@@ -1,4 +1,4 @@
-"""The latency goal definition (`alerts/goals.yaml`): default goal, overrides, breach, SLO and health.
+"""The latency goal definition (`alerts/goals.yaml`): default goal, overrides, breach, tail, SLO and health.
 
 Rules, dashboards and docs are generated from this one file (docs/contract.md §2: the goal is not exporter
 config). Validation is strict like the exporter config: unknown keys, bad durations, regexes or
@@ -16,6 +16,8 @@ from pydantic import Field, field_validator, model_validator
 from lunlat.yamlmodel import Strict, check_regex, load_model, parse_model
 
 Severity = Literal["page", "warning"]
+# The tail alert may also open a ticket: a tail under a fine average is rarely worth a page.
+TailSeverity = Literal["page", "warning", "ticket"]
 # Labels of a judged latency series an override can match on.
 MatchLabel = Literal["workload", "database", "role"]
 
@@ -82,6 +84,24 @@ class Breach(Strict):
     @classmethod
     def _for(cls, value: str) -> str:
         duration_seconds(value)  # 0s is allowed: fire on the first evaluation above goal
+        return value
+
+
+class Tail(Strict):
+    """The tail alert: a LUN's average at or below its goal while more than `above_percent` % of its
+    single I/Os (the per-I/O histogram, lunlat_device_io_latency_seconds) are slower than the goal,
+    for `for`. Judged like the breach alerts: over the breach window, busy LUNs only (idle guard)."""
+
+    above_percent: float = Field(
+        default=5.0, gt=0, lt=100, description="Share of I/Os slower than the goal that is too many, %."
+    )
+    for_: str = Field(default="15m", alias="for")
+    severity: TailSeverity = "ticket"
+
+    @field_validator("for_")
+    @classmethod
+    def _for(cls, value: str) -> str:
+        duration_seconds(value)  # 0s is allowed, as for the breach alert
         return value
 
 
@@ -176,6 +196,7 @@ class Goals(Strict):
     default: DefaultTier = Field(default_factory=DefaultTier)
     overrides: list[Override] = Field(default_factory=list)
     breach: Breach = Field(default_factory=Breach)
+    tail: Tail = Field(default_factory=Tail)
     slo: Slo = Field(default_factory=Slo)
     health: Health = Field(default_factory=Health)
     paths: Paths = Field(default_factory=Paths)

@@ -13,12 +13,16 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
   from the default and the first matching override, `severity` as a label. The goal is data in
   Prometheus, so one alert rule serves every tier and dashboards draw each LUN's own goal line;
 - `lunlat:latency_above_goal:bool`: 1 when a judged 1-minute average is above goal, else 0; absent
-  when the LUN is below the idle guard; and its `ratio<window>` averages for the SLO burn alerts.
+  when the LUN is below the idle guard; and its `ratio<window>` averages for the SLO burn alerts;
+- from the per-I/O histogram (host layer, `op`): `lunlat:io_latency_above_goal:ratio1m`, the share of
+  I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}` (p50, p99),
+  read by the tail alert (`LunLatencyTailHigh`: average within goal, too many I/Os above it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +30,8 @@ from typing import Any
 import yaml
 
 from lunlat import contract
-from lunlat.alerting.goals import Goals, Override, duration_seconds
+from lunlat.alerting.goals import DefaultTier, Goals, Override, duration_seconds
+from lunlat.exposition import format_value
 from lunlat.recorded import (
     ABOVE_GOAL,
     ABOVE_GOAL_RATIO,
@@ -35,10 +40,13 @@ from lunlat.recorded import (
     GOAL,
     GOAL_MIN_IOPS,
     HOST_MINUS_ARRAY,
+    IO_ABOVE_GOAL_RATIO,
+    IO_LATENCY_QUANTILE,
     IOPS,
     JUDGED_SINCE,
     LATENCY,
     OPS,
+    QUANTILES,
     RATE_WINDOWS,
     THROUGHPUT,
 )
@@ -170,6 +178,97 @@ def mssql_layer(selector: str) -> DbLayer:
 
 Layer = HostLayer | DbLayer
 
+# The per-I/O histogram is the host's (block layer): its recorded series are layer="host".
+HOST_LAYER = "host"
+# Labels of one per-I/O histogram series per LUN once joined to its roles (the layer is a rule label).
+HISTOGRAM_LABELS: tuple[str, ...] = (*(label for label in SERIES_LABELS if label != "layer"), "op")
+
+
+def bucket_le(bound: float) -> str:
+    """The `le` label of a histogram bound as the exporter prints it (the text format's shortest
+    round-trip float: 0.001, 0.000125, 7.8125e-06; Prometheus 3 normalises to the same spelling)."""
+    return format_value(bound)
+
+
+@dataclass(frozen=True, slots=True)
+class IoHistogram:
+    """The host layer's per-I/O latency histogram (contract.DEVICE_IO_LATENCY, the biolatency
+    source) per LUN and op, labelled with roles through lunlat_lun_info like the diskstats rates.
+
+    The share of I/Os slower than a goal is read from the buckets: exact where the goal is a bucket
+    edge (the default 1 ms is one, contract.BIO_BUCKETS); inside a bucket, interpolated linearly
+    between its edges, as histogram_quantile interpolates, so the share and the quantiles agree
+    (the share is above q exactly when the (1 - q) quantile is above the goal). Below the first
+    edge the bucket starts at 0 (as histogram_quantile's); above the last finite edge (512 ms) the
+    histogram cannot tell, and the share above that edge is used (an upper bound).
+    """
+
+    selector: str
+    bounds: tuple[float, ...] = contract.BIO_BUCKETS
+
+    def buckets(self, window: str, le: str | None = None, info: str = "", by_le: bool = False) -> str:
+        """Rate of the LUN's bucket `le` (every bucket, by le, with `by_le`), for LUNs whose
+        lunlat_lun_info also matches `info` (an override's matchers)."""
+        by = ", ".join((*HISTOGRAM_LABELS, "le") if by_le else HISTOGRAM_LABELS)
+        le_matcher = f', le="{le}"' if le is not None else ""
+        info_matchers = f', kind="lun", {info}' if info else ', kind="lun"'
+        return (
+            f"sum by ({by}) (\n"
+            f"    rate({contract.DEVICE_IO_LATENCY.name}_bucket{{{self.selector}{le_matcher}}}[{window}])\n"
+            "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
+            f"    {contract.LUN_INFO.name}{{{self.selector}{info_matchers}}}\n"
+            ")"
+        )
+
+    def total(self, window: str, info: str = "") -> str:
+        return self.buckets(window, "+Inf", info)
+
+    def at_or_below(self, goal: float, window: str, info: str = "") -> str:
+        """Rate of the I/Os at or below `goal` seconds (see the class for between edges)."""
+        bounds = self.bounds
+        for bound in bounds:
+            if math.isclose(bound, goal, rel_tol=1e-9):
+                return self.buckets(window, bucket_le(bound), info)
+        if goal > bounds[-1]:
+            return self.buckets(window, bucket_le(bounds[-1]), info)
+        upper = next(b for b in bounds if b > goal)
+        lower = max((b for b in bounds if b < goal), default=0.0)
+        fraction = _promql_number((goal - lower) / (upper - lower))
+        upper_rate = self.buckets(window, bucket_le(upper), info)
+        if lower == 0.0:
+            return f"{fraction} * {upper_rate}"
+        lower_rate = self.buckets(window, bucket_le(lower), info)
+        return (
+            f"(\n    {_indent(lower_rate, 4)}\n"
+            f"  + {fraction} * (\n"
+            f"        {_indent(upper_rate, 8)}\n"
+            f"      - {_indent(lower_rate, 8)}\n"
+            "    )\n"
+            ")"
+        )
+
+    def share_above(self, goal: float, window: str, info: str = "") -> str:
+        total = self.total(window, info)
+        return (
+            f"(\n    {_indent(total, 4)}\n  - {_indent(self.at_or_below(goal, window, info), 4)}\n)\n"
+            f"/ {_on(HISTOGRAM_LABELS)}\n  ({_indent(total, 2)} > 0)"
+        )
+
+    def quantile(self, q: str, window: str) -> str:
+        """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN)."""
+        return (
+            f"histogram_quantile({q},\n"
+            f"  {_indent(self.buckets(window, by_le=True), 2)}\n"
+            f"  and {_on(HISTOGRAM_LABELS)}\n"
+            f"  ({_indent(self.total(window), 2)} > 0)\n"
+            ")"
+        )
+
+
+def _indent(text: str, spaces: int = 2) -> str:
+    """Indent every line but the first (it continues a line already indented)."""
+    return text.replace("\n", "\n" + " " * spaces)
+
 
 def _on(labels: Sequence[str] = SERIES_LABELS) -> str:
     return f"on ({', '.join(labels)})"
@@ -282,6 +381,42 @@ class RuleSet:
             )
         return rules
 
+    def tiers(self) -> list[tuple[DefaultTier, Override | None]]:
+        """Each override resolved, in order, then the default. Trailing overrides with the default's
+        goal are left out: a LUN they match falls through to a tier with the same goal anyway."""
+        tiers: list[tuple[DefaultTier, Override | None]] = [
+            (self.goals.resolve(o), o) for o in self.goals.overrides
+        ]
+        while tiers and tiers[-1][0].goal_ms == self.goals.default.goal_ms:
+            tiers.pop()
+        return [*tiers, (self.goals.default, None)]
+
+    def io_histogram(self) -> list[dict[str, Any]]:
+        """Share of I/Os above each LUN's goal (one `or` branch per goal tier, first match wins, as
+        the goal series) and the quantiles, from the per-I/O histogram of the host layer."""
+        histogram = IoHistogram(self.goals.selector)
+        window = BREACH_WINDOW
+        branches = [
+            histogram.share_above(
+                tier.goal_ms / 1000, window, _matchers(override) if override is not None else ""
+            )
+            for tier, override in self.tiers()
+        ]
+        share = f"\nor {_on(HISTOGRAM_LABELS)}\n".join(
+            f"(\n  {_indent(b)}\n)" if len(branches) > 1 else b for b in branches
+        )
+        rules = [_record(IO_ABOVE_GOAL_RATIO.format(window=window), share, layer=HOST_LAYER)]
+        for q in QUANTILES:
+            rules.append(
+                _record(
+                    IO_LATENCY_QUANTILE.format(window=window),
+                    histogram.quantile(q, window),
+                    layer=HOST_LAYER,
+                    quantile=q,
+                )
+            )
+        return rules
+
     # --- alerts ------------------------------------------------------------------------------------
 
     def breach_alerts(self) -> list[dict[str, Any]]:
@@ -361,6 +496,54 @@ class RuleSet:
             )
             if not labels:
                 del rules[-1]["labels"]
+        return rules
+
+    def tail_alerts(self) -> list[dict[str, Any]]:
+        """A tail the average hides: the average at or below goal (the breach alert silent) while more
+        than `tail.above_percent` % of the I/Os were slower than the goal, for `tail.for`."""
+        tail = self.goals.tail
+        share = IO_ABOVE_GOAL_RATIO.format(window=BREACH_WINDOW)
+        rules = []
+        for op in OPS:
+            latency = LATENCY.format(op=op, window=BREACH_WINDOW)
+            expr = (
+                f'100 * {share}{{op="{op}"}} > {_promql_number(tail.above_percent)}\n'
+                f"and {_on()}\n"
+                f"  ({latency} <= {_on()} {GOAL})\n"
+                f"{self.judged(op)}"
+            )
+            goal_ms = _template_value(_series_query(GOAL, scale="1000 * "), '"%.2f"')
+            average = _template_value(_series_query(latency, scale="1000 * "), '"%.2f"')
+            p99 = _template_value(
+                _series_query(
+                    IO_LATENCY_QUANTILE.format(window=BREACH_WINDOW),
+                    'quantile="0.99"',
+                    f'op="{op}"',
+                    scale="1000 * ",
+                ),
+                '"%.2f"',
+            )
+            iops = _template_value(_series_query(IOPS.format(window=BREACH_WINDOW), f'op="{op}"'), '"%.0f"')
+            name = "LunLatencyTailHigh"
+            rules.append(
+                {
+                    "alert": name,
+                    "expr": expr,
+                    "for": tail.for_,
+                    "labels": {"op": op, "severity": tail.severity},
+                    "annotations": {
+                        "summary": f'{{{{ printf "%.1f" $value }}}}% of the {op}s of LUN {{{{ $labels.lun }}}}{_OWNER} '
+                        "slower than goal, the average within it",
+                        "description": f'{{{{ printf "%.1f" $value }}}}% of the {op}s of {_where()} took longer '
+                        f"than its goal of {goal_ms} ms in the last {BREACH_WINDOW} (more than "
+                        f"{_promql_number(tail.above_percent)}% for {tail.for_}), while their average, {average} ms, "
+                        f"stayed within it: a tail the average hides. p99 {p99} ms at {iops} {op}s/s. Per-I/O "
+                        "latency from the block layer (lunlat_device_io_latency_seconds): a slow path, a slow "
+                        "disk behind the LUN or bursts of queueing show here before they move the average.",
+                        "runbook_url": f"{self.goals.runbook_base_url}/tail-latency.md#{name.lower()}",
+                    },
+                }
+            )
         return rules
 
     @staticmethod
@@ -526,7 +709,14 @@ class RuleSet:
                 # Breach alerts share the group of the averages they read: rules of a group run in
                 # order, so an alert sees this evaluation's average, not the previous one's.
                 "name": "lunlat-latency",
-                "rules": [*self.rates(), *self.goal_series(), *self.above_goal(), *self.breach_alerts()],
+                "rules": [
+                    *self.rates(),
+                    *self.goal_series(),
+                    *self.above_goal(),
+                    *self.io_histogram(),
+                    *self.breach_alerts(),
+                    *self.tail_alerts(),
+                ],
             },
             {
                 # Windows up to days long: once a minute is plenty and keeps the cost down.

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import heatmap
-from grafana_foundation_sdk.models import common
-from grafana_foundation_sdk.models import heatmap as heatmap_model
-from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from lunlat import contract
 from lunlat.alerting.goals import Goals
@@ -81,30 +78,15 @@ def _per_file(time_metric: str, ops_metric: str) -> str:
 def _heatmap(event: str, meaning: str) -> heatmap.Panel:
     buckets = p.rate(contract.ORACLE_WAIT_DURATION.name + "_bucket", WAIT_FILTERS, event=event)
     return (
-        heatmap.Panel()
-        .title(f"Oracle '{event}' latency distribution")
-        .description(
+        p.latency_heatmap(
+            f"Oracle '{event}' latency distribution",
             f"How long each '{event}' wait took ({meaning}), from V$EVENT_HISTOGRAM_MICRO: each column "
             "is a time step, each cell a power-of-two latency bucket, its colour how many waits per second "
             "fell in it. Averages hide tails: a band creeping above the 1 ms line (the 512 µs-1 ms and "
             "1-2 ms buckets) while the average stays green is the first sign of trouble. Mass above 1 ms: "
-            "compare with the host layer's latency of the same LUN (above) to place the time."
+            "compare with the host layer's latency of the same LUN (above) to place the time.",
+            f"sum by (le) ({buckets})",
         )
-        .datasource(p.DATASOURCE)
-        .unit(p.PER_SECOND)
-        .calculate(False)
-        .y_axis(heatmap.YAxisConfig().unit(p.SECONDS))
-        .color(
-            heatmap.HeatmapColorOptions()
-            .mode(heatmap_model.HeatmapColorMode.SCHEME)
-            .scheme("Oranges")
-            .scale(heatmap_model.HeatmapColorScale.EXPONENTIAL)
-            .exponent(0.5)
-            .steps(64)
-        )
-        .cell_values(heatmap.CellValues().unit(p.PER_SECOND))
-        .rows_frame(heatmap.RowsHeatmapOptions().layout(common.HeatmapCellLayout.LE))
-        .with_target(p.query(f"sum by (le) ({buckets})", "{{le}}").format(PromQueryFormat.HEATMAP))
         .span(12)
         .height(9)
     )

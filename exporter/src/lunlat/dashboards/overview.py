@@ -1,16 +1,19 @@
 """LUN latency overview: every LUN's read and write average against the goal, worst first.
 
 The wall dashboard of a storage admin: how many LUNs breach now and in the range, the worst LUNs,
-data and log LUNs over time against the goal line, and the IOPS and throughput beside them (a
-latency rise with flat IOPS is the array; with IOPS climbing it may be the workload).
+data and log LUNs over time against the goal line, the per-I/O distribution the averages hide (the
+block layer's histogram: heatmaps, p50 and p99, the share of I/Os above goal), and the IOPS and
+throughput beside them (a latency rise with flat IOPS is the array; with IOPS climbing it may be
+the workload).
 """
 
 from __future__ import annotations
 
-from grafana_foundation_sdk.builders import bargauge, stat, timeseries
+from grafana_foundation_sdk.builders import bargauge, heatmap, stat, timeseries
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from lunlat import contract, recorded
@@ -141,6 +144,84 @@ def _host_minus_array_panel(goals: Goals) -> timeseries.Panel:
     )
 
 
+def _io_heatmap(op: str) -> heatmap.Panel:
+    """The block layer's per-I/O latency buckets of the selected LUNs (database, role and workload
+    through lunlat_lun_info, as the recording rules join them)."""
+    buckets = p.rate(contract.DEVICE_IO_LATENCY.name + "_bucket", (p.LUN,), op=op)
+    luns = p.selector(contract.LUN_INFO.name, p.LUN_FILTERS, kind="lun")
+    return (
+        p.latency_heatmap(
+            f"{op.capitalize()} latency distribution per I/O",
+            f"Every {op} of the selected LUNs, from its insertion into the host's block layer to its "
+            "completion (lunlat_device_io_latency_seconds, --collector.biolatency): each column a time step, "
+            "each cell a power-of-two latency bucket (… 512 µs-1 ms, 1-2 ms …, an edge exactly at the 1 ms "
+            f"goal), its colour the {op}s per second in it. Pick one LUN in the LUN variable to see its own "
+            "distribution (at All it is every shown LUN's I/Os together). A second band above the goal "
+            "while the average is green is a tail: a slow path or disk behind the LUN, or queueing; see "
+            "the tail runbook (alerts/runbooks/tail-latency.md).",
+            f"sum by (le) (\n  {buckets}\n  and on (job, instance, lun, device)\n  {luns}\n)",
+        )
+        .span(12)
+        .height(9)
+    )
+
+
+def _percentiles(op: str, goals: Goals) -> timeseries.Panel:
+    quantile = recorded.IO_LATENCY_QUANTILE.format(window=recorded.BREACH_WINDOW)
+    targets = [p.query(_lun_latency(op), f"avg {LUN_LEGEND}", "A")]
+    for ref, q, name in (("B", "0.5", "p50"), ("C", "0.99", "p99")):
+        expr = p.selector(quantile, p.LUN_FILTERS, **HOST, op=op, quantile=q)
+        targets.append(p.query(expr, f"{name} {LUN_LEGEND}", ref))
+    targets.append(p.query(_goal(), "goal", "D"))
+    return (
+        p.latency_timeseries(
+            f"{op.capitalize()} latency per I/O: average, p50 and p99 against the goal",
+            f"The 1-minute average {op} latency the alerts judge (kernel counters) beside the median and the "
+            f"99th percentile of the same minute's single {op}s (the block layer's histogram, interpolated "
+            "inside a power-of-two bucket: read a p99 of 1.4 ms as 'between 1 and 2 ms'). p99 above the "
+            f"red goal line with the average below it: more than 1 % of the {op}s are slower than the goal, "
+            f"a tail the average hides; above {goals.tail.above_percent:g} % for {goals.tail.for_} the "
+            "LunLatencyTailHigh ticket opens. Compare p50 and p99: both up is the whole LUN, p99 alone "
+            "a part of its I/Os (a path, a disk, bursts).",
+            goals,
+            targets,
+        )
+        .span(12)
+        .height(9)
+    )
+
+
+def _share_above_goal(goals: Goals) -> timeseries.Panel:
+    share = p.selector(
+        recorded.IO_ABOVE_GOAL_RATIO.format(window=recorded.BREACH_WINDOW), p.LUN_FILTERS, **HOST
+    )
+    limit = goals.tail.above_percent / 100
+    return (
+        p.rate_timeseries(
+            "I/Os slower than the goal",
+            "Share of each LUN's reads and writes of the last minute that took longer than the LUN's goal, "
+            "from the block layer's histogram (exact at the 1 ms goal, a bucket edge; interpolated inside "
+            f"a bucket for another goal). The red line is the tail alert's limit ({goals.tail.above_percent:g} %, "
+            "alerts/goals.yaml tail.above_percent): a LUN above it for "
+            f"{goals.tail.for_} with its average within the goal opens LunLatencyTailHigh. Idle LUNs are drawn "
+            "but not judged. Find the LUN, then look at its heatmap and percentiles above.",
+            p.RATIO,
+            [p.query(share, "{{lun}} {{op}} · {{instance}}")],
+        )
+        .thresholds(
+            dash.ThresholdsConfig()
+            .mode(model.ThresholdsMode.ABSOLUTE)
+            .steps([model.Threshold(value=None, color="green"), model.Threshold(value=limit, color="red")])
+        )
+        .thresholds_style(
+            common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.LINE_AND_AREA)
+        )
+        .max(1)
+        .span(24)
+        .height(8)
+    )
+
+
 def build(goals: Goals) -> dash.Dashboard:
     above = p.selector(recorded.ABOVE_GOAL, p.LUN_FILTERS, **HOST)
     judged_iops = p.selector(p.IOPS_RECORDED, p.LUN_FILTERS, **HOST)
@@ -222,6 +303,12 @@ def build(goals: Goals) -> dash.Dashboard:
         .with_panel(_latency_panel("Data", "data", "write", goals))
         .with_panel(_latency_panel("Log", "log", "write", goals))
         .with_panel(_latency_panel("Log", "log", "read", goals))
+        .with_row(dash.Row("Per-I/O latency (host layer)"))
+        .with_panel(_io_heatmap("read"))
+        .with_panel(_io_heatmap("write"))
+        .with_panel(_percentiles("read", goals))
+        .with_panel(_percentiles("write", goals))
+        .with_panel(_share_above_goal(goals))
         .with_row(dash.Row("Load beside the latency"))
         .with_panel(
             p.rate_timeseries(

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dash
-from grafana_foundation_sdk.builders import prometheus, timeseries
+from grafana_foundation_sdk.builders import heatmap, prometheus, timeseries
 from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
+from grafana_foundation_sdk.models import heatmap as heatmap_model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from lunlat import contract, recorded
@@ -34,6 +35,7 @@ BYTES_PER_SECOND = "binBps"
 BYTES = "bytes"
 COUNT = "short"
 PER_SECOND = "ops"
+RATIO = "percentunit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +293,31 @@ def rate_timeseries(
             common_builders.StackingConfig().mode(common.StackingMode.NORMAL)
         ).fill_opacity(30)
     return panel
+
+
+def latency_heatmap(title: str, description: str, buckets_by_le: str) -> heatmap.Panel:
+    """A latency histogram's buckets over time (`buckets_by_le`: a rate summed by le): each cell a
+    bucket, its colour the operations per second that fell in it; latency on the y axis."""
+    return (
+        heatmap.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(PER_SECOND)
+        .calculate(False)
+        .y_axis(heatmap.YAxisConfig().unit(SECONDS))
+        .color(
+            heatmap.HeatmapColorOptions()
+            .mode(heatmap_model.HeatmapColorMode.SCHEME)
+            .scheme("Oranges")
+            .scale(heatmap_model.HeatmapColorScale.EXPONENTIAL)
+            .exponent(0.5)
+            .steps(64)
+        )
+        .cell_values(heatmap.CellValues().unit(PER_SECOND))
+        .rows_frame(heatmap.RowsHeatmapOptions().layout(common.HeatmapCellLayout.LE))
+        .with_target(query(buckets_by_le, "{{le}}").format(PromQueryFormat.HEATMAP))
+    )
 
 
 def dashboard(uid: str, title: str, description: str) -> dash.Dashboard:
