@@ -249,6 +249,10 @@ def families(maps: Maps, devices: Mapping[tuple[int, int], PublishedDevice]) -> 
 # --- the child ------------------------------------------------------------------------------------
 
 
+def _euid() -> int:
+    return os.geteuid()
+
+
 def unavailable_cause(config: BiolatencyConfig, euid: int | None = None) -> str | None:
     """Why bpftrace cannot run here, with the fix, or None. Each is checked before a start so the
     log names the cause instead of bpftrace's own error."""
@@ -260,11 +264,11 @@ def unavailable_cause(config: BiolatencyConfig, euid: int | None = None) -> str 
         )
     if config.bpftrace is not None and not os.access(config.bpftrace, os.X_OK):
         return f"biolatency.bpftrace {config.bpftrace!r} is not an executable file"
-    if (os.geteuid() if euid is None else euid) != 0:
+    if (_euid() if euid is None else euid) != 0:
         return (
             "bpftrace runs only as root (it refuses other users): run lunlat as root or turn biolatency off"
         )
-    if config.bpftrace is None and not any((d / "events/block/block_rq_issue").is_dir() for d in TRACEFS):
+    if not any((d / "events/block/block_rq_issue").is_dir() for d in TRACEFS):
         return (
             "tracefs is not mounted (no /sys/kernel/tracing/events/block): mount -t tracefs nodev "
             "/sys/kernel/tracing (systemd mounts it at boot: sys-kernel-tracing.mount)"
