@@ -18,7 +18,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -59,7 +58,9 @@ def bpftrace_pid(parent: int) -> int:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
             if comm == "bpftrace":
                 return int(pid)
-            for child in subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True, check=False).stdout.split():
+            for child in subprocess.run(
+                ["pgrep", "-P", pid], capture_output=True, text=True, check=False
+            ).stdout.split():
                 if Path(f"/proc/{child}/comm").read_text().strip() == "bpftrace":
                     return int(child)
         time.sleep(0.1)
@@ -81,7 +82,7 @@ def wrapper(tmp: Path) -> str | None:
         return None
     script = tmp / "bpftrace"
     script.write_text(
-        "#!/bin/sh\nexec unshare -m sh -c 'mount -t tracefs nodev /sys/kernel/tracing && exec bpftrace \"$@\"' sh \"$@\"\n"
+        '#!/bin/sh\nexec unshare -m sh -c \'mount -t tracefs nodev /sys/kernel/tracing && exec bpftrace "$@"\' sh "$@"\n'
     )
     script.chmod(0o755)
     return str(script)
@@ -94,7 +95,7 @@ def one_run(device: str, bpftrace: str | None, seconds: int) -> dict[str, float]
     if bpftrace is not None:
         fake = Path(tempfile.mkdtemp()) / "events/block/block_rq_issue"
         fake.mkdir(parents=True)
-        bl.TRACEFS = (fake.parents[2],)
+        bl.TRACEFS = (fake.parents[2], fake.parents[2])
     engine.start()
     try:
         pid = bpftrace_pid(os.getpid())
@@ -147,11 +148,13 @@ def main() -> None:
     if os.geteuid() != 0 or shutil.which("bpftrace") is None or shutil.which("fio") is None:
         raise SystemExit("needs root, bpftrace and fio")
     Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
-    tmp = Path(tempfile.mkdtemp(prefix="lunlat-bench-", dir="/dev/shm"))  # noqa: S108 - tmpfs on purpose
+    tmp = Path(tempfile.mkdtemp(prefix="lunlat-bench-", dir="/dev/shm"))
     image = tmp / "lun.img"
     with image.open("wb") as f:
         f.truncate(512 << 20)
-    device = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True, check=True).stdout.strip()
+    device = subprocess.run(
+        ["losetup", "--find", "--show", str(image)], capture_output=True, text=True, check=True
+    ).stdout.strip()
     try:
         bpftrace = wrapper(tmp)
         runs = [one_run(device, bpftrace, args.seconds) for _ in range(args.runs)]
@@ -165,11 +168,13 @@ def main() -> None:
         print(f"median {key}: {value:.3f}   (runs: {', '.join(f'{r[key]:.3f}' for r in runs)})")
     per_io_total = med["bpf_ns_per_io"] + med["bpftrace_cpu_per_s"] * 1e9 / med["iops"]
     at_20k = per_io_total * 20_000 / 1e9 * 100
-    print(f"CPU per I/O (BPF + bpftrace process): {per_io_total:.0f} ns; goal < 1000 ns: {'met' if per_io_total < 1000 else 'NOT met'}")
+    print(
+        f"CPU per I/O (BPF + bpftrace process): {per_io_total:.0f} ns; goal < 1000 ns: {'met' if per_io_total < 1000 else 'NOT met'}"
+    )
     print(f"at 20k IOPS: {at_20k:.2f} % of one core; goal < 2 %: {'met' if at_20k < 2 else 'NOT met'}")
     for luns in (10, 1000):
         print(f"scrape cost, {luns} LUNs: {scrape_cost(luns) * 1e6:.1f} µs per LUN (median of 20)")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

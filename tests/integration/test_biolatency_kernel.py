@@ -19,16 +19,20 @@ import pytest
 
 from lunlat import contract
 from lunlat.config import BiolatencyConfig, DiskstatsConfig
+from lunlat.lab.settings import ArraySetting, LunSetting, Settings
 from lunlat.sources import biolatency
 from lunlat.sources.base import SourceError
 from lunlat.sources.biolatency import BiolatencySource, Engine
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.published import PublishedDevices
-from lunlat.lab.settings import ArraySetting, LunSetting, Settings
-from tests.integration.test_lab_fusefs import Daemon, start_daemon  # noqa: F401 - the fixture
+from tests.integration import test_lab_fusefs
+from tests.integration.test_lab_fusefs import Daemon
 from tests.labhost import lab_skip_reason, memory_backed_dir
 
 pytestmark = pytest.mark.kernel
+
+# The lab's FUSE daemon fixture (starts it, and detaches, stops and unmounts whatever happens).
+start_daemon = test_lab_fusefs.start_daemon
 
 INTERVAL = 1  # bpftrace prints its maps every second here
 TRACEFS = Path("/sys/kernel/tracing")
