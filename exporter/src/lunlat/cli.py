@@ -24,7 +24,7 @@ from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.factory import HOST_SOURCES, Settings
-from lunlat.sources.registry import build_sources
+from lunlat.sources.registry import build_sources, close_sources
 from lunlat.webconfig import WebGate
 from lunlat.yamlmodel import key_path
 
@@ -138,6 +138,14 @@ def _parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="also publish multipath path devices and partitions (overrides the config)",
+    )
+    serve.add_argument(
+        "--collector.biolatency",
+        dest="biolatency",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="per-I/O latency histograms from the kernel's block tracepoints via bpftrace (root; "
+        "overrides biolatency.enabled, off by default)",
     )
     serve.add_argument(
         "--collector.host.source",
@@ -349,7 +357,9 @@ def run_lab(args: argparse.Namespace) -> int:
 
 def source_settings(args: argparse.Namespace) -> Settings:
     """What `serve`'s flags say about the sources; the registry builds them."""
-    return Settings(args.procfs, args.sysfs, args.host_source, args.show_paths, args.refresh_interval)
+    return Settings(
+        args.procfs, args.sysfs, args.host_source, args.show_paths, args.refresh_interval, args.biolatency
+    )
 
 
 def _usage_error(message: str) -> int:
@@ -439,6 +449,8 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
         scraper.close()
+        # Sources holding a child process (biolatency's bpftrace) or a session end it now, not at exit.
+        close_sources(scraper.sources)
     return 0
 
 

@@ -25,7 +25,15 @@ from lunlat.yamlmodel import (
     quote,
 )
 
-__all__ = ["Config", "ConfigError", "ConfigProblem", "DockerConfig", "load_config", "parse_config"]
+__all__ = [
+    "BiolatencyConfig",
+    "Config",
+    "ConfigError",
+    "ConfigProblem",
+    "DockerConfig",
+    "load_config",
+    "parse_config",
+]
 
 # Devices that are never LUNs: RAM disks, compressed swap, floppies, optical drives.
 DEFAULT_EXCLUDE = r"^(ram|zram|fd|sr)\d+$"
@@ -37,6 +45,31 @@ class DiskstatsConfig(Strict):
     show_paths: bool = Field(default=False, description="Also publish multipath path devices and partitions.")
 
     _regex = field_validator("include", "exclude")(check_regex)
+
+
+class BiolatencyConfig(Strict):
+    """Per-I/O latency histograms from the kernel's block tracepoints (sources/biolatency.py)."""
+
+    enabled: bool = Field(default=False, description="Run the biolatency source (--collector.biolatency).")
+    interval_seconds: float = Field(
+        default=5.0,
+        ge=1,
+        le=60,
+        description="How often bpftrace prints its cumulative maps: the data's age bound.",
+    )
+    # BPFTRACE_MAP_KEYS_MAX: every map of the script gets this many entries, preallocated by the kernel.
+    max_map_keys: int = Field(
+        default=16384,
+        ge=1024,
+        le=1_048_576,
+        description="Entries of each BPF map: requests in flight at once, and (device, op, bucket) triples.",
+    )
+    only_with_role: bool = Field(
+        default=False, description="Publish only LUNs with a role (a luns: entry or a database gave one)."
+    )
+    bpftrace: str | None = Field(
+        default=None, description="The bpftrace executable (default: found on PATH)."
+    )
 
 
 MATCH_KEYS = ("alias", "wwid", "device", "mount", "loop_file")
@@ -334,6 +367,7 @@ def easy_connect_endpoint(dsn: str) -> tuple[str, int] | None:
 
 class Config(Strict):
     diskstats: DiskstatsConfig = DiskstatsConfig()
+    biolatency: BiolatencyConfig = BiolatencyConfig()
     luns: list[LunEntry] = Field(default_factory=list)
     oracle: list[OracleTarget] = Field(default_factory=list)
     mssql: list[MssqlTarget] = Field(default_factory=list)

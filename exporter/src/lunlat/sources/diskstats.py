@@ -34,6 +34,7 @@ from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
 from lunlat.sources.host import DeviceFilter, LunInfo, device_families
+from lunlat.sources.published import PublishedDevice, PublishedDevices
 from lunlat.topology import (
     BlockDevice,
     LunView,
@@ -327,8 +328,10 @@ class DiskstatsSource:
         refresh_interval: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         db_labels: DbLunLabels | None = None,
+        published: PublishedDevices | None = None,
     ) -> None:
         self._procfs = procfs
+        self._board = published  # told which devices are published, for the biolatency source
         self._db_labels = db_labels
         self._sysfs = sysfs
         self._config = config
@@ -444,7 +447,8 @@ class DiskstatsSource:
         mask: list[bool] = []
         info: list[Sample] = []
         multipaths: list[tuple[LabelSet, tuple[str, ...]]] = []
-        for name in table.names:
+        board: dict[tuple[int, int], PublishedDevice] = {}
+        for name, major, minor in zip(table.names, table.majors, table.minors, strict=True):
             view = views.get(name) or LunView(name, name, "lun")
             shown = self._shown(view)
             mask.append(shown)
@@ -456,6 +460,7 @@ class DiskstatsSource:
                 files = tuple(path_state_file(self._sysfs, path) for path in paths)
                 multipaths.append((labels[-1], files))
             extra = lun_labels.get(name, NO_LABELS)
+            board[(major, minor)] = PublishedDevice(view.lun, view.device, extra.role or "")
             lun_info = LunInfo(
                 lun=view.lun,
                 device=view.device,
@@ -482,6 +487,8 @@ class DiskstatsSource:
             info,
             multipaths,
         )
+        if self._board is not None:
+            self._board.publish(board)
         log.debug("topology refreshed", devices=len(table.names), shown=len(info))
         return self._published
 
@@ -547,5 +554,6 @@ def build(context: Context) -> list[DiskstatsSource] | BuildError:
             context.config.luns,
             context.settings.refresh_interval,
             db_labels=context.db_labels,
+            published=context.published,
         )
     ]

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from lunlat import containers
-from lunlat.config import Config, DiskstatsConfig, _DatabaseTarget
+from lunlat.config import BiolatencyConfig, Config, DiskstatsConfig, _DatabaseTarget
 from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.sources.base import Source
+from lunlat.sources.published import PublishedDevices
 
 HostSource = Literal["auto", "diskstats", "psutil"]
 HOST_SOURCES: tuple[HostSource, ...] = ("auto", "diskstats", "psutil")
@@ -37,6 +38,7 @@ class Settings:
     host_source: HostSource = "auto"
     show_paths: bool | None = None  # overrides the config's diskstats.show_paths when set
     refresh_interval: float = 300.0
+    biolatency: bool | None = None  # overrides the config's biolatency.enabled when set
 
     def host_platform(self) -> Literal["diskstats", "psutil"]:
         """Where host counters come from: <procfs>/diskstats, or psutil where there is none and
@@ -55,6 +57,9 @@ class Context:
     # Database sources tell the host layer which LUNs hold which database files; that needs
     # sysfs, so there is none under psutil.
     db_labels: DbLunLabels | None
+    # The devices the host layer publishes (written by diskstats, read by biolatency): one per build,
+    # so a reload's sources share the new filter.
+    published: PublishedDevices = field(default_factory=PublishedDevices)
 
     @classmethod
     def of(cls, config: Config, settings: Settings, db_labels: DbLunLabels | None = None) -> Context:
@@ -70,6 +75,12 @@ class Context:
         if self.settings.show_paths is None:
             return self.config.diskstats
         return self.config.diskstats.model_copy(update={"show_paths": self.settings.show_paths})
+
+    def biolatency(self) -> BiolatencyConfig:
+        """The config's biolatency section, with --[no-]collector.biolatency applied."""
+        if self.settings.biolatency is None:
+            return self.config.biolatency
+        return self.config.biolatency.model_copy(update={"enabled": self.settings.biolatency})
 
     def locator(self) -> FileLocator | None:
         """Where a database source finds its files' LUNs (a new locator per source), or None

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 from lunlat.config import Config
 from lunlat.dbfiles import DbLunLabels
-from lunlat.sources import diskstats, mssql, oracle, psutil_disks
+from lunlat.sources import biolatency, diskstats, mssql, oracle, psutil_disks
 from lunlat.sources.base import Source
 from lunlat.sources.factory import BuildError, Context, Factory, Settings
 
 FACTORIES: tuple[tuple[str, Factory], ...] = (
     ("diskstats", diskstats.build),
     ("psutil", psutil_disks.build),
+    ("biolatency", biolatency.build),
     ("oracle", oracle.build),
     ("mssql", mssql.build),
 )

@@ -1,0 +1,249 @@
+"""Real kernel: the biolatency source's histograms of a loop device under fio, against the kernel's own
+counters (/proc/diskstats) and fio's completion-latency percentiles."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lunlat import contract
+from lunlat.config import BiolatencyConfig, DiskstatsConfig
+from lunlat.lab.settings import ArraySetting, LunSetting, Settings
+from lunlat.sources import biolatency
+from lunlat.sources.base import SourceError
+from lunlat.sources.biolatency import BiolatencySource, Engine
+from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.published import PublishedDevices
+from tests.integration import test_lab_fusefs
+from tests.integration.test_lab_fusefs import Daemon
+from tests.labhost import lab_skip_reason, memory_backed_dir
+
+pytestmark = pytest.mark.kernel
+
+# The lab's FUSE daemon fixture (starts it, and detaches, stops and unmounts whatever happens).
+start_daemon = test_lab_fusefs.start_daemon
+
+INTERVAL = 1  # bpftrace prints its maps every second here
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+def _skip_reason() -> str | None:
+    if sys.platform != "linux":
+        return "needs Linux"
+    if os.geteuid() != 0:
+        return "needs root (bpftrace, loop devices)"
+    missing = [t for t in ("bpftrace", "losetup", "fio") if shutil.which(t) is None]
+    if missing:
+        return f"missing tools: {', '.join(missing)} (Debian: bpftrace, util-linux, fio)"
+    if not (TRACEFS / "events/block").is_dir() and shutil.which("unshare") is None:
+        return "tracefs is not mounted and unshare (util-linux) is missing to mount it privately"
+    return None
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path) -> Iterator[str]:
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    base = memory_backed_dir(512 << 20)
+    workdir = Path(tempfile.mkdtemp(prefix="lunlat-biolat-", dir=base))
+    backing = workdir / "lun.img"
+    with backing.open("wb") as f:
+        f.truncate(256 << 20)
+    result = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        shutil.rmtree(workdir)
+        pytest.skip(f"losetup could not attach a loop device: {result.stderr.strip()}")
+    device = result.stdout.strip()
+    try:
+        yield device
+    finally:
+        subprocess.run(["losetup", "--detach", device], check=False)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def slow_lun(start_daemon: Callable[[Settings], Daemon]) -> str:
+    """A loop device (direct I/O) on the lab's FUSE file system, each I/O held ~0.5 ms (lognormal
+    spread): latencies of an array LUN, where the microseconds the block layer spends before a
+    request is inserted are well under 1 %."""
+    reason = _skip_reason() or lab_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    settings = Settings(
+        luns={"slow": LunSetting("wide", 0.5, 0.5, 0.3)},
+        arrays={"wide": ArraySetting(32, 100_000.0)},
+        overhead_ms={"read": 0.0, "write": 0.0},
+    )
+    return start_daemon(settings).attach("slow")
+
+
+@pytest.fixture
+def bpftrace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """bpftrace itself where tracefs is mounted; else a wrapper mounting tracefs in a private mount
+    namespace (this host's tracefs stays unmounted; the source's own check is pointed at a stand-in)."""
+    if (TRACEFS / "events/block").is_dir():
+        return None
+    wrapper = tmp_path / "bpftrace"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'exec unshare -m sh -c \'mount -t tracefs nodev /sys/kernel/tracing && exec bpftrace "$@"\' sh "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    fake = tmp_path / "tracing"
+    (fake / "events/block/block_rq_issue").mkdir(parents=True)
+    monkeypatch.setattr(biolatency, "TRACEFS", (fake,))
+    return str(wrapper)
+
+
+def raw(name: str) -> list[int]:
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        parts = line.split()
+        if parts[2] == name:
+            return [int(p) for p in parts[3:]]
+    raise AssertionError(f"{name} not in /proc/diskstats")
+
+
+def settle(name: str) -> list[int]:
+    last = raw(name)
+    for _ in range(50):
+        time.sleep(0.3)
+        now = raw(name)
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"{name} never went idle")
+
+
+def histograms(source: BiolatencySource, device: str) -> dict[str, dict[str, float]]:
+    """op -> {le or _sum/_count: value} of `device`."""
+    out: dict[str, dict[str, float]] = {"read": {}, "write": {}}
+    for family in source.collect().families:
+        if family.spec is not contract.DEVICE_IO_LATENCY:
+            continue
+        for suffix, labels, value in family.samples:
+            values = labels.as_dict()
+            if values["device"] == device:
+                out[values["op"]][values.get("le", suffix)] = value
+    return out
+
+
+def wait_up(source: BiolatencySource) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            source.collect()
+            return
+        except SourceError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def quantile_bucket(hist: dict[str, float], q: float) -> tuple[float, float]:
+    """The (lower, upper) bounds of the bucket holding quantile q, as histogram_quantile picks it."""
+    rank = q * hist["_count"]
+    lower = 0.0
+    for bound in contract.BIO_BUCKETS:
+        if hist[repr(bound)] >= rank:
+            return lower, bound
+        lower = bound
+    return lower, math.inf
+
+
+def test_counts_on_a_fast_lun(loop_device: str, bpftrace: str | None) -> None:
+    """A loop device on tmpfs: tens of microseconds per I/O, tens of thousands of I/Os."""
+    check(loop_device, bpftrace, block=4096, size_mb=200, io_mb=150, sum_tolerance=None)
+
+
+def test_histograms_match_the_kernels_counts_times_and_fio(slow_lun: str, bpftrace: str | None) -> None:
+    """A FUSE-delayed LUN (~0.5 ms): counts, summed time within 2 %, fio's percentiles within a bucket."""
+    check(slow_lun, bpftrace, block=8192, size_mb=32, io_mb=24, sum_tolerance=0.02)
+
+
+def check(
+    loop_device: str, bpftrace: str | None, block: int, size_mb: int, io_mb: int, sum_tolerance: float | None
+) -> None:
+    name = Path(loop_device).name
+    board = PublishedDevices()
+    host = DiskstatsSource(Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board)
+    host.collect()
+    source = BiolatencySource(
+        Engine(BiolatencyConfig(enabled=True, interval_seconds=INTERVAL, bpftrace=bpftrace)), board
+    )
+    try:
+        wait_up(source)
+        before_raw = settle(name)
+        time.sleep(INTERVAL * 2.5)  # a print after the device went idle
+        before = histograms(source, name)
+        fio = subprocess.run(
+            [
+                "fio",
+                "--name=oltp",
+                f"--filename={loop_device}",
+                "--rw=randrw",
+                "--rwmixread=70",
+                f"--bs={block}",
+                "--direct=1",
+                "--ioengine=libaio",
+                "--iodepth=8",
+                # Fewer blocks than the region holds: fio's random map then never sends two I/Os to one
+                # block, and no two requests in flight share a sector (the timing key, see below).
+                f"--size={size_mb}m",
+                f"--io_size={io_mb}m",
+                "--output-format=json",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        after_raw = settle(name)
+        time.sleep(INTERVAL * 2.5)
+        after = histograms(source, name)
+        errors = source.collect().errors
+    finally:
+        source.close()
+    job = json.loads(fio.stdout[fio.stdout.index("{") :])["jobs"][0]
+    for op, ops_field, ms_field in (("read", 0, 3), ("write", 4, 7)):
+        count = after[op]["_count"] - before[op]["_count"]
+        kernel_count = after_raw[ops_field] - before_raw[ops_field]
+        # Every completed request of the LUN, timed once: the kernel's own count. Measured here, a
+        # few reads per run (4 of 27,000 on tmpfs, 8 of 2,100 on the FUSE LUN) are counted by the kernel
+        # but reach no traced completion and no untimed count; not explained yet (README), so 1 %.
+        assert abs(count - kernel_count) <= max(2, kernel_count // 100), (
+            f"{op}: {count} timed, the kernel completed {kernel_count}; {errors}"
+        )
+        assert count > 500
+        assert after[op]["+Inf"] - before[op]["+Inf"] == count
+        seconds = after[op]["_sum"] - before[op]["_sum"]
+        kernel_seconds = (after_raw[ms_field] - before_raw[ms_field]) / 1000
+        if sum_tolerance is None:
+            # The kernel's time starts when the request is allocated, ours when it is inserted or
+            # issued: a few µs apart, which on a tens-of-µs device is several per cent.
+            assert 0.8 * kernel_seconds <= seconds <= kernel_seconds * 1.02 + 0.002
+            continue
+        assert seconds == pytest.approx(kernel_seconds, rel=sum_tolerance), (
+            f"{op}: {seconds} s, the kernel {kernel_seconds} s"
+        )
+        # fio's completion latency percentiles fall in the bucket the histogram gives, or one beside it.
+        hist = {k: after[op][k] - before[op][k] for k in after[op]}
+        for q, key in ((0.5, "50.000000"), (0.9, "90.000000"), (0.99, "99.000000")):
+            fio_seconds = job[op]["clat_ns"]["percentile"][key] / 1e9
+            lower, upper = quantile_bucket(hist, q)
+            assert lower / 2 <= fio_seconds <= upper * 2, (
+                f"{op} p{q}: fio {fio_seconds}, bucket ({lower}, {upper}]"
+            )
+    assert errors.get("bad_output", 0) == 0
