@@ -4,6 +4,12 @@ Oracle database (the emulated v$ views) on ASM disk groups on the lab's Oracle L
 one lunlat exporter publishing all three layers, and the Debian Prometheus scraping it with the
 repo's recording and alert rules.
 
+Beside it, a second host (tests.fakesys: the lab has no device-mapper, so no real multipath): one LUN
+on a Pure FlashArray volume through two multipath paths, published by a second exporter like any
+host, one path going offline at the phase switch; and the array's own view of that volume from a
+stub serving Pure's exporter format, scraped with deploy/arrays/purefa.yml's relabeling, so the
+path-health and host-minus-array panels have data.
+
 The scenario follows the reference: OLTP alone, then DSS scans and the snapshot copies join; one
 data LUN is raised above the goal meanwhile so the breach panels and alert annotations have
 something to show. Scrape and rule evaluation every 5 s (the rules' windows are 1 m and longer).
@@ -11,6 +17,8 @@ something to show. Scrape and rule evaluation every 5 s (the rules' windows are 
 
 from __future__ import annotations
 
+import dataclasses
+import http.server
 import os
 import threading
 import time
@@ -29,9 +37,11 @@ from lunlat.lab import commands
 from lunlat.lab.state import LabState
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
+from lunlat.sources import biolatency
 from lunlat.sources import oracle as oracle_source
 from lunlat.sources.registry import build_sources
-from tests import prometheus
+from tests import prometheus, tracefs
+from tests.fakesys import FakeHost, Stats
 from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
 from tests.oracle.emulation import OracleEmulation
 from tests.oracle.simulator import IO, Commits, Load, LogNormal
@@ -45,6 +55,13 @@ BREACH_LUN = "sqlserver1_data"
 BREACH_MS = 2.0
 PASSWORD_ENV = "LUNLAT_DASHBOARD_TEST_PASSWORD"  # noqa: S105 - the variable's name
 MSSQL_DATABASE = "tpcc"
+PUREFA_JOB = Path(__file__).resolve().parents[2] / "deploy" / "arrays" / "purefa.yml"
+# Test input: a volume serial as Purity writes it (24 hex digits, upper case); its NAA designator is
+# Pure's OUI prefix 624a9370 and the serial (deploy/arrays/purefa.yml cites where that comes from).
+PURE_SERIAL = "6C1B16CE1C034D1C00024C6F"
+PURE_NAA = f"624a9370{PURE_SERIAL.lower()}"
+MULTIPATH_LUN = "pure_vol1"
+MULTIPATH_PATHS = ("sdb", "sdc")
 
 
 def oracle_load(dss: bool) -> Load:
@@ -102,6 +119,120 @@ class DatabaseLoad:
             thread.join(5)
 
 
+@dataclass
+class MultipathHost:
+    """A host whose one LUN (`MULTIPATH_LUN`) is a multipath map over two SCSI paths to a Pure
+    volume; `run` moves its counters as a steady OLTP load would, in real time."""
+
+    host: FakeHost
+    _stop: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    @classmethod
+    def make(cls, root: Path) -> MultipathHost:
+        host = FakeHost(root)
+        host.add_scsi_disk("sda", wwid="naa.5000c500a1b2c3d4", vendor="SEAGATE", model="ST600MM0009")
+        for path in MULTIPATH_PATHS:
+            host.add_scsi_disk(path, wwid=f"naa.{PURE_NAA}", vendor="PURE", model="FlashArray")
+        host.add_multipath("dm-0", alias=MULTIPATH_LUN, wwid=f"3{PURE_NAA}", paths=list(MULTIPATH_PATHS))
+        for name in ("sda", *MULTIPATH_PATHS, "dm-0"):
+            host.stats[name] = Stats()
+        host.write()
+        return cls(host)
+
+    def config(self, directory: Path) -> Path:
+        """The host's exporter config: its Pure LUN holds an Oracle RAC node's data (test input)."""
+        path = directory / "multipath-host.yaml"
+        entry = {"match": {"alias": MULTIPATH_LUN}, "database": "Oracle", "role": "data", "workload": "oltp"}
+        path.write_text(yaml.safe_dump({"luns": [entry]}, sort_keys=False), encoding="utf-8")
+        return path
+
+    def lose_a_path(self) -> None:
+        self.host.set_state(MULTIPATH_PATHS[-1], "offline")
+
+    def run(self) -> None:
+        """300 reads/s at 0.7 ms and 100 writes/s at 0.9 ms on the map (whole ms per second)."""
+        while not self._stop.wait(1.0):
+            old = self.host.stats["dm-0"]
+            self.host.stats["dm-0"] = dataclasses.replace(
+                old,
+                reads=old.reads + 300,
+                read_sectors=old.read_sectors + 300 * 16,
+                read_ms=old.read_ms + 210,
+                writes=old.writes + 100,
+                write_sectors=old.write_sectors + 100 * 16,
+                write_ms=old.write_ms + 90,
+            )
+            self.host.write()
+
+    @contextmanager
+    def running(self) -> Iterator[MultipathHost]:
+        thread = threading.Thread(target=self.run, name="multipath-host", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            thread.join(5)
+
+
+def purefa_exposition() -> bytes:
+    """/metrics/volumes as Pure's exporter serves it: purefa_volume_performance_latency_usec{naa_id,
+    name, dimension}, a gauge in µs (deploy/arrays/purefa.yml cites the exporter's source); the
+    array sees the volume at 0.5 ms per read and 0.6 ms per write, below the host's 0.7 and 0.9."""
+    naa_id = f"naa.624a9370{PURE_SERIAL}"
+    lines = [
+        "# HELP purefa_volume_performance_latency_usec FlashArray volume IO latency",
+        "# TYPE purefa_volume_performance_latency_usec gauge",
+    ]
+    for dimension, usec in (("usec_per_read_op", 500), ("usec_per_write_op", 600)):
+        lines.append(
+            f'purefa_volume_performance_latency_usec{{dimension="{dimension}",name="ora-data",'
+            f'naa_id="{naa_id}"}} {usec}'
+        )
+    return ("\n".join(lines) + "\n").encode()
+
+
+class _PurefaHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] != "/metrics/volumes":
+            self.send_error(404)
+            return
+        body = purefa_exposition()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def purefa_stub() -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer((LOOPBACK, 0), _PurefaHandler)
+    thread = threading.Thread(target=server.serve_forever, name="purefa-stub", daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def purefa_job(stub_port: int, token_file: Path) -> dict[str, Any]:
+    """deploy/arrays/purefa.yml's job as shipped (its relabeling, which gives the series `naa`),
+    pointed at the stub and scraped as often as the rest."""
+    (job,) = yaml.safe_load(PUREFA_JOB.read_text(encoding="utf-8"))["scrape_configs"]
+    job["scrape_interval"] = job["scrape_timeout"] = f"{INTERVAL_SECONDS}s"
+    job["authorization"]["credentials_file"] = str(token_file)
+    job["static_configs"] = [{"targets": ["flasharray-test"]}]
+    address = [r for r in job["relabel_configs"] if r.get("target_label") == "__address__"]
+    assert len(address) == 1, "the job names its exporter in one relabel step"
+    address[0]["replacement"] = f"{LOOPBACK}:{stub_port}"
+    return dict(job)
+
+
 @dataclass(frozen=True, slots=True)
 class DashboardData:
     """What the query tests get: Prometheus' API, the span that holds data, the lab's devices."""
@@ -114,10 +245,16 @@ class DashboardData:
         return time.time()
 
 
-def exporter_config(lab_state: LabState, directory: Path, mssql_port: int) -> Path:
+def exporter_config(
+    lab_state: LabState, directory: Path, mssql_port: int, private: tracefs.PrivateTracefs | None
+) -> Path:
     """deploy/lab/lunlat.yaml (the lab's LUNs with their databases, roles and workloads) plus the
-    Oracle and SQL Server targets whose files live on those LUNs."""
+    Oracle and SQL Server targets whose files live on those LUNs, and the per-I/O histograms
+    (through the private-tracefs wrapper where this host has no tracefs mounted)."""
     data = yaml.safe_load(LAB_EXPORTER_CONFIG.read_text(encoding="utf-8"))
+    data["biolatency"] = {"enabled": True, "interval_seconds": 1}
+    if private is not None:
+        data["biolatency"]["bpftrace"] = private.bpftrace
     login = {"user": "lunlat", "password_env": PASSWORD_ENV, "workload": "oltp", "timeout_seconds": 5}
     data["oracle"] = [{"name": "Oracle", "dsn": "emulated:1521/ORCL", **login}]
     data["mssql"] = [
@@ -135,11 +272,14 @@ def exporter_config(lab_state: LabState, directory: Path, mssql_port: int) -> Pa
 
 
 @contextmanager
-def exporter(config_path: Path, oracle: OracleEmulation) -> Iterator[int]:
-    """The lunlat exporter in this process (the Oracle source's connection is the emulation's;
-    everything else as `lunlat serve` builds it); yields its port."""
-    args = cli._parser().parse_args(["serve", f"--config.file={config_path}"])
-    with mock.patch.object(oracle_source, "connect_oracledb", lambda _target: oracle.connect):
+def exporter(config_path: Path | None, oracle: OracleEmulation | None, *flags: str) -> Iterator[int]:
+    """A lunlat exporter in this process (the Oracle source's connection is the emulation's;
+    everything else as `lunlat serve` builds it with `flags`); yields its port."""
+    args = cli._parser().parse_args(
+        ["serve", *([f"--config.file={config_path}"] if config_path else []), *flags]
+    )
+    connect = (lambda _target: oracle.connect) if oracle is not None else oracle_source.connect_oracledb
+    with mock.patch.object(oracle_source, "connect_oracledb", connect):
         built = build_sources(load_config(config_path), cli.source_settings(args))
     assert not built.problems, built.problems
     scraper = Scraper(built.sources)
@@ -180,13 +320,30 @@ def dashboard_data(workdir: Path, lab_state_dir: Path) -> Iterator[DashboardData
         os.environ[PASSWORD_ENV] = "dashboards"
         stack.callback(_restore_env, PASSWORD_ENV, previous)
         load = stack.enter_context(DatabaseLoad(oracle, dmv).running())
-        port = stack.enter_context(exporter(exporter_config(state, workdir, tds.port), oracle))
-        started = time.time()
-        process = prometheus.start(
-            workdir / "prometheus", prometheus.config([f"{LOOPBACK}:{port}"], f"{INTERVAL_SECONDS}s")
+        private = tracefs.private_tracefs(workdir)
+        if private is not None:  # the source's tracefs check looks at the wrapper's stand-in
+            stack.enter_context(mock.patch.object(biolatency, "TRACEFS", (private.stand_in,)))
+        port = stack.enter_context(exporter(exporter_config(state, workdir, tds.port, private), oracle))
+        multipath = stack.enter_context(MultipathHost.make(workdir / "multipath-host").running())
+        multipath_port = stack.enter_context(
+            exporter(
+                multipath.config(workdir),
+                None,
+                f"--path.procfs={multipath.host.procfs}",
+                f"--path.sysfs={multipath.host.sysfs}",
+            )
         )
+        token = workdir / "purefa-token"
+        token.write_text("00000000-0000-0000-0000-000000000000\n", encoding="utf-8")
+        cfg = prometheus.config(
+            [f"{LOOPBACK}:{port}", f"{LOOPBACK}:{multipath_port}"], f"{INTERVAL_SECONDS}s"
+        )
+        cfg["scrape_configs"].append(purefa_job(stack.enter_context(purefa_stub()), token))
+        started = time.time()
+        process = prometheus.start(workdir / "prometheus", cfg)
         stack.callback(process.stop)
         time.sleep(OLTP_SECONDS)
+        multipath.lose_a_path()
         commands.phase(lab_state_dir, "oltp+dss+snapshot")
         load.dss = True
         commands.set_latency(lab_state_dir, BREACH_LUN, BREACH_MS, BREACH_MS, None)

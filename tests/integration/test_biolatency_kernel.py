@@ -7,7 +7,6 @@ import json
 import math
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from lunlat.sources.base import SourceError
 from lunlat.sources.biolatency import BiolatencySource, Engine
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.published import PublishedDevices
+from tests import tracefs
 from tests.integration import test_lab_fusefs
 from tests.integration.test_lab_fusefs import Daemon
 from tests.labhost import lab_skip_reason, memory_backed_dir
@@ -35,7 +35,6 @@ pytestmark = pytest.mark.kernel
 start_daemon = test_lab_fusefs.start_daemon
 
 INTERVAL = 1  # bpftrace prints its maps every second here
-TRACEFS = Path("/sys/kernel/tracing")
 
 
 def _skip_reason() -> str | None:
@@ -46,9 +45,7 @@ def _skip_reason() -> str | None:
     missing = [t for t in ("bpftrace", "losetup", "fio") if shutil.which(t) is None]
     if missing:
         return f"missing tools: {', '.join(missing)} (Debian: bpftrace, util-linux, fio)"
-    if not (TRACEFS / "events/block").is_dir() and shutil.which("unshare") is None:
-        return "tracefs is not mounted and unshare (util-linux) is missing to mount it privately"
-    return None
+    return tracefs.missing()
 
 
 @pytest.fixture
@@ -95,18 +92,11 @@ def slow_lun(start_daemon: Callable[[Settings], Daemon]) -> str:
 def bpftrace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str | None:
     """bpftrace itself where tracefs is mounted; else a wrapper mounting tracefs in a private mount
     namespace (this host's tracefs stays unmounted; the source's own check is pointed at a stand-in)."""
-    if (TRACEFS / "events/block").is_dir():
+    private = tracefs.private_tracefs(tmp_path)
+    if private is None:
         return None
-    wrapper = tmp_path / "bpftrace"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        'exec unshare -m sh -c \'mount -t tracefs nodev /sys/kernel/tracing && exec bpftrace "$@"\' sh "$@"\n'
-    )
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    fake = tmp_path / "tracing"
-    (fake / "events/block/block_rq_issue").mkdir(parents=True)
-    monkeypatch.setattr(biolatency, "TRACEFS", (fake,))
-    return str(wrapper)
+    monkeypatch.setattr(biolatency, "TRACEFS", (private.stand_in,))
+    return private.bpftrace
 
 
 def raw(name: str) -> list[int]:
