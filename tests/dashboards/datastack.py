@@ -22,7 +22,7 @@ import http.server
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +89,18 @@ def mssql_load(dss: bool) -> dict[tuple[str, Any, Any], Stream]:
     }
 
 
+@contextmanager
+def in_background(run: Callable[[], None], stop: threading.Event, name: str) -> Iterator[None]:
+    """`run` in a thread until the block ends, then `stop` set and the thread joined."""
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(5)
+
+
 @dataclass
 class DatabaseLoad:
     """Advances both databases' counters with the wall clock, one simulated second per second."""
@@ -110,13 +122,8 @@ class DatabaseLoad:
     @contextmanager
     def running(self) -> Iterator[DatabaseLoad]:
         self._stop = threading.Event()
-        thread = threading.Thread(target=self.run, name="db-load", daemon=True)
-        thread.start()
-        try:
+        with in_background(self.run, self._stop, "db-load"):
             yield self
-        finally:
-            self._stop.set()
-            thread.join(5)
 
 
 @dataclass
@@ -161,18 +168,19 @@ class MultipathHost:
                 writes=old.writes + 100,
                 write_sectors=old.write_sectors + 100 * 16,
                 write_ms=old.write_ms + 90,
+                # The lab's loop LUNs are write-through (no flush reaches them): this LUN's cache is
+                # write-back, 50 flushes/s at 0.4 ms, so the flush panel has data.
+                flushes=old.flushes + 50,
+                flush_ms=old.flush_ms + 20,
+                weighted_ms=old.weighted_ms + 300,
+                io_ms=old.io_ms + 280,
             )
             self.host.write()
 
     @contextmanager
     def running(self) -> Iterator[MultipathHost]:
-        thread = threading.Thread(target=self.run, name="multipath-host", daemon=True)
-        thread.start()
-        try:
+        with in_background(self.run, self._stop, "multipath-host"):
             yield self
-        finally:
-            self._stop.set()
-            thread.join(5)
 
 
 def purefa_exposition() -> bytes:

@@ -27,6 +27,7 @@ from lunlat.sources.published import PublishedDevices
 from tests import tracefs
 from tests.integration import test_lab_fusefs
 from tests.integration.test_lab_fusefs import Daemon
+from tests.integration.test_real_kernel import settle
 from tests.labhost import lab_skip_reason, memory_backed_dir
 
 pytestmark = pytest.mark.kernel
@@ -97,25 +98,6 @@ def bpftrace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str | None:
         return None
     monkeypatch.setattr(biolatency, "TRACEFS", (private.stand_in,))
     return private.bpftrace
-
-
-def raw(name: str) -> list[int]:
-    for line in Path("/proc/diskstats").read_text().splitlines():
-        parts = line.split()
-        if parts[2] == name:
-            return [int(p) for p in parts[3:]]
-    raise AssertionError(f"{name} not in /proc/diskstats")
-
-
-def settle(name: str) -> list[int]:
-    last = raw(name)
-    for _ in range(50):
-        time.sleep(0.3)
-        now = raw(name)
-        if now == last:
-            return now
-        last = now
-    raise AssertionError(f"{name} never went idle")
 
 
 def histograms(source: BiolatencySource, device: str) -> dict[str, dict[str, float]]:

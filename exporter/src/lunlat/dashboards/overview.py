@@ -103,6 +103,55 @@ def _latency_panel(role_title: str, role: str, op: str, goals: Goals) -> timeser
     )
 
 
+def _per_lun(expr: str) -> str:
+    """A per-device expression with each LUN's database, role and workload, filtered by the
+    dashboard's variables (lunlat_lun_info, as the recording rules join it)."""
+    info = p.selector(contract.LUN_INFO.name, p.LUN_FILTERS, kind="lun")
+    return f"{expr}\n* on (job, instance, lun, device) group_left (database, role, workload)\n{info}"
+
+
+def _queue_panel() -> timeseries.Panel:
+    """Average queue size (the weighted I/O time's rate) and I/Os in flight per LUN."""
+    weighted = p.rate(contract.DEVICE_IO_WEIGHTED_TIME.name)
+    in_flight = p.selector(contract.DEVICE_IO_IN_PROGRESS.name)
+    return (
+        p.rate_timeseries(
+            "Queue per LUN",
+            "Average number of I/Os queued or in service at the LUN over the rate window (diskstats' "
+            "weighted I/O time per second: Little's law, IOPS x latency) and the I/Os in flight at each "
+            "scrape. A queue that grows with flat IOPS is latency arriving from below (array, fabric, a "
+            "lost path); a queue that grows with IOPS is load. Not a saturation measure: an array LUN "
+            "serves many I/Os at once.",
+            p.COUNT,
+            [
+                p.query(_per_lun(weighted), "{{lun}} avg queue · {{instance}}"),
+                p.query(_per_lun(in_flight), "{{lun}} in flight · {{instance}}", ref="B"),
+            ],
+        )
+        .span(12)
+        .height(8)
+    )
+
+
+def _flush_panel(goals: Goals) -> timeseries.Panel:
+    """Flush latency per LUN: a log writer's fsync reaches a write-back-cache LUN as a flush."""
+    latency = f"{p.rate(contract.DEVICE_FLUSH_TIME.name)}\n/ ({p.rate(contract.DEVICE_FLUSHES.name)} > 0)"
+    return (
+        p.latency_timeseries(
+            "Flush latency per LUN",
+            "Average time of a flush request (diskstats fields 16-17, kernel 5.5+): a log writer's fsync "
+            "or O_DSYNC write on a file system reaches a LUN with a write-back cache as a flush, so a log "
+            "LUN's commit latency is its write latency plus this. LUNs without flushes in the window are "
+            "not drawn; empty: the LUNs report a write-through cache (the kernel sends no flush) or the "
+            "kernel is older than 5.5.",
+            goals,
+            [p.query(_per_lun(f"({latency})"), "{{lun}} {{role}} · {{instance}}")],
+        )
+        .span(12)
+        .height(8)
+    )
+
+
 def _paths_panel() -> timeseries.Panel:
     """Working and failed paths of each multipath LUN (README, "Path health")."""
     paths = p.selector(contract.LUN_PATHS.name, (p.LUN,))
@@ -339,6 +388,8 @@ def build(goals: Goals) -> dash.Dashboard:
             .span(12)
             .height(8)
         )
+        .with_panel(_queue_panel())
+        .with_panel(_flush_panel(goals))
         .with_row(dash.Row("Paths and the array"))
         .with_panel(_paths_panel())
         .with_panel(_host_minus_array_panel(goals))
