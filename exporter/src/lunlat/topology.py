@@ -81,11 +81,22 @@ class MountTable:
 
 
 def _read(path: str) -> str:
+    """A file's text, stripped; '' when it cannot be read. Plain os calls, no file object: pathlib
+    costs 2/3 of a sysfs walk and a buffered file object a third of a path-state read, and every
+    multipath path's state is read at every scrape."""
     try:
-        with open(path, "rb") as f:  # noqa: PTH123 - plain os paths: pathlib costs 2/3 of a sysfs walk
-            return f.read().decode("utf-8", "replace").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace").strip()
 
 
 def _listdir(path: str) -> tuple[str, ...]:
