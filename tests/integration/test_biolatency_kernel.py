@@ -27,7 +27,7 @@ from lunlat.sources.published import PublishedDevices
 from tests import tracefs
 from tests.integration import test_lab_fusefs
 from tests.integration.test_lab_fusefs import Daemon
-from tests.integration.test_real_kernel import settle
+from tests.integration.test_real_kernel import attached_loop, settle
 from tests.labhost import lab_skip_reason, memory_backed_dir
 
 pytestmark = pytest.mark.kernel
@@ -57,19 +57,10 @@ def loop_device(tmp_path: Path) -> Iterator[str]:
     base = memory_backed_dir(512 << 20)
     workdir = Path(tempfile.mkdtemp(prefix="lunlat-biolat-", dir=base))
     backing = workdir / "lun.img"
-    with backing.open("wb") as f:
-        f.truncate(256 << 20)
-    result = subprocess.run(
-        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        shutil.rmtree(workdir)
-        pytest.skip(f"losetup could not attach a loop device: {result.stderr.strip()}")
-    device = result.stdout.strip()
     try:
-        yield device
+        with attached_loop(backing, 256 << 20) as device:
+            yield device
     finally:
-        subprocess.run(["losetup", "--detach", device], check=False)
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,9 +41,16 @@ def loop_device(tmp_path: Path) -> Iterator[str]:
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
-    backing = tmp_path / "lun.img"
+    with attached_loop(tmp_path / "lun.img", 64 << 20) as device:
+        yield device
+
+
+@contextmanager
+def attached_loop(backing: Path, size: int) -> Iterator[str]:
+    """A loop device on a new sparse file of `size` bytes (skips the test when losetup cannot
+    attach one); detached whatever happens."""
     with backing.open("wb") as f:
-        f.truncate(64 * 1024 * 1024)
+        f.truncate(size)
     result = subprocess.run(
         ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
     )
