@@ -33,8 +33,8 @@ td.within{background:#d9f0d3}td.above{background:#f7c6c6;font-weight:600}td.idle
 svg.plot{width:100%;height:auto;font:10px sans-serif}svg .axis{stroke:#444}svg .grid{stroke:#e4e4e4}
 svg .goal{stroke:#d62728;stroke-dasharray:4 3}svg .goal-label{fill:#d62728}
 svg .curve{fill:none;stroke-width:1.3}svg .phase-name{fill:#777}
-details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
-@media print{body{max-width:none}.card{break-inside:avoid}h2{break-after:avoid}}
+details{margin:.6em 0}.wide{overflow-x:auto}table.luns{font-size:12px}table.luns td.name{white-space:nowrap}summary{cursor:pointer;font-weight:600}
+@media print{body{max-width:none}.wide{overflow:visible}.card{break-inside:avoid}h2{break-after:avoid}}
 """
 
 
@@ -244,7 +244,7 @@ def render(data: Collected, title: str, source: str) -> str:
         parts.append("<h2>How much each added phase raised each cell</h2>")
         parts.append(_raised(data.phases, table))
     parts.append("<h2>LUNs</h2>")
-    parts.append(_lun_table(order, data.rows, data.phases))
+    parts.append(f'<div class="wide">{_lun_table(order, data.rows, data.phases)}</div>')
     parts.append("<h2>Latency over time and against IOPS, per LUN (worst first)</h2>")
     parts.append(
         f'<div class="cards">{"".join(_card(k, data, goals[k]) for k in order[:PLOTTED_OPEN])}</div>'
