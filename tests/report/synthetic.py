@@ -94,6 +94,7 @@ LUNS: tuple[Lun, ...] = (
 # What the database layer adds to the host's latency (its own view includes more of the stack).
 DB_EXTRA_SECONDS = 0.0001
 # The per-I/O histogram of ora_data reads: share of I/Os per bucket bound, the same in each phase.
+ORACLE_WAIT_SHARES: tuple[tuple[float, float], ...] = ((0.000256, 0.3), (0.000512, 0.4), (0.001024, 0.3))
 HISTOGRAM_SHARES: tuple[tuple[float, float], ...] = (
     (0.00025, 0.2),
     (0.0005, 0.5),
@@ -246,6 +247,26 @@ def openmetrics(start: int) -> str:
     base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read")
     cumulative = 0.0
     for bound, share in (*HISTOGRAM_SHARES, (float("inf"), 0.0)):
+        cumulative += share
+        le = "+Inf" if bound == float("inf") else repr(bound)
+        out.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in reads)
+    out.extend(f"{name}_count{{{base}}} {v!r} {t}" for t, v in reads)
+    out.extend(f"{name}_sum{{{base}}} {v * 0.0005!r} {t}" for t, v in reads)
+    # Oracle's wait-event histogram ('db file sequential read', µs power-of-two buckets in seconds).
+    name = contract.ORACLE_WAIT_DURATION.name
+    out.append(f"# TYPE {name} histogram")
+    base = _labels(
+        job=JOB,
+        instance=INSTANCE,
+        database="Oracle",
+        db="PDB1",
+        db_instance="ORCL1",
+        event="db file sequential read",
+        role="data",
+        measure="per_io",
+    )
+    cumulative = 0.0
+    for bound, share in (*ORACLE_WAIT_SHARES, (float("inf"), 0.0)):
         cumulative += share
         le = "+Inf" if bound == float("inf") else repr(bound)
         out.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in reads)

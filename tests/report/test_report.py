@@ -5,6 +5,7 @@ PromQL computation and against the injected latency, the page opened in headless
 from __future__ import annotations
 
 import csv
+import io
 import re
 import shutil
 import subprocess
@@ -19,6 +20,9 @@ import pytest
 
 from lunlat import averages, contract
 from lunlat.alerting.goals import load_goals
+from lunlat.report import Progress
+from lunlat.report.api import Prometheus
+from lunlat.report.collect import Collector, parse_phases
 from tests import prometheus
 from tests.report import synthetic
 from tests.report.browser import chromium, open_page
@@ -209,7 +213,12 @@ def test_page_opens_offline_with_plots_and_no_console_error(report: Path) -> Non
     assert page.count("polyline.curve") >= 2 * (len(synthetic.LUNS) - 1)
     assert page.count("rect.phase") == len(synthetic.PHASES) * len(synthetic.LUNS)
     assert page.count("line.goal") >= 2 * len(synthetic.LUNS)
-    assert page.count("rect.bar") == len(synthetic.HISTOGRAM_SHARES) + 1  # ora_data's read histogram
+    # ora_data's per-I/O read histogram and Oracle's 'db file sequential read', each bucket and +Inf.
+    assert page.count("rect.bar") == len(synthetic.HISTOGRAM_SHARES) + len(synthetic.ORACLE_WAIT_SHARES) + 2
+    titles = [n.all_text() for n in page.root.find("h3")]
+    assert (
+        "ora_data read (db-host-1:10431), per I/O" in titles and "Oracle: db file sequential read" in titles
+    )
     assert page.count("table.raised") == 2 * (len(synthetic.PHASES) - 1)
     # Worst first: the LUN above its goal heads the LUN table.
     assert page.first_lun in {"scratch", "sqlserver1_data"}
@@ -235,6 +244,23 @@ def test_screenshot(report: Path, tmp_path: Path) -> None:
         check=True,
     )
     assert shot.stat().st_size > 20_000  # a page drawn, not a blank one
+
+
+def test_progress_bar_counts_every_query(stack: Stack) -> None:
+    terminal = _Terminal()
+    collector = Collector(Prometheus(stack.url), load_goals(GOALS), lambda _q: None)
+    phases = parse_phases([p.removeprefix("--phase=") for p in _phases(stack)], stack.start, stack.end)
+    progress = Progress(collector.queries(phases), terminal)
+    collector.progress = progress.step
+    collector.collect(stack.start, stack.end, phases)
+    progress.close()
+    assert progress.done == progress.total == collector.queries(phases)
+    assert terminal.getvalue().endswith(f"] {progress.total}/{progress.total}\n")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
 
 @pytest.mark.parametrize(
