@@ -181,7 +181,14 @@ def _parser() -> argparse.ArgumentParser:
     _lab_parser(commands)
     _rules_parser(commands)
     _dashboards_parser(commands)
+    _report_parser(commands)
     return parser
+
+
+def _report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from lunlat.report import add_parser  # noqa: PLC0415 - the report's code lives in lunlat.report
+
+    add_parser(commands, DEFAULT_GOALS_FILE)
 
 
 def _dashboards_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -537,6 +544,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return generate_rules(args)
     if args.command == "dashboards":
         return generate_dashboards(args)
+    if args.command == "report":
+        from lunlat.report import run as run_report  # noqa: PLC0415
+
+        return run_report(args)
     return check_config(args)
 
 

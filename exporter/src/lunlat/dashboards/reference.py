@@ -14,39 +14,25 @@ from grafana_foundation_sdk.builders import table
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 
-from lunlat import contract
+from lunlat import averages, contract
 from lunlat.alerting.goals import Goals
 from lunlat.dashboards import panels as p
 
 UID = "lunlat-reference-tables"
 # The reference's columns: data LUNs and log LUNs.
 ROLES = '=~"data|log"'
-BY = "workload, database, role"
+BY = averages.ROLE_LABELS
 ROW_LABEL = "row"
 ROW_TITLE = "Workload · database"
 # The selected range, whole: the reference reports one number per phase, not a time series.
 RANGE = "$__range"
 
 
-def _range_total(counter: str) -> str:
-    """Δ `counter` over the selected range per workload, database and role, from each LUN's device
-    counter joined to its roles (lunlat_lun_info: path devices are never counted twice)."""
-    info = p.selector(contract.LUN_INFO.name, (p.DATABASE, p.WORKLOAD), kind="lun", role=ROLES)
-    return (
-        f"sum by ({BY}) (\n"
-        f"  increase({p.selector(counter)}[{RANGE}])\n"
-        f"  * on (job, instance, lun, device) group_left ({BY})\n"
-        f"  {info}\n"
-        ")"
-    )
-
-
 def average_latency(op: str) -> str:
-    """The table's query: Δ time / Δ operations per workload x database x role over the range, with
-    a `row` label "workload · database" to pivot on."""
-    time_counter = contract.DEVICE_READ_TIME if op == "read" else contract.DEVICE_WRITE_TIME
-    ops_counter = contract.DEVICE_READS if op == "read" else contract.DEVICE_WRITES
-    ratio = f"{_range_total(time_counter.name)}\n/\n({_range_total(ops_counter.name)} > 0)"
+    """The table's query: Δ time / Δ operations per workload x database x role over the range
+    (lunlat.averages, shared with `lunlat report`), with a `row` label "workload · database" to pivot on."""
+    info = p.selector(contract.LUN_INFO.name, (p.DATABASE, p.WORKLOAD), kind="lun", role=ROLES)
+    ratio = averages.average_latency(op, p.selector, info, RANGE, BY)
     return f'label_join(\n{ratio},\n"{ROW_LABEL}", " · ", "workload", "database"\n)'
 
 

@@ -1,0 +1,151 @@
+"""`lunlat report`: the reference architecture's tables, per phase, from a Prometheus holding lunlat's
+series: DIR/tables.csv (one row per phase x layer x LUN x op) and DIR/index.html (self-contained).
+
+Bad input (Prometheus unreachable, no lunlat series, a phase outside the range, an unparsable time)
+is one line on stderr and exit 2; DIR is written whole or not at all (a temporary directory renamed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from lunlat.alerting.goals import Goals, load_goals
+from lunlat.config import ConfigError
+from lunlat.report.api import Prometheus, ReportError
+from lunlat.report.collect import CSV_COLUMNS, Collected, Collector, parse_phases, parse_time
+from lunlat.report.page import render
+
+EXIT_USAGE = 2
+
+
+class Progress:
+    """A progress bar on stderr when it is a terminal; silent otherwise (logs, CI)."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
+        self.total, self.done, self.stream = max(1, total), 0, stream
+        self.enabled = stream.isatty()
+
+    def step(self, _what: str = "") -> None:
+        self.done = min(self.total, self.done + 1)
+        if self.enabled:
+            filled = 30 * self.done // self.total
+            self.stream.write(
+                f"\rquerying Prometheus [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}"
+            )
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def tables_csv(data: Collected) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    order = {p.name: i for i, p in enumerate(data.phases)}
+    rows = sorted(
+        data.rows,
+        key=lambda r: (
+            order[r.phase.name],
+            r.layer != "host",
+            r.layer,
+            r.labels.get("instance", ""),
+            r.labels.get("database", ""),
+            r.labels.get("role", ""),
+            r.labels.get("lun", ""),
+            r.op,
+        ),
+    )
+    for row in rows:
+        writer.writerow(row.csv())
+    return out.getvalue()
+
+
+def write_dir(output: Path, files: dict[str, str]) -> None:
+    """All of `files` in `output`, or nothing: written in a sibling temporary directory, renamed."""
+    output = output.absolute()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    old = output.with_name(f".{output.name}.{os.getpid()}.old")
+    try:
+        temporary.mkdir()
+        for name, text in files.items():
+            (temporary / name).write_text(text, encoding="utf-8")
+        if output.exists():
+            output.rename(old)
+        temporary.rename(output)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], default_goals: Path) -> None:
+    report = commands.add_parser(
+        "report",
+        help="the reference tables per phase, as CSV and a self-contained HTML page",
+        description=(
+            "Read lunlat's series from Prometheus over a time range and write DIR/tables.csv (average "
+            "latency, IOPS, throughput per phase, layer, LUN and op, against the goal) and DIR/index.html "
+            "(verdict, the reference's tables per phase, plots). Times: RFC 3339 or Unix seconds."
+        ),
+    )
+    report.add_argument("--prometheus.url", dest="prometheus_url", required=True, metavar="URL")
+    report.add_argument("--from", dest="start", required=True, metavar="TIME")
+    report.add_argument("--to", dest="end", required=True, metavar="TIME")
+    report.add_argument(
+        "--phase",
+        dest="phases",
+        action="append",
+        default=[],
+        metavar="NAME=FROM..TO",
+        help="a phase of the test (repeat; default: the whole range is one phase)",
+    )
+    report.add_argument(
+        "--goals", type=Path, default=default_goals, metavar="FILE", help=f"default {default_goals}"
+    )
+    report.add_argument("--output", type=Path, required=True, metavar="DIR")
+    report.add_argument("--title", default="lunlat report: average latency per LUN against the goal")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        goals = _goals(args.goals)
+        if not args.prometheus_url.startswith(("http://", "https://")):
+            raise ReportError(f"--prometheus.url must be an http(s) URL, got {args.prometheus_url!r}")
+        start, end = parse_time(args.start), parse_time(args.end)
+        phases = parse_phases(args.phases, start, end)
+        collector = Collector(Prometheus(args.prometheus_url), goals, lambda _q: None)
+        progress = Progress(collector.queries(phases))
+        collector.progress = progress.step
+        try:
+            data = collector.collect(start, end, phases)
+        finally:
+            progress.close()
+        files = {"tables.csv": tables_csv(data), "index.html": render(data, args.title, args.prometheus_url)}
+        write_dir(args.output, files)
+    except ReportError as exc:
+        print(f"lunlat report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"lunlat report: error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{args.output / 'index.html'}, {args.output / 'tables.csv'}: {len(data.rows)} rows")
+    return 0
+
+
+def _goals(path: Path) -> Goals:
+    try:
+        return load_goals(path)
+    except ConfigError as exc:
+        raise ReportError(f"goals: {exc.problems[0] if exc.problems else exc}") from None
+    except OSError as exc:
+        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None

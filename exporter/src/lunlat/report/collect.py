@@ -1,0 +1,358 @@
+"""What the report reads from Prometheus: per phase, each LUN's Δ time, Δ operations and Δ bytes
+per op (host layer from the device counters, database layer from the files' counters), and over
+the whole range the latency curves and histograms the plots draw."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from lunlat import averages, contract
+from lunlat.alerting.goals import Goals
+from lunlat.alerting.rules import SERIES_LABELS, DbLayer, mssql_layer, oracle_layer
+from lunlat.report.api import Prometheus, ReportError
+
+# About this many points per plotted curve, whatever the range: the step grows with it.
+POINTS = 300
+STEPS: tuple[int, ...] = (15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+MIN_RATE_WINDOW = 60
+CSV_COLUMNS: tuple[str, ...] = (
+    "phase",
+    "phase_start",
+    "phase_end",
+    "layer",
+    "instance",
+    "database",
+    "role",
+    "workload",
+    "lun",
+    "device",
+    "op",
+    "avg_latency_seconds",
+    "iops",
+    "throughput_bytes",
+    "operations",
+    "goal_seconds",
+    "breach",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    name: str
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    @property
+    def window(self) -> str:
+        return f"{round(self.seconds)}s"
+
+
+def parse_time(text: str) -> float:
+    """RFC 3339 (2026-11-25T10:00:00Z) or Unix seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ReportError(f"not an RFC 3339 time or Unix seconds: {text!r}") from None
+    if moment.tzinfo is None:
+        raise ReportError(f"time without a zone (add Z or +HH:MM): {text!r}")
+    return moment.timestamp()
+
+
+_PHASE = re.compile(r"^([^=]+)=(.+?)\.\.(.+)$")
+
+
+def parse_phases(specs: Iterable[str], start: float, end: float) -> list[Phase]:
+    """`NAME=FROM..TO` each, inside [start, end]; none: the whole range is one phase."""
+    if not end > start:
+        raise ReportError("--to must be after --from")
+    phases: list[Phase] = []
+    for spec in specs:
+        match = _PHASE.match(spec)
+        if match is None:
+            raise ReportError(f"--phase wants NAME=FROM..TO, got {spec!r}")
+        name, begin, finish = match.group(1).strip(), parse_time(match.group(2)), parse_time(match.group(3))
+        if not finish > begin:
+            raise ReportError(f"phase {name!r} ends before it starts")
+        if begin < start or finish > end:
+            raise ReportError(f"phase {name!r} is outside the report's range (--from .. --to)")
+        if any(p.name == name for p in phases):
+            raise ReportError(f"phase {name!r} given twice")
+        if round(finish - begin) < 1:
+            raise ReportError(f"phase {name!r} is shorter than a second")
+        phases.append(Phase(name, begin, finish))
+    return phases or [Phase("all", start, end)]
+
+
+def choose_step(seconds: float) -> int:
+    """The query step of the plots: about POINTS points over the range, on a round value."""
+    wanted = seconds / POINTS
+    return next((s for s in STEPS if s >= wanted), STEPS[-1])
+
+
+@dataclass(slots=True)
+class Row:
+    phase: Phase
+    layer: str
+    labels: dict[str, str]
+    op: str
+    time_total: float
+    operations: float
+    bytes_total: float | None
+    goal_seconds: float
+    min_iops: float
+
+    @property
+    def avg(self) -> float | None:
+        return self.time_total / self.operations if self.operations > 0 else None
+
+    @property
+    def iops(self) -> float:
+        return self.operations / self.phase.seconds
+
+    @property
+    def breach(self) -> bool | None:
+        """Above the goal; None when not judged (no operation, or below the idle guard)."""
+        avg = self.avg
+        if avg is None or self.iops < self.min_iops:
+            return None
+        return avg > self.goal_seconds
+
+    def csv(self) -> dict[str, str]:
+        avg, throughput = self.avg, self.bytes_total
+        return {
+            "phase": self.phase.name,
+            "phase_start": _iso(self.phase.start),
+            "phase_end": _iso(self.phase.end),
+            "layer": self.layer,
+            "instance": self.labels.get("instance", ""),
+            "database": self.labels.get("database", ""),
+            "role": self.labels.get("role", ""),
+            "workload": self.labels.get("workload", ""),
+            "lun": self.labels.get("lun", ""),
+            "device": self.labels.get("device", ""),
+            "op": self.op,
+            "avg_latency_seconds": "" if avg is None else repr(avg),
+            "iops": repr(self.iops),
+            "throughput_bytes": "" if throughput is None else repr(throughput / self.phase.seconds),
+            "operations": repr(self.operations),
+            "goal_seconds": repr(self.goal_seconds),
+            "breach": {None: "", True: "yes", False: "no"}[self.breach],
+        }
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
+
+
+@dataclass
+class Curve:
+    """One LUN's latency (or one histogram) over the range."""
+
+    key: tuple[str, ...]
+    points: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+
+
+@dataclass
+class Collected:
+    phases: list[Phase]
+    rows: list[Row]
+    step: int
+    start: float
+    end: float
+    # (instance, lun) -> op -> [(t, latency seconds)], and -> op -> [(t, iops)]
+    latency: dict[tuple[str, str], dict[str, list[tuple[float, float]]]]
+    iops: dict[tuple[str, str], dict[str, list[tuple[float, float]]]]
+    # title -> [(le, count in the range)], cumulative buckets turned into per-bucket counts
+    histograms: dict[str, list[tuple[float, float]]]
+
+
+def _key(metric: dict[str, str], labels: Iterable[str]) -> tuple[str, ...]:
+    return tuple(metric.get(label, "") for label in labels)
+
+
+_PER_LUN = tuple(label.strip() for label in averages.PER_LUN.split(","))
+_DB_LABELS = tuple(label for label in SERIES_LABELS if label != "layer")
+
+
+class Collector:
+    def __init__(self, prometheus: Prometheus, goals: Goals, progress: Callable[[str], None]) -> None:
+        self.prometheus = prometheus
+        self.goals = goals
+        self.progress = progress
+
+    def selector(self, metric: str) -> str:
+        return f"{metric}{{{self.goals.selector}}}"
+
+    @property
+    def info(self) -> str:
+        return f'{contract.LUN_INFO.name}{{{self.goals.selector}, kind="lun"}}'
+
+    def _vector(self, promql: str, at: float, labels: tuple[str, ...]) -> dict[tuple[str, ...], float]:
+        result = self.prometheus.query(promql, at)
+        self.progress(promql)
+        out = {}
+        for sample in result:
+            value = float(sample["value"][1])
+            if math.isfinite(value):
+                out[_key(sample["metric"], labels)] = value
+        return out
+
+    def queries(self, phases: list[Phase]) -> int:
+        """How many queries collect() runs, for the progress bar."""
+        return 1 + len(phases) * (6 + 10) + 4 + 2
+
+    def check_data(self, start: float, end: float) -> None:
+        window = f"{max(1, round(end - start))}s"
+        promql = f"count(last_over_time({self.selector(contract.DEVICE_READS.name)}[{window}]))"
+        if not self.prometheus.query(promql, end):
+            raise ReportError(
+                f"no lunlat series ({contract.DEVICE_READS.name}{{{self.goals.selector}}}) "
+                f"between {_iso(start)} and {_iso(end)}"
+            )
+        self.progress(promql)
+
+    def _goal(self, labels: dict[str, str]) -> tuple[float, float]:
+        tier = self.goals.tier(labels)
+        return tier.goal_ms / 1000, tier.min_iops
+
+    def host_rows(self, phase: Phase) -> list[Row]:
+        rows = []
+        for op in averages.OPS:
+            totals = {
+                what: self._vector(
+                    averages.range_total(self.selector(spec.name), self.info, phase.window, averages.PER_LUN),
+                    phase.end,
+                    _PER_LUN,
+                )
+                for what, spec in (
+                    ("time", averages.time_counter(op)),
+                    ("ops", averages.ops_counter(op)),
+                    ("bytes", averages.bytes_counter(op)),
+                )
+            }
+            for key, operations in totals["ops"].items():
+                labels = dict(zip(_PER_LUN, key, strict=True))
+                goal, min_iops = self._goal(labels)
+                rows.append(
+                    Row(
+                        phase,
+                        "host",
+                        labels,
+                        op,
+                        totals["time"].get(key, 0.0),
+                        operations,
+                        totals["bytes"].get(key),
+                        goal,
+                        min_iops,
+                    )
+                )
+        return rows
+
+    def db_rows(self, phase: Phase, devices: dict[tuple[str, str], str]) -> list[Row]:
+        rows = []
+        layers: tuple[DbLayer, ...] = (oracle_layer(self.goals.selector), mssql_layer(self.goals.selector))
+        for layer in layers:
+            for op in averages.OPS:
+                # The rules' per-LUN rates over the whole phase: rate x seconds is the phase's increase.
+                ops = self._vector(layer.operations(op, phase.window), phase.end, _DB_LABELS)
+                spent = self._vector(layer.time(op, phase.window), phase.end, _DB_LABELS)
+                moved_query = layer.bytes(op, phase.window)
+                moved = self._vector(moved_query, phase.end, _DB_LABELS) if moved_query else {}
+                for key, rate in ops.items():
+                    labels = dict(zip(_DB_LABELS, key, strict=True))
+                    labels["device"] = devices.get((labels["instance"], labels["lun"]), "")
+                    goal, min_iops = self._goal(labels)
+                    throughput = moved.get(key)
+                    rows.append(
+                        Row(
+                            phase,
+                            layer.name,
+                            labels,
+                            op,
+                            spent.get(key, 0.0) * phase.seconds,
+                            rate * phase.seconds,
+                            None if throughput is None else throughput * phase.seconds,
+                            goal,
+                            min_iops,
+                        )
+                    )
+        return rows
+
+    def curves(
+        self, start: float, end: float, step: int
+    ) -> tuple[dict[tuple[str, str], dict[str, list[tuple[float, float]]]], ...]:
+        window = f"{max(MIN_RATE_WINDOW, 2 * step)}s"
+        seconds = max(MIN_RATE_WINDOW, 2 * step)
+        latency: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
+        iops: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
+        for op in averages.OPS:
+            for target, promql, scale in (
+                (
+                    latency,
+                    averages.average_latency(op, self.selector, self.info, window, averages.PER_LUN),
+                    1.0,
+                ),
+                (
+                    iops,
+                    averages.range_total(
+                        self.selector(averages.ops_counter(op).name), self.info, window, averages.PER_LUN
+                    ),
+                    1.0 / seconds,
+                ),
+            ):
+                for series in self.prometheus.query_range(promql, start, end, step):
+                    metric = series["metric"]
+                    points = [
+                        (float(t), float(v) * scale) for t, v in series["values"] if math.isfinite(float(v))
+                    ]
+                    target.setdefault((metric.get("instance", ""), metric.get("lun", "")), {})[op] = points
+                self.progress(promql)
+        return latency, iops
+
+    def histograms(self, start: float, end: float) -> dict[str, list[tuple[float, float]]]:
+        window = f"{max(1, round(end - start))}s"
+        found: dict[str, list[tuple[float, float]]] = {}
+        for spec, by, title in (
+            (contract.DEVICE_IO_LATENCY, ("instance", "lun", "op"), "{lun} {op} ({instance}), per I/O"),
+            (contract.ORACLE_WAIT_DURATION, ("database", "event"), "{database}: {event}"),
+        ):
+            promql = (
+                f"sum by ({', '.join(by)}, le) (increase({self.selector(spec.name + '_bucket')}[{window}]))"
+            )
+            groups: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+            for sample in self.prometheus.query(promql, end):
+                metric = sample["metric"]
+                groups.setdefault(_key(metric, by), []).append(
+                    (float(metric.get("le", "+Inf")), float(sample["value"][1]))
+                )
+            self.progress(promql)
+            for key, buckets in groups.items():
+                buckets.sort()
+                counts = [(le, c - (buckets[i - 1][1] if i else 0.0)) for i, (le, c) in enumerate(buckets)]
+                if sum(c for _, c in counts) > 0:
+                    found[title.format(**dict(zip(by, key, strict=True)))] = counts
+        return found
+
+    def collect(self, start: float, end: float, phases: list[Phase]) -> Collected:
+        self.check_data(start, end)
+        rows: list[Row] = []
+        for phase in phases:
+            host = self.host_rows(phase)
+            devices = {(r.labels["instance"], r.labels["lun"]): r.labels["device"] for r in host}
+            rows += host
+            rows += self.db_rows(phase, devices)
+        step = choose_step(end - start)
+        latency, iops = self.curves(start, end, step)
+        return Collected(phases, rows, step, start, end, latency, iops, self.histograms(start, end))

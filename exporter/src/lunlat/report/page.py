@@ -1,0 +1,273 @@
+"""The report's page: one self-contained HTML file (inline CSS and SVG, no script, no network)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from datetime import datetime
+from html import escape
+
+from lunlat.report import svg
+from lunlat.report.collect import Collected, Phase, Row
+
+ROLES: tuple[str, ...] = ("data", "log")
+OPS: tuple[str, ...] = ("read", "write")
+# LUNs whose plots are drawn open, then collapsed; past both only the tables list them, so the page
+# opens fast with a thousand LUNs.
+PLOTTED_OPEN = 24
+PLOTTED_COLLAPSED = 76
+LUN_ROWS_OPEN = 50
+HISTOGRAMS = 24
+
+CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
+h1{font-size:1.5em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
+.meta{color:#555}.verdict{padding:.6em 1em;border-radius:6px;font-size:1.1em;margin:1em 0}
+.ok{background:#e3f4e1;border:1px solid #2ca02c}.bad{background:#fbe3e3;border:1px solid #d62728}
+table{border-collapse:collapse;margin:.5em 1em 1em 0;display:inline-table;vertical-align:top}
+th,td{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#f4f4f4}
+td.name,th.name{text-align:left}caption{font-weight:600;text-align:left;padding:2px 0}
+td.within{background:#d9f0d3}td.above{background:#f7c6c6;font-weight:600}td.idle{color:#888}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}
+.card{border:1px solid #ddd;border-radius:6px;padding:6px}.card h3{font-size:1em;margin:.2em 0}
+svg.plot{width:100%;height:auto;font:10px sans-serif}svg .axis{stroke:#444}svg .grid{stroke:#e4e4e4}
+svg .goal{stroke:#d62728;stroke-dasharray:4 3}svg .goal-label{fill:#d62728}
+svg .curve{fill:none;stroke-width:1.3}svg .phase-name{fill:#777}
+details{margin:.6em 0}.wide{overflow-x:auto}table.luns{font-size:12px}table.luns td.name{white-space:nowrap}summary{cursor:pointer;font-weight:600}
+@media print{body{max-width:none}.wide{overflow:visible}.card{break-inside:avoid}h2{break-after:avoid}}
+"""
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1000:.2f}"
+
+
+def _time(at: float) -> str:
+    return datetime.fromtimestamp(at).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def _cell(row: Row | None) -> str:
+    if row is None or row.avg is None:
+        return '<td class="idle">&ndash;</td>'
+    verdict = row.breach
+    css = "idle" if verdict is None else "above" if verdict else "within"
+    note = f"goal {_ms(row.goal_seconds)} ms, {row.iops:.0f} IOPS" + (
+        " (idle: not judged)" if verdict is None else ""
+    )
+    return f'<td class="{css}" title="{escape(note)}">{_ms(row.avg)}</td>'
+
+
+def cells(rows: Iterable[Row]) -> dict[tuple[str, str, str, str, str], Row]:
+    """The reference's cells from the host layer's LUN rows: (phase, workload, database, role, op) ->
+    one Row whose Δ time and Δ operations are its LUNs' sums (Δ time / Δ operations again, weighted)."""
+    out: dict[tuple[str, str, str, str, str], Row] = {}
+    for row in rows:
+        labels = row.labels
+        if row.layer != "host" or not labels.get("database") or labels.get("role") not in ROLES:
+            continue
+        key = (row.phase.name, labels.get("workload", ""), labels["database"], labels["role"], row.op)
+        found = out.get(key)
+        if found is None:
+            cell_labels = {k: labels.get(k, "") for k in ("workload", "database", "role")}
+            out[key] = Row(
+                row.phase,
+                "host",
+                cell_labels,
+                row.op,
+                row.time_total,
+                row.operations,
+                row.bytes_total,
+                row.goal_seconds,
+                row.min_iops,
+            )
+        else:
+            found.time_total += row.time_total
+            found.operations += row.operations
+    return out
+
+
+def _reference_tables(phase: Phase, table: dict[tuple[str, str, str, str, str], Row]) -> str:
+    keys = sorted({(w, d) for (p, w, d, _, _) in table if p == phase.name})
+    if not keys:
+        return "<p>No data or log LUN of a database had I/O in this phase.</p>"
+    out = []
+    for op in OPS:
+        head = "".join(f"<th>{role} LUNs</th>" for role in ROLES)
+        body = "".join(
+            f'<tr><td class="name">{escape(w)} · {escape(d)}</td>'
+            + "".join(_cell(table.get((phase.name, w, d, role, op))) for role in ROLES)
+            + "</tr>"
+            for w, d in keys
+        )
+        out.append(
+            f'<table class="reference"><caption>Average {op} latency (ms)</caption>'
+            f'<tr><th class="name">Workload · database</th>{head}</tr>{body}</table>'
+        )
+    return "".join(out)
+
+
+def _raised(phases: list[Phase], table: dict[tuple[str, str, str, str, str], Row]) -> str:
+    out = []
+    for before, after in itertools.pairwise(phases):
+        keys = sorted({(w, d) for (p, w, d, _, _) in table if p in (before.name, after.name)})
+        for op in OPS:
+            body = []
+            for w, d in keys:
+                tds = []
+                for role in ROLES:
+                    old, new = (
+                        table.get((before.name, w, d, role, op)),
+                        table.get((after.name, w, d, role, op)),
+                    )
+                    if old is None or new is None or old.avg is None or new.avg is None:
+                        tds.append('<td class="idle">&ndash;</td>')
+                        continue
+                    change = new.avg - old.avg
+                    share = f" ({change / old.avg:+.0%})" if old.avg > 0 else ""
+                    tds.append(f"<td>{change * 1000:+.2f}{share}</td>")
+                body.append(f'<tr><td class="name">{escape(w)} · {escape(d)}</td>{"".join(tds)}</tr>')
+            out.append(
+                f'<table class="raised"><caption>{escape(after.name)} vs {escape(before.name)}: {op}, Δ ms</caption>'
+                f'<tr><th class="name">Workload · database</th>'
+                + "".join(f"<th>{r} LUNs</th>" for r in ROLES)
+                + f"</tr>{''.join(body)}</table>"
+            )
+    return "".join(out)
+
+
+def _verdict(rows: list[Row], table: dict[tuple[str, str, str, str, str], Row]) -> str:
+    bad_cells = [c for c in table.values() if c.breach]
+    bad_rows = [r for r in rows if r.breach]
+    if not bad_cells and not bad_rows:
+        judged = sum(1 for r in rows if r.breach is not None)
+        return (
+            '<div class="verdict ok" id="verdict"><strong>Every average is within its goal: yes.</strong> '
+            f"({judged} LUN averages and {len(table)} table cells; idle ones are not judged.)</div>"
+        )
+    items = [
+        f"<li>{escape(c.phase.name)} · {escape(c.labels['workload'])} · {escape(c.labels['database'])} · "
+        f"{c.labels['role']} LUNs · {c.op}: {_ms(c.avg)} ms (goal {_ms(c.goal_seconds)} ms)</li>"
+        for c in bad_cells
+    ]
+    items += [
+        f"<li>{escape(r.phase.name)} · {r.layer} · LUN {escape(r.labels.get('lun', ''))} "
+        f"({escape(r.labels.get('database', '') or 'no database')}, {escape(r.labels.get('role', '') or 'no role')}) · "
+        f"{r.op}: {_ms(r.avg)} ms (goal {_ms(r.goal_seconds)} ms)</li>"
+        for r in sorted(bad_rows, key=lambda r: -(r.avg or 0) / r.goal_seconds)[:30]
+    ]
+    more = len(bad_rows) - 30
+    return (
+        '<div class="verdict bad" id="verdict"><strong>Every average is within its goal: no.</strong> '
+        f"{len(bad_cells)} table cells and {len(bad_rows)} LUN averages are above their goal:"
+        f"<ul>{''.join(items)}</ul>{f'<p>… and {more} more LUN averages (tables.csv).</p>' if more > 0 else ''}</div>"
+    )
+
+
+def _lun_key(row: Row) -> tuple[str, str]:
+    return row.labels.get("instance", ""), row.labels.get("lun", "")
+
+
+def worst_first(rows: list[Row]) -> list[tuple[str, str]]:
+    """The host layer's LUNs, worst first: highest average / goal in any phase."""
+    score: dict[tuple[str, str], float] = {}
+    for row in rows:
+        if row.layer == "host":
+            ratio = (row.avg or 0.0) / row.goal_seconds
+            score[_lun_key(row)] = max(ratio, score.get(_lun_key(row), 0.0))
+    return sorted(score, key=lambda k: (-score[k], k))
+
+
+def _lun_table(order: list[tuple[str, str]], rows: list[Row], phases: list[Phase]) -> str:
+    by_lun: dict[tuple[str, str], dict[tuple[str, str], Row]] = {}
+    for row in rows:
+        if row.layer == "host":
+            by_lun.setdefault(_lun_key(row), {})[(row.phase.name, row.op)] = row
+    head = (
+        '<tr><th class="name">LUN</th><th class="name">device</th><th class="name">instance</th>'
+        '<th class="name">database</th><th class="name">role</th><th class="name">workload</th>'
+        + "".join(f"<th>{escape(p.name)} {op}</th>" for p in phases for op in OPS)
+        + "</tr>"
+    )
+
+    def line(key: tuple[str, str]) -> str:
+        found = by_lun[key]
+        labels = next(iter(found.values())).labels
+        names = "".join(
+            f'<td class="name">{escape(labels.get(k, ""))}</td>'
+            for k in ("lun", "device", "instance", "database", "role", "workload")
+        )
+        return f"<tr>{names}{''.join(_cell(found.get((p.name, op))) for p in phases for op in OPS)}</tr>"
+
+    shown, rest = order[:LUN_ROWS_OPEN], order[LUN_ROWS_OPEN:]
+    out = f'<table class="luns"><caption>Host layer, average latency (ms), worst first</caption>{head}{"".join(line(k) for k in shown)}</table>'
+    if rest:
+        out += (
+            f"<details><summary>{len(rest)} more LUNs</summary>"
+            f'<table class="luns">{head}{"".join(line(k) for k in rest)}</table></details>'
+        )
+    return out
+
+
+def _card(key: tuple[str, str], data: Collected, goal: float) -> str:
+    instance, lun = key
+    phases = [(p.name, p.start, p.end) for p in data.phases]
+    latency = data.latency.get(key, {})
+    timeline = svg.timeline(f"{lun} latency over time", latency, goal, phases, data.start, data.end)
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for op, points in latency.items():
+        rates = dict(data.iops.get(key, {}).get(op, []))
+        pairs[op] = [(rates[t], v) for t, v in points if t in rates]
+    scatter = svg.scatter(f"{lun} latency vs IOPS", pairs, goal)
+    return (
+        f'<div class="card"><h3>{escape(lun)} <small>({escape(instance)})</small></h3>'
+        f"{timeline}<div>Latency vs IOPS</div>{scatter}</div>"
+    )
+
+
+def render(data: Collected, title: str, source: str) -> str:
+    table = cells(data.rows)
+    order = worst_first(data.rows)
+    goals = {_lun_key(r): r.goal_seconds for r in data.rows if r.layer == "host"}
+    parts = [
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="meta">{_time(data.start)} &ndash; {_time(data.end)} · Prometheus {escape(source)} · '
+        f"{len(order)} LUNs · plots at a {data.step} s step · averages are Δ time / Δ operations "
+        "over each phase (weighted by operations, like the reference's)</p>",
+        _verdict(data.rows, table),
+    ]
+    for phase in data.phases:
+        parts.append(
+            f'<h2 class="phase">{escape(phase.name)}: {_time(phase.start)} &ndash; {_time(phase.end)}</h2>'
+        )
+        parts.append(_reference_tables(phase, table))
+    if len(data.phases) > 1:
+        parts.append("<h2>How much each added phase raised each cell</h2>")
+        parts.append(_raised(data.phases, table))
+    parts.append("<h2>LUNs</h2>")
+    parts.append(f'<div class="wide">{_lun_table(order, data.rows, data.phases)}</div>')
+    parts.append("<h2>Latency over time and against IOPS, per LUN (worst first)</h2>")
+    parts.append(
+        f'<div class="cards">{"".join(_card(k, data, goals[k]) for k in order[:PLOTTED_OPEN])}</div>'
+    )
+    collapsed = order[PLOTTED_OPEN : PLOTTED_OPEN + PLOTTED_COLLAPSED]
+    if collapsed:
+        parts.append(
+            f"<details><summary>Plots of {len(collapsed)} more LUNs</summary>"
+            f'<div class="cards">{"".join(_card(k, data, goals[k]) for k in collapsed)}</div></details>'
+        )
+    left = len(order) - PLOTTED_OPEN - len(collapsed)
+    if left > 0:
+        parts.append(f"<p>{left} more LUNs are in the tables above and in tables.csv, not plotted.</p>")
+    if data.histograms:
+        default_goal = min(goals.values(), default=0.001)
+        parts.append("<h2>Latency distribution</h2>")
+        hist = [
+            f'<div class="card"><h3>{escape(name)}</h3>{svg.bars(name, buckets, default_goal)}</div>'
+            for name, buckets in list(data.histograms.items())[:HISTOGRAMS]
+        ]
+        parts.append(f'<div class="cards">{"".join(hist)}</div>')
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n"
+    )

@@ -1,0 +1,137 @@
+"""The report's page as headless Chromium renders it: its DOM after loading (`--dump-dom`), parsed
+into a small tree, and the console messages Chromium logged while loading it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+VOID = {"meta", "link", "br", "hr", "img", "input", "source", "wbr", "col", "area", "base", "embed", "track"}
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@dataclass
+class Node:
+    tag: str
+    attrs: dict[str, str]
+    children: list[Node] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+
+    @property
+    def classes(self) -> set[str]:
+        return set(self.attrs.get("class", "").split())
+
+    def all_text(self) -> str:
+        parts = list(self.text)
+        for child in self.children:
+            parts.append(child.all_text())
+        return "".join(parts)
+
+    def walk(self) -> list[Node]:
+        out = [self]
+        for child in self.children:
+            out += child.walk()
+        return out
+
+    def find(self, tag: str, css: str = "") -> list[Node]:
+        return [n for n in self.walk() if n.tag == tag and (not css or css in n.classes)]
+
+
+class _Builder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#document", {})
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        node = Node(tag, {k: v or "" for k, v in attrs})
+        self.stack[-1].children.append(node)
+        if tag not in VOID:
+            self.stack.append(node)
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.stack) - 1, 0, -1):
+            if self.stack[i].tag == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        self.stack[-1].text.append(data)
+
+
+@dataclass
+class Page:
+    root: Node
+    console_errors: list[str]
+
+    def count(self, selector: str) -> int:
+        tag, _, css = selector.partition(".")
+        return len(self.root.find(tag, css))
+
+    @property
+    def verdict(self) -> str:
+        return next(n for n in self.root.walk() if n.attrs.get("id") == "verdict").all_text()
+
+    @property
+    def phase_sections(self) -> list[dict[str, dict[tuple[str, str, str], str]]]:
+        """Per phase heading, in order: op -> (workload, database, role) -> the cell's text (ms)."""
+        body = self.root.find("body")[0]
+        sections: list[dict[str, dict[tuple[str, str, str], str]]] = []
+        for node in body.children:
+            if node.tag == "h2":
+                if "phase" in node.classes:
+                    sections.append({})
+                    continue
+                if sections and sections[-1]:
+                    break
+            if sections and node.tag == "table" and "reference" in node.classes:
+                op = node.find("caption")[0].all_text().split()[1]
+                roles = [th.all_text().split()[0] for th in node.find("th")[1:]]
+                cells: dict[tuple[str, str, str], str] = {}
+                for tr in node.find("tr")[1:]:
+                    tds = tr.find("td")
+                    workload, database = tds[0].all_text().split(" · ", 1)
+                    for role, td in zip(roles, tds[1:], strict=True):
+                        if td.all_text() != "\u2013":
+                            cells[(workload, database, role)] = td.all_text()
+                sections[-1][op] = cells
+        return sections
+
+    @property
+    def first_lun(self) -> str:
+        table = self.root.find("table", "luns")[0]
+        return table.find("tr")[1].find("td")[0].all_text()
+
+
+def open_page(path: Path) -> Page:
+    binary = chromium()
+    if binary is None:
+        pytest.skip("missing chromium (Debian: chromium)")
+    done = subprocess.run(
+        [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    builder = _Builder()
+    builder.feed(done.stdout)
+    errors = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    return Page(builder.root, errors)

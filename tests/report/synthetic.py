@@ -1,0 +1,276 @@
+"""Synthetic lunlat series with known latencies, in the exporter's exact names and labels, written
+as OpenMetrics for `promtool tsdb create-blocks-from openmetrics` (backfill: no waiting, every
+sample where it was put).
+
+Three phases like the reference's (OLTP, + DSS, + snapshot copies), 15 s apart samples, constant
+IOPS and latency per LUN, op and phase, so every phase's Δ time / Δ operations is exactly the
+latency injected. One data LUN goes above the 1 ms goal in the last phase; a snapshot LUN starts
+with the last phase; one LUN has no database; one LUN has a multipath path device whose counters
+must not be counted twice (kind="path").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lunlat import contract
+
+INTERVAL = 15
+PHASE_SECONDS = 1200
+PHASES: tuple[str, ...] = ("oltp", "oltp+dss", "oltp+dss+snapshot")
+JOB = "lunlat"
+INSTANCE = "db-host-1:10431"
+IO_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Lun:
+    lun: str
+    device: str
+    database: str
+    role: str
+    workload: str
+    # per phase: (read IOPS, read latency s, write IOPS, write latency s)
+    load: tuple[tuple[float, float, float, float], ...]
+    engine: str = ""  # "oracle" or "mssql": the database layer's file counters too
+    path: str = ""  # a multipath path device below the LUN
+
+
+LUNS: tuple[Lun, ...] = (
+    Lun(
+        "ora_data",
+        "dm-0",
+        "Oracle",
+        "data",
+        "oltp",
+        ((200, 0.0005, 50, 0.00035), (240, 0.0006, 50, 0.0003), (260, 0.0007, 60, 0.0004)),
+        "oracle",
+        "sdb",
+    ),
+    Lun(
+        "ora_log",
+        "dm-1",
+        "Oracle",
+        "log",
+        "oltp",
+        ((10, 0.0003, 80, 0.0006), (10, 0.0005, 80, 0.0007), (10, 0.0005, 90, 0.0008)),
+        "oracle",
+    ),
+    Lun(
+        "sqlserver1_data",
+        "dm-2",
+        "SQL Server 1",
+        "data",
+        "oltp",
+        ((150, 0.0005, 30, 0.0002), (180, 0.0008, 30, 0.00025), (200, 0.0015, 30, 0.0003)),
+        "mssql",
+    ),
+    Lun(
+        "sqlserver1_log",
+        "dm-3",
+        "SQL Server 1",
+        "log",
+        "oltp",
+        ((12, 0.0002, 70, 0.00018), (12, 0.0003, 70, 0.0002), (12, 0.0003, 70, 0.00024)),
+        "mssql",
+    ),
+    Lun(
+        "snap_ora_data",
+        "dm-4",
+        "Oracle",
+        "data",
+        "snapshot_oltp",
+        ((0, 0, 0, 0), (0, 0, 0, 0), (100, 0.0011, 20, 0.0005)),
+    ),
+    Lun(
+        "scratch",
+        "sdz",
+        "",
+        "",
+        "",
+        ((20, 0.002, 20, 0.0008), (20, 0.002, 20, 0.0008), (20, 0.002, 20, 0.0008)),
+    ),
+)
+# What the database layer adds to the host's latency (its own view includes more of the stack).
+DB_EXTRA_SECONDS = 0.0001
+# The per-I/O histogram of ora_data reads: share of I/Os per bucket bound, the same in each phase.
+ORACLE_WAIT_SHARES: tuple[tuple[float, float], ...] = ((0.000256, 0.3), (0.000512, 0.4), (0.001024, 0.3))
+HISTOGRAM_SHARES: tuple[tuple[float, float], ...] = (
+    (0.00025, 0.2),
+    (0.0005, 0.5),
+    (0.001, 0.25),
+    (0.002, 0.05),
+)
+
+
+def _labels(**labels: str) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in labels.items())
+
+
+def timestamps(start: int) -> list[int]:
+    return list(range(start, start + len(PHASES) * PHASE_SECONDS + 1, INTERVAL))
+
+
+def phase_of(start: int, t: int) -> int:
+    """The phase an interval ending at `t` belongs to."""
+    return min(len(PHASES) - 1, max(0, (t - start - 1) // PHASE_SECONDS))
+
+
+def bounds(start: int) -> list[tuple[str, int, int]]:
+    return [
+        (name, start + i * PHASE_SECONDS, start + (i + 1) * PHASE_SECONDS) for i, name in enumerate(PHASES)
+    ]
+
+
+def _counter(lun: Lun, start: int, what: str, extra: float = 0.0) -> list[tuple[int, float]]:
+    """(t, value) of a counter: `reads`, `writes`, `read_time`, `write_time`, `read_bytes`, `write_bytes`."""
+    values, total = [], 0.0
+    for t in timestamps(start):
+        if t > start:
+            read_iops, read_lat, write_iops, write_lat = lun.load[phase_of(start, t)]
+            iops, latency = (read_iops, read_lat) if what.startswith("read") else (write_iops, write_lat)
+            ops = iops * INTERVAL
+            if what.endswith("_time"):
+                total += ops * (latency + extra if ops else 0.0)
+            elif what.endswith("_bytes"):
+                total += ops * IO_BYTES
+            else:
+                total += ops
+        values.append((t, total))
+    return values
+
+
+def openmetrics(start: int) -> str:
+    """The whole data set, one family after the other, `# EOF` last."""
+    out: list[str] = []
+
+    def family(name: str, kind: str, series: list[tuple[str, list[tuple[int, float]]]]) -> None:
+        base = name.removesuffix("_total") if kind == "counter" else name
+        out.append(f"# TYPE {base} {kind}")
+        for labels, values in series:
+            out.extend(f"{name}{{{labels}}} {v!r} {t}" for t, v in values)
+
+    host = {
+        contract.DEVICE_READS.name: "reads",
+        contract.DEVICE_WRITES.name: "writes",
+        contract.DEVICE_READ_TIME.name: "read_time",
+        contract.DEVICE_WRITE_TIME.name: "write_time",
+        contract.DEVICE_READ_BYTES.name: "read_bytes",
+        contract.DEVICE_WRITE_BYTES.name: "write_bytes",
+    }
+    for name, what in host.items():
+        series = []
+        for lun in LUNS:
+            series.append(
+                (
+                    _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device),
+                    _counter(lun, start, what),
+                )
+            )
+            if lun.path:  # the path carries the same I/O: counted once only through kind="lun"
+                series.append(
+                    (
+                        _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.path),
+                        _counter(lun, start, what),
+                    )
+                )
+        family(name, "counter", series)
+    info = []
+    for lun in LUNS:
+        for device, kind in ((lun.device, "lun"), *(((lun.path, "path"),) if lun.path else ())):
+            labels = _labels(
+                job=JOB,
+                instance=INSTANCE,
+                lun=lun.lun,
+                device=device,
+                wwid="",
+                naa="",
+                vendor="LUNLAT",
+                model="synthetic",
+                paths="",
+                database=lun.database,
+                role=lun.role,
+                workload=lun.workload,
+                mountpoint="",
+                kind=kind,
+            )
+            info.append((labels, [(t, 1.0) for t in timestamps(start)]))
+    family(contract.LUN_INFO.name, "gauge", info)
+    for engine, specs in (
+        (
+            "oracle",
+            (
+                contract.ORACLE_FILE_READS,
+                contract.ORACLE_FILE_WRITES,
+                contract.ORACLE_FILE_READ_TIME,
+                contract.ORACLE_FILE_WRITE_TIME,
+            ),
+        ),
+        (
+            "mssql",
+            (
+                contract.MSSQL_FILE_READS,
+                contract.MSSQL_FILE_WRITES,
+                contract.MSSQL_FILE_READ_STALL,
+                contract.MSSQL_FILE_WRITE_STALL,
+                contract.MSSQL_FILE_READ_BYTES,
+                contract.MSSQL_FILE_WRITE_BYTES,
+            ),
+        ),
+    ):
+        whats = ("reads", "writes", "read_time", "write_time", "read_bytes", "write_bytes")
+        for spec, what in zip(specs, whats, strict=False):
+            series = [
+                (
+                    _labels(
+                        job=JOB,
+                        instance=INSTANCE,
+                        database=lun.database,
+                        workload=lun.workload,
+                        db="PDB1" if engine == "oracle" else "tpcc",
+                        db_instance="ORCL1",
+                        file=f"/u01/{lun.lun}.dbf",
+                        role=lun.role,
+                        lun=lun.lun,
+                    ),
+                    _counter(lun, start, what, DB_EXTRA_SECONDS),
+                )
+                for lun in LUNS
+                if lun.engine == engine
+            ]
+            family(spec.name, "counter", series)
+    # The per-I/O histogram of ora_data's reads (host layer).
+    lun = LUNS[0]
+    reads = _counter(lun, start, "reads")
+    name = contract.DEVICE_IO_LATENCY.name
+    out.append(f"# TYPE {name} histogram")
+    base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read")
+    cumulative = 0.0
+    for bound, share in (*HISTOGRAM_SHARES, (float("inf"), 0.0)):
+        cumulative += share
+        le = "+Inf" if bound == float("inf") else repr(bound)
+        out.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in reads)
+    out.extend(f"{name}_count{{{base}}} {v!r} {t}" for t, v in reads)
+    out.extend(f"{name}_sum{{{base}}} {v * 0.0005!r} {t}" for t, v in reads)
+    # Oracle's wait-event histogram ('db file sequential read', µs power-of-two buckets in seconds).
+    name = contract.ORACLE_WAIT_DURATION.name
+    out.append(f"# TYPE {name} histogram")
+    base = _labels(
+        job=JOB,
+        instance=INSTANCE,
+        database="Oracle",
+        db="PDB1",
+        db_instance="ORCL1",
+        event="db file sequential read",
+        role="data",
+        measure="per_io",
+    )
+    cumulative = 0.0
+    for bound, share in (*ORACLE_WAIT_SHARES, (float("inf"), 0.0)):
+        cumulative += share
+        le = "+Inf" if bound == float("inf") else repr(bound)
+        out.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in reads)
+    out.extend(f"{name}_count{{{base}}} {v!r} {t}" for t, v in reads)
+    out.extend(f"{name}_sum{{{base}}} {v * 0.0005!r} {t}" for t, v in reads)
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
