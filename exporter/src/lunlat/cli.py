@@ -1,5 +1,5 @@
 """The `lunlat` command: `serve` the exporter, `check-config` a config file, run the `lab`, generate
-`rules` and `dashboards`.
+`rules` and `dashboards`, watch LUNs with `top` (top.py).
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
 Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from lunlat import __version__, logs
+from lunlat import top as top_command
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.files import write_atomic
 from lunlat.reload import Reloader
@@ -181,6 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     _lab_parser(commands)
     _rules_parser(commands)
     _dashboards_parser(commands)
+    top_command.add_parser(commands)
     return parser
 
 
@@ -537,6 +539,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return generate_rules(args)
     if args.command == "dashboards":
         return generate_dashboards(args)
+    if args.command == "top":
+        return top_command.run(args)
     return check_config(args)
 
 
