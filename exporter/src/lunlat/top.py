@@ -75,7 +75,6 @@ class Snapshot:
     at: float  # time.monotonic() when taken
     counters: dict[Key, Counters]
     labels: dict[Key, tuple[str, str, str]]  # database, role, workload
-    histograms: bool  # whether the source can publish per-I/O histograms at all
 
 
 _FIELDS: dict[str, str] = {
@@ -90,7 +89,7 @@ _FIELDS: dict[str, str] = {
 _BUCKET = contract.DEVICE_IO_LATENCY.name + "_bucket"
 
 
-def snapshot(samples: Iterable[Sample], at: float, histograms: bool) -> Snapshot:
+def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
     """The per-LUN counters and labels in a set of the exporter's samples."""
     counters: dict[Key, Counters] = {}
     labels: dict[Key, tuple[str, str, str]] = {}
@@ -106,7 +105,7 @@ def snapshot(samples: Iterable[Sample], at: float, histograms: bool) -> Snapshot
             op[bound] = value
         elif name == contract.LUN_INFO.name:
             labels[key] = tuple(sample_labels.get(n, "") for n in ("database", "role", "workload"))  # type: ignore[assignment]
-    return Snapshot(at, counters, labels, histograms)
+    return Snapshot(at, counters, labels)
 
 
 def family_samples(families: Iterable[Family]) -> Iterator[Sample]:
@@ -128,8 +127,6 @@ def exposition_samples(text: str) -> Iterator[Sample]:
 class LocalReader:
     """The exporter's diskstats source, built from the config as `serve` builds it."""
 
-    histograms = False
-
     def __init__(self, config_file: Path | None, procfs: Path, sysfs: Path) -> None:
         from lunlat.sources import diskstats  # noqa: PLC0415
 
@@ -148,13 +145,11 @@ class LocalReader:
             result = self._source.collect()
         except SourceError as exc:
             raise TopError(str(exc)) from None
-        return snapshot(family_samples(result.families), time.monotonic(), histograms=False)
+        return snapshot(family_samples(result.families), time.monotonic())
 
 
 class UrlReader:
     """A running exporter's /metrics."""
-
-    histograms = True
 
     def __init__(self, url: str) -> None:
         if "://" not in url:
@@ -180,7 +175,7 @@ class UrlReader:
             samples = list(exposition_samples(text))
         except (ValueError, TypeError, IndexError) as exc:
             raise TopError(f"{self.url} is not the Prometheus text format: {exc}") from None
-        return snapshot(samples, time.monotonic(), histograms=True)
+        return snapshot(samples, time.monotonic())
 
 
 # --- frames -------------------------------------------------------------------------------------
@@ -211,7 +206,7 @@ COLUMNS: tuple[Column, ...] = (
 )
 SORT_KEYS: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 LATENCY_COLUMNS = ("r_await", "w_await", "r_p99", "w_p99")
-NOT_AVAILABLE = "n/a"  # no histograms from this source
+NOT_AVAILABLE = "n/a"  # no histogram for this LUN: none locally, or an exporter without biolatency
 NO_VALUE = "-"  # no I/O in the interval (no average), or a counter reset
 
 
@@ -224,14 +219,15 @@ class Row:
     workload: str
     values: dict[str, float | None]  # numeric columns; None: nothing to show
     goal_ms: float
+    histogram: bool  # whether the source publishes this LUN's per-I/O histogram
 
-    def text(self, column: Column, histograms: bool) -> str:
+    def text(self, column: Column) -> str:
         if not column.numeric:
             value = {"LUN": self.lun, "database": self.database, "role": self.role, "workload": self.workload}
             return value[column.name] or NO_VALUE
         number = self.values.get(column.name)
         if number is None:
-            return NOT_AVAILABLE if column.name.endswith("_p99") and not histograms else NO_VALUE
+            return NOT_AVAILABLE if column.name.endswith("_p99") and not self.histogram else NO_VALUE
         return f"{number:.{column.decimals}f}"
 
     def above_goal(self, column: str) -> bool | None:
@@ -252,7 +248,6 @@ class Frame:
     number: int
     seconds: float
     rows: list[Row]
-    histograms: bool
 
 
 def quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float | None:
@@ -305,8 +300,8 @@ def frame(number: int, before: Snapshot, after: Snapshot, goals: Goals) -> Frame
         for op, column in (("read", "r_p99"), ("write", "w_p99")):
             p99 = quantile(P99, then.buckets.get(op, {}), now.buckets.get(op, {}))
             values[column] = _scaled(p99, 1000.0)
-        rows.append(Row(key[0], key[1], database, role, workload, values, tier.goal_ms))
-    return Frame(number, seconds, rows, after.histograms)
+        rows.append(Row(key[0], key[1], database, role, workload, values, tier.goal_ms, bool(now.buckets)))
+    return Frame(number, seconds, rows)
 
 
 def _scaled(value: float | None, factor: float) -> float | None:
@@ -321,7 +316,7 @@ def ordered(rows: list[Row], key: str, pattern: re.Pattern[str] | None) -> list[
         return by_name
     column = next(c for c in COLUMNS if c.name == key)
     if not column.numeric:
-        return sorted(by_name, key=lambda r: r.text(column, True))
+        return sorted(by_name, key=lambda r: r.text(column))
     return sorted(by_name, key=lambda r: -(r.values.get(key) if r.values.get(key) is not None else -math.inf))  # type: ignore[operator]
 
 
@@ -335,16 +330,18 @@ def _cell(text: str, column: Column) -> str:
     return f"{text:>{column.width}}"
 
 
-def row_cells(row: Row, histograms: bool) -> list[tuple[Column, str]]:
+def row_cells(row: Row) -> list[tuple[Column, str]]:
     """Each column's padded text (a name longer than its column widens the line, never cut)."""
-    return [(c, _cell(row.text(c, histograms), c)) for c in COLUMNS]
+    return [(c, _cell(row.text(c), c)) for c in COLUMNS]
 
 
 def title(view: Frame, where: str, sort: str, pattern: re.Pattern[str] | None, shown: int) -> str:
+    """Frame number, clock, the interval measured, LUNs shown/all, sort, filter, then the source."""
     return (
-        f"lunlat top #{view.number} {time.strftime('%H:%M:%S')} {where} "
-        f"interval {view.seconds:.3f}s luns {shown}/{len(view.rows)} sort {sort}"
+        f"lunlat top #{view.number} {time.strftime('%H:%M:%S')} interval {view.seconds:.3f}s "
+        f"luns {shown}/{len(view.rows)} sort {sort}"
         + (f" filter {pattern.pattern}" if pattern is not None else "")
+        + f" from {where}"
     )
 
 
@@ -352,7 +349,7 @@ def text_frame(view: Frame, where: str, sort: str, pattern: re.Pattern[str] | No
     """A frame as plain text: title, column header, one line per LUN, a blank line."""
     rows = ordered(view.rows, sort, pattern)
     lines = [title(view, where, sort, pattern, len(rows)), header_line()]
-    lines.extend(" ".join(cell for _, cell in row_cells(row, view.histograms)).rstrip() for row in rows)
+    lines.extend(" ".join(cell for _, cell in row_cells(row)).rstrip() for row in rows)
     return "\n".join(lines) + "\n\n"
 
 

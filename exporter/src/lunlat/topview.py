@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import curses
+import os
 import re
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -63,6 +65,7 @@ class View:
     def loop(self, screen: curses.window) -> int:
         self._setup(screen)
         next_at = self.before.at + self.interval
+        self.resized(screen)
         self.draw(screen)
         while True:
             now = time.monotonic()
@@ -81,9 +84,22 @@ class View:
                 self.ask_filter(screen)
             elif key == curses.KEY_RESIZE:
                 curses.update_lines_cols()
-            elif key == -1:
+                self.resized(screen)
+            elif key == -1 and not self.resized(screen):
                 continue
             self.draw(screen)
+
+    def resized(self, screen: curses.window) -> bool:
+        """Follow the terminal's size even when a SIGWINCH was missed (one before curses started,
+        while the first sample was read): ask the terminal, as ncurses does on KEY_RESIZE."""
+        try:
+            size = os.get_terminal_size(sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        except (OSError, ValueError):
+            return False
+        if (size.lines, size.columns) == screen.getmaxyx():
+            return False
+        curses.resizeterm(size.lines, size.columns)
+        return True
 
     def _setup(self, screen: curses.window) -> None:
         screen.timeout(KEY_POLL_MS)
@@ -149,7 +165,7 @@ class View:
             _put(screen, 1, 0, header_line(), width, curses.A_REVERSE)
             for y, row in enumerate(rows[: max(0, height - 3)], start=2):
                 x = 0
-                for column, cell in row_cells(row, self.frame.histograms):
+                for column, cell in row_cells(row):
                     attribute = curses.A_NORMAL
                     above = row.above_goal(column.name)
                     if above is not None and self.colours:
