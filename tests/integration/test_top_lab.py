@@ -13,7 +13,7 @@ import pytest
 
 from lunlat.lab import commands
 from tests.labhost import lab_skip_reason
-from tests.unit.test_top_terminal import Frame, parse_frame
+from tests.topframes import Frame, parse_frame
 
 pytestmark = pytest.mark.lab
 

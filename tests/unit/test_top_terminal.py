@@ -19,12 +19,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import pytest
 
 from tests.fakesys import FakeHost
 from tests.procs import LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.topframes import Frame, parse_frame, read_frame
 from tests.unit.test_cli import assert_clean_error, lunlat
 from tests.waiting import wait_until
 
@@ -95,42 +95,6 @@ def lab(tmp_path: Path) -> Lab:
     goals = tmp_path / "goals.yaml"
     goals.write_text(GOALS)
     return Lab(host, config, goals)
-
-
-# --- reading frames --------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Frame:
-    number: int
-    seconds: float
-    header: list[str]
-    rows: dict[str, dict[str, str]]  # by LUN, column -> text
-
-
-TITLE = re.compile(r"^lunlat top #(\d+) .* interval ([0-9.]+)s ")
-
-
-def parse_frame(lines: list[str]) -> Frame:
-    title = TITLE.match(lines[0])
-    assert title is not None, lines
-    header = lines[1].split()
-    rows = {}
-    for line in lines[2:]:
-        cells = line.split()
-        assert len(cells) == len(header), line
-        rows[cells[0]] = dict(zip(header, cells, strict=True))
-    return Frame(int(title.group(1)), float(title.group(2)), header, rows)
-
-
-def read_frame(stream: IO[str]) -> Frame:
-    lines: list[str] = []
-    while True:
-        line = stream.readline()
-        assert line, f"top ended after {lines}"
-        if line == "\n":
-            return parse_frame(lines)
-        lines.append(line.rstrip("\n"))
 
 
 def assert_step_shown(frame: Frame, times: int) -> None:

@@ -412,6 +412,8 @@ def compile_filter(text: str | None) -> re.Pattern[str] | None:
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`lunlat top`'s flags (cli.py registers the subcommand)."""
+    from lunlat.cli import _non_negative_int  # noqa: PLC0415 - cli imports this module
+
     top = commands.add_parser(
         "top",
         help="live per-LUN latency view (like iostat -x)",
@@ -431,7 +433,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="latency goals (default alerts/goals.yaml if present, else 1 ms)",
     )
-    top.add_argument("--interval", type=_positive_float, default=2.0, metavar="SECONDS", help="default 2")
+    top.add_argument("--interval", type=_interval, default=2.0, metavar="SECONDS", help="default 2")
     top.add_argument(
         "--count", type=_non_negative_int, default=0, metavar="N", help="frames, then exit (0: no end)"
     )
@@ -440,7 +442,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     top.add_argument("--filter", metavar="REGEX", help="rows whose LUN, database, role or workload match")
 
 
-def _positive_float(text: str) -> float:
+def _interval(text: str) -> float:
+    """As cli's positive floats, and finite: an interval of inf would never show a frame."""
     try:
         value = float(text)
     except ValueError:
@@ -448,12 +451,6 @@ def _positive_float(text: str) -> float:
     if not value > 0 or math.isinf(value):
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
     return value
-
-
-def _non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number >= 0")
-    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
