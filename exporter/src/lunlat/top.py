@@ -104,7 +104,8 @@ def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
             op = counters.setdefault(key, Counters()).buckets.setdefault(sample_labels.get("op", ""), {})
             op[bound] = value
         elif name == contract.LUN_INFO.name:
-            labels[key] = tuple(sample_labels.get(n, "") for n in ("database", "role", "workload"))  # type: ignore[assignment]
+            get = sample_labels.get
+            labels[key] = (get("database", ""), get("role", ""), get("workload", ""))
     return Snapshot(at, counters, labels)
 
 
@@ -317,7 +318,12 @@ def ordered(rows: list[Row], key: str, pattern: re.Pattern[str] | None) -> list[
     column = next(c for c in COLUMNS if c.name == key)
     if not column.numeric:
         return sorted(by_name, key=lambda r: r.text(column))
-    return sorted(by_name, key=lambda r: -(r.values.get(key) if r.values.get(key) is not None else -math.inf))  # type: ignore[operator]
+
+    def largest_first(row: Row) -> float:
+        value = row.values.get(key)
+        return math.inf if value is None else -value
+
+    return sorted(by_name, key=largest_first)
 
 
 def header_line() -> str:
