@@ -1,5 +1,5 @@
 """The `lunlat` command: `serve` the exporter, `check-config` a config file, run the `lab`, generate
-`rules` and `dashboards`.
+`rules` and `dashboards`, watch LUNs with `top` (top.py).
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
 Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
@@ -13,11 +13,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
 from lunlat import __version__, logs
+from lunlat import top as top_command
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.files import write_atomic
 from lunlat.reload import Reloader
@@ -182,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     _rules_parser(commands)
     _dashboards_parser(commands)
     _report_parser(commands)
+    top_command.add_parser(commands)
     return parser
 
 
@@ -534,21 +536,27 @@ def generate_dashboards(args: argparse.Namespace) -> int:
     return _write_generated(files, args.goals, args.check, "lunlat dashboards generate")
 
 
+def _run_report(args: argparse.Namespace) -> int:
+    from lunlat.report import run  # noqa: PLC0415 - only `report` needs it
+
+    return run(args)
+
+
+# One entry per subcommand: what runs it.
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "serve": serve,
+    "check-config": check_config,
+    "lab": run_lab,
+    "rules": generate_rules,
+    "dashboards": generate_dashboards,
+    "report": _run_report,
+    "top": top_command.run,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "serve":
-        return serve(args)
-    if args.command == "lab":
-        return run_lab(args)
-    if args.command == "rules":
-        return generate_rules(args)
-    if args.command == "dashboards":
-        return generate_dashboards(args)
-    if args.command == "report":
-        from lunlat.report import run as run_report  # noqa: PLC0415
-
-        return run_report(args)
-    return check_config(args)
+    return COMMANDS[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,143 @@
+"""`lunlat top`'s arithmetic: rates and averages between two samples, p99 from histogram buckets,
+goals per LUN, sorting and filtering, and the samples read from an exporter's text."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from lunlat.alerting.goals import parse_goals
+from lunlat.top import (
+    Counters,
+    Snapshot,
+    exposition_samples,
+    frame,
+    ordered,
+    quantile,
+    snapshot,
+    text_frame,
+)
+
+GOALS = parse_goals("overrides:\n  - match: {role: log}\n    goal_ms: 0.4\n")
+INF = math.inf
+
+
+def test_quantile_interpolates_inside_the_bucket_holding_the_rank() -> None:
+    before = {0.001: 10.0, 0.002: 10.0, INF: 10.0}
+    after = {0.001: 60.0, 0.002: 110.0, INF: 110.0}  # +50 below 1 ms, +50 in 1-2 ms
+    # rank 99 of 100: 49 of the 50 in (1 ms, 2 ms]
+    assert quantile(0.99, before, after) == pytest.approx(0.001 + 0.001 * 49 / 50)
+    assert quantile(0.5, before, after) == pytest.approx(0.001)
+
+
+def test_quantile_edge_cases_follow_prometheus() -> None:
+    # Past the highest finite bound: that bound, as histogram_quantile does.
+    assert quantile(0.99, {0.001: 0, INF: 0}, {0.001: 0, INF: 5}) == 0.001
+    assert quantile(0.99, {0.001: 3, INF: 3}, {0.001: 3, INF: 3}) is None  # no I/O
+    assert quantile(0.99, {0.001: 3, INF: 9}, {0.001: 1, INF: 2}) is None  # reset
+    assert quantile(0.99, {}, {}) is None  # no histogram
+
+
+def _snapshot(at: float, counters: dict[tuple[str, str], Counters]) -> Snapshot:
+    labels = {("ora_data", "dm-0"): ("ORCL", "data", "oltp"), ("redo", "sda"): ("ORCL", "log", "oltp")}
+    return Snapshot(at, counters, labels)
+
+
+def test_frame_rates_averages_and_goals() -> None:
+    before = _snapshot(
+        100.0,
+        {
+            ("ora_data", "dm-0"): Counters(reads=10, read_seconds=1.0, writes=5, write_seconds=0.5),
+            ("redo", "sda"): Counters(writes=100, write_seconds=0.02),
+        },
+    )
+    after = _snapshot(
+        102.0,
+        {
+            ("ora_data", "dm-0"): Counters(
+                reads=2010,
+                read_seconds=6.0,  # 5 s over 2000 reads: 2.5 ms
+                writes=5,
+                write_seconds=0.5,
+                read_bytes=4 * 1024 * 1024,
+                weighted_seconds=2.0,
+            ),
+            ("redo", "sda"): Counters(writes=900, write_seconds=0.42),  # 0.4 s / 800: 0.5 ms
+            ("new", "sdz"): Counters(reads=5),  # appeared: shown from the next frame
+        },
+    )
+    view = frame(7, before, after, GOALS)
+    rows = {r.lun: r for r in view.rows}
+    assert set(rows) == {"ora_data", "redo"}
+    data, redo = rows["ora_data"], rows["redo"]
+    assert data.values["r/s"] == 1000.0
+    assert data.values["r_await"] == pytest.approx(2.5)
+    assert data.values["w_await"] is None  # no writes: no average, never 0/0
+    assert data.values["rMB/s"] == 2.0
+    assert data.values["aqu-sz"] == pytest.approx(1.0)
+    assert (data.goal_ms, redo.goal_ms) == (1.0, 0.4)  # the default and the role: log override
+    assert data.above_goal("r_await") is True
+    assert redo.values["w/s"] == 400.0
+    assert redo.values["w_await"] == pytest.approx(0.5)
+    assert redo.above_goal("w_await") is True  # 0.5 ms is above the log LUN's 0.4 ms
+    assert data.above_goal("w_await") is None
+    text = text_frame(view, "test", "LUN", None)
+    lines = text.splitlines()
+    assert lines[0].startswith("lunlat top #7 ") and " interval 2.000s " in lines[0]
+    assert lines[1].split()[:8] == ["LUN", "database", "role", "workload", "r/s", "w/s", "r_await", "w_await"]
+    assert lines[2].split() == [
+        "ora_data", "ORCL", "data", "oltp", "1000.0", "0.0", "2.50", "-", "2.00", "0.00", "1.00", "n/a", "n/a"
+    ]  # fmt: skip
+    assert "\x1b" not in text
+
+
+def test_a_counter_reset_shows_no_value_rather_than_a_negative_rate() -> None:
+    before = _snapshot(0.0, {("redo", "sda"): Counters(writes=900, write_seconds=4.0)})
+    after = _snapshot(1.0, {("redo", "sda"): Counters(writes=3, write_seconds=0.001)})
+    (row,) = frame(1, before, after, GOALS).rows
+    assert row.values["w/s"] is None and row.values["w_await"] is None
+
+
+def test_sort_and_filter() -> None:
+    before = _snapshot(0.0, {("a", "sdx"): Counters(), ("b", "sdb"): Counters(), ("redo", "sda"): Counters()})
+    after = _snapshot(
+        1.0,
+        {
+            ("a", "sdx"): Counters(writes=10, write_seconds=0.01),  # 1 ms
+            ("b", "sdb"): Counters(writes=10, write_seconds=0.05),  # 5 ms
+            ("redo", "sda"): Counters(),  # idle: no average, sorted last
+        },
+    )
+    rows = frame(1, before, after, GOALS).rows
+    assert [r.lun for r in ordered(rows, "w_await", None)] == ["b", "a", "redo"]
+    assert [r.lun for r in ordered(rows, "LUN", None)] == ["a", "b", "redo"]
+    # The filter looks at LUN, database, role and workload: `redo` is the log LUN.
+    assert [r.lun for r in ordered(rows, "LUN", re.compile("log"))] == ["redo"]
+    assert [r.lun for r in ordered(rows, "LUN", re.compile("^[ab]$"))] == ["a", "b"]
+
+
+EXPOSITION = """\
+# TYPE lunlat_device_reads_completed_total counter
+lunlat_device_reads_completed_total{lun="ora_data",device="dm-0"} 12
+# TYPE lunlat_device_read_time_seconds_total counter
+lunlat_device_read_time_seconds_total{lun="ora_data",device="dm-0"} 0.036
+# TYPE lunlat_lun_info gauge
+lunlat_lun_info{lun="ora_data",device="dm-0",wwid="",naa="",vendor="",model="",paths="",database="ORCL",\
+role="data",workload="oltp",mountpoint="",kind="lun"} 1
+# TYPE lunlat_device_io_latency_seconds histogram
+lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",le="0.001"} 7
+lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",le="+Inf"} 12
+lunlat_device_io_latency_seconds_sum{lun="ora_data",device="dm-0",op="read"} 0.03
+lunlat_device_io_latency_seconds_count{lun="ora_data",device="dm-0",op="read"} 12
+"""
+
+
+def test_snapshot_from_an_exporters_text() -> None:
+    taken = snapshot(exposition_samples(EXPOSITION), 5.0)
+    key = ("ora_data", "dm-0")
+    assert taken.labels == {key: ("ORCL", "data", "oltp")}
+    counters = taken.counters[key]
+    assert (counters.reads, counters.read_seconds) == (12.0, 0.036)
+    assert counters.buckets == {"read": {0.001: 7.0, INF: 12.0}}
