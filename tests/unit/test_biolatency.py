@@ -314,6 +314,21 @@ def test_unavailable_is_source_down_counted_once(monkeypatch: pytest.MonkeyPatch
         source.close()
 
 
+def test_the_first_scrape_already_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not "bpftrace is starting" while the supervisor thread has yet to look: the first collection
+    says the cause (seen on a host without tracefs)."""
+    monkeypatch.setattr(biolatency, "_euid", lambda: 1000)
+    source = BiolatencySource(
+        Engine(BiolatencyConfig(enabled=True, bpftrace=sys.executable)), PublishedDevices()
+    )
+    try:
+        with pytest.raises(SourceError) as caught:
+            source.collect()
+        assert caught.value.reason == "unavailable" and "only as root" in str(caught.value)
+    finally:
+        source.close()
+
+
 def test_off_by_default_and_on_by_flag_or_key(tmp_path: Path) -> None:
     procfs = tmp_path / "proc"
     procfs.mkdir()

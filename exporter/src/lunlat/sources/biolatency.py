@@ -312,6 +312,9 @@ class Engine:
     def start(self) -> None:
         with self._lock:
             if self._thread is None and not self._stop.is_set():
+                # Checked here too (cheap: PATH, euid, a directory), so the first scrape already says
+                # what is missing rather than that bpftrace is starting.
+                self._state.unavailable = unavailable_cause(self._config)
                 self._thread = threading.Thread(target=self._supervise, name="biolatency", daemon=True)
                 self._thread.start()
 
