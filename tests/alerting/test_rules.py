@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from lunlat import contract, recorded
-from lunlat.alerting.goals import load_goals, parse_goals
+from lunlat.alerting.goals import DEFAULT_GOALS_FILE, Goals, goals_or_default, load_goals, parse_goals
 from lunlat.alerting.rules import RuleSet, render, render_prometheus_rule
 from lunlat.cli import main
+from lunlat.yamlmodel import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "alerts"
@@ -437,3 +438,19 @@ def test_promtool_tail_tests_can_fail(tmp_path: Path) -> None:
         cwd=tests,
     )  # fmt: skip
     assert result.returncode != 0 and "LunLatencyTailHigh" in result.stdout + result.stderr
+
+
+def test_commands_outside_the_repository_judge_against_the_default_goal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report` and `top` read alerts/goals.yaml where they run from the repository, the built-in
+    1 ms goal elsewhere; a goals file that is named must exist."""
+    monkeypatch.chdir(tmp_path)
+    assert not DEFAULT_GOALS_FILE.exists()
+    assert goals_or_default(None) == Goals()
+    assert goals_or_default(None).default.goal_ms == contract.DEFAULT_GOAL_SECONDS * 1000
+    with pytest.raises(ConfigError, match="cannot read"):
+        goals_or_default(tmp_path / "missing.yaml")
+    DEFAULT_GOALS_FILE.parent.mkdir()
+    DEFAULT_GOALS_FILE.write_text("default: {goal_ms: 2}\n")
+    assert goals_or_default(None).default.goal_ms == 2

@@ -19,6 +19,7 @@ from types import FrameType
 
 from lunlat import __version__, logs
 from lunlat import top as top_command
+from lunlat.alerting.goals import DEFAULT_GOALS_FILE
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.files import write_atomic
 from lunlat.reload import Reloader
@@ -36,7 +37,6 @@ log = logs.get("lunlat.cli")
 DEFAULT_PORT = 10431
 EXIT_USAGE = 2
 # Paths relative to a checkout of the repository, where `lunlat rules generate` is run.
-DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
 DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
 DEFAULT_PROMETHEUS_RULE_FILE = Path("deploy/kubernetes/prometheusrule.yaml")
 DEFAULT_DASHBOARDS_DIR = Path("dashboards")

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from lunlat.sources.diskstats import DiskstatsSource
 
 EXIT_USAGE = 2
-DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
 MIB = 1024 * 1024  # MB/s as iostat prints it (sectors / 2048)
 P99 = 0.99
 URL_TIMEOUT = 10.0
@@ -395,14 +394,10 @@ def run_batch(
 
 
 def _goals(path: Path | None) -> Goals:
-    from lunlat.alerting.goals import Goals, load_goals  # noqa: PLC0415
+    from lunlat.alerting.goals import goals_or_default  # noqa: PLC0415
 
-    if path is None:
-        if not DEFAULT_GOALS_FILE.is_file():
-            return Goals()
-        path = DEFAULT_GOALS_FILE
     try:
-        return load_goals(path)
+        return goals_or_default(path)
     except ConfigError as exc:
         raise TopError(f"goals error: {'; '.join(map(str, exc.problems))}") from None
 

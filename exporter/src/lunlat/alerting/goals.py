@@ -244,3 +244,18 @@ def parse_goals(text: str, source: str = "<goals>") -> Goals:
 
 def load_goals(path: Path) -> Goals:
     return load_model(path, Goals)
+
+
+# Where the commands look for the goals when none is named: the repository's, run from its root.
+DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
+
+
+def goals_or_default(path: Path | None) -> Goals:
+    """The goals in `path`; with none named, DEFAULT_GOALS_FILE where it exists, else the built-in
+    defaults (a 1 ms goal for every LUN): a command run outside the repository still judges. A named
+    file that cannot be read or is wrong raises ConfigError, as load_goals does."""
+    if path is None:
+        if not DEFAULT_GOALS_FILE.is_file():
+            return Goals()
+        path = DEFAULT_GOALS_FILE
+    return load_goals(path)

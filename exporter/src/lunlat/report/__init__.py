@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from lunlat.alerting.goals import Goals, load_goals
+from lunlat.alerting.goals import Goals, goals_or_default
 from lunlat.config import ConfigError
 from lunlat.report.api import Prometheus, ReportError
 from lunlat.report.collect import CSV_COLUMNS, Collected, Collector, parse_phases, parse_time
@@ -110,7 +110,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], de
         help="a phase of the test (repeat; default: the whole range is one phase)",
     )
     report.add_argument(
-        "--goals", type=Path, default=default_goals, metavar="FILE", help=f"default {default_goals}"
+        "--goals",
+        type=Path,
+        metavar="FILE",
+        help=f"latency goals (default {default_goals} if present, else 1 ms for every LUN)",
     )
     report.add_argument("--output", type=Path, required=True, metavar="DIR")
     report.add_argument("--title", default="lunlat report: average latency per LUN against the goal")
@@ -142,9 +145,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _goals(path: Path) -> Goals:
+def _goals(path: Path | None) -> Goals:
     try:
-        return load_goals(path)
+        return goals_or_default(path)
     except ConfigError as exc:
         raise ReportError(f"goals: {exc.problems[0] if exc.problems else exc}") from None
     except OSError as exc:
