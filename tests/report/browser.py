@@ -135,3 +135,23 @@ def open_page(path: Path) -> Page:
     builder.feed(done.stdout)
     errors = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     return Page(builder.root, errors)
+
+
+def print_text(path: Path, pdf: Path) -> str:
+    """The page printed by headless Chromium (`--print-to-pdf`, print media), as the PDF's text
+    (pdftotext, Debian poppler-utils)."""
+    binary = chromium()
+    if binary is None:
+        pytest.skip("missing chromium (Debian: chromium)")
+    pdftotext = shutil.which("pdftotext")
+    if pdftotext is None:
+        pytest.skip("missing pdftotext (Debian: poppler-utils)")
+    subprocess.run(
+        [binary, "--headless", "--no-sandbox", "--disable-gpu", f"--print-to-pdf={pdf}", path.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    return subprocess.run(
+        [pdftotext, "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout

@@ -4,7 +4,6 @@ output directory, and a page of a thousand LUNs (worst first, the rest collapsed
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 
 import pytest
@@ -96,9 +95,7 @@ def thousand_luns() -> Collected:
 
 
 def test_a_thousand_luns_worst_first_the_rest_collapsed() -> None:
-    started = time.perf_counter()
     html = render(thousand_luns(), "t", "http://prometheus")
-    assert time.perf_counter() - started < 10
     # Plots: the worst first, a few more collapsed, the rest only in the tables.
     assert html.count('<svg class="plot"') == 2 * (PLOTTED_OPEN + PLOTTED_COLLAPSED)
     assert html.index("lun0999") < html.index("lun0998") < html.index("lun0000")

@@ -19,6 +19,9 @@ PLOTTED_COLLAPSED = 76
 LUN_ROWS_OPEN = 50
 HISTOGRAMS = 24
 
+# Printed, the collapsed sections open: a closed <details> keeps its content in the
+# ::details-content pseudo-element (CSS Pseudo-Elements Level 4, https://www.w3.org/TR/css-pseudo-4/;
+# Chromium since 131), which print styles can show without a script.
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
@@ -34,7 +37,7 @@ svg.plot{width:100%;height:auto;font:10px sans-serif}svg .axis{stroke:#444}svg .
 svg .goal{stroke:#d62728;stroke-dasharray:4 3}svg .goal-label{fill:#d62728}
 svg .curve{fill:none;stroke-width:1.3}svg .phase-name{fill:#777}
 details{margin:.6em 0}.wide{overflow-x:auto}table.luns{font-size:12px}table.luns td.name{white-space:nowrap}summary{cursor:pointer;font-weight:600}
-@media print{body{max-width:none}.wide{overflow:visible}.card{break-inside:avoid}h2{break-after:avoid}}
+@media print{body{max-width:none}.wide{overflow:visible}.card{break-inside:avoid}h2{break-after:avoid}details::details-content{content-visibility:visible;display:block}details>summary{display:none}}
 """
 
 
