@@ -11,7 +11,7 @@ import pytest
 from lunlat.report import Progress, write_dir
 from lunlat.report.api import ReportError
 from lunlat.report.collect import Collected, Phase, Row, choose_step, parse_phases, parse_time
-from lunlat.report.page import PLOTTED_COLLAPSED, PLOTTED_OPEN, render
+from lunlat.report.page import PLOTTED_COLLAPSED, PLOTTED_OPEN, raised, render
 
 
 def test_times_rfc3339_and_unix_seconds() -> None:
@@ -102,3 +102,16 @@ def test_a_thousand_luns_worst_first_the_rest_collapsed() -> None:
     assert "<details><summary>950 more LUNs</summary>" in html
     assert f"{1000 - PLOTTED_OPEN - PLOTTED_COLLAPSED} more LUNs are in the tables above" in html
     assert len(html) < 8_000_000
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "shown"),
+    [
+        (0.0005, 0.0006, "+0.10 (+20%)"),
+        (0.0006, 0.0005, "-0.10 (-17%)"),
+        (0.0005, 0.0004999, "0.00 (0%)"),  # rounds to nothing: no "-0.00 (-0%)"
+        (0.0, 0.0002, "+0.20"),  # no share of nothing
+    ],
+)
+def test_a_change_between_phases_is_shown_in_ms_and_percent(old: float, new: float, shown: str) -> None:
+    assert raised(old, new) == shown

@@ -19,9 +19,20 @@ PLOTTED_COLLAPSED = 76
 LUN_ROWS_OPEN = 50
 HISTOGRAMS = 24
 
+
 # Printed, the collapsed sections open: a closed <details> keeps its content in the
 # ::details-content pseudo-element (CSS Pseudo-Elements Level 4, https://www.w3.org/TR/css-pseudo-4/;
 # Chromium since 131), which print styles can show without a script.
+def raised(old: float, new: float) -> str:
+    """How much a cell rose, in ms and %: '+0.10 (+20%)'; a change that rounds to nothing is
+    '0.00 (0%)', never '-0.00 (-0%)'."""
+    ms, share = round((new - old) * 1000, 2), round((new - old) / old * 100) if old > 0 else None
+    text = f"{ms:+.2f}" if ms else "0.00"
+    if share is None:
+        return text
+    return f"{text} ({share:+d}%)" if share else f"{text} (0%)"
+
+
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 h1{font-size:1.5em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
@@ -125,9 +136,7 @@ def _raised(phases: list[Phase], table: dict[tuple[str, str, str, str, str], Row
                     if old is None or new is None or old.avg is None or new.avg is None:
                         tds.append('<td class="idle">&ndash;</td>')
                         continue
-                    change = new.avg - old.avg
-                    share = f" ({change / old.avg:+.0%})" if old.avg > 0 else ""
-                    tds.append(f"<td>{change * 1000:+.2f}{share}</td>")
+                    tds.append(f"<td>{raised(old.avg, new.avg)}</td>")
                 body.append(f'<tr><td class="name">{escape(w)} · {escape(d)}</td>{"".join(tds)}</tr>')
             out.append(
                 f'<table class="raised"><caption>{escape(after.name)} vs {escape(before.name)}: {op}, Δ ms</caption>'
