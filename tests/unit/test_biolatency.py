@@ -33,6 +33,7 @@ from lunlat.sources.biolatency import (
     parse_hist,
     parse_map,
     parse_sums,
+    recursion_misses,
     unavailable_cause,
 )
 from lunlat.sources.factory import Context, Settings
@@ -348,3 +349,19 @@ def test_off_by_default_and_on_by_flag_or_key(tmp_path: Path) -> None:
         close = getattr(source, "close", None)
         if close:
             close()
+
+
+def test_recursion_misses_are_summed_over_the_processes_bpf_programs(tmp_path: Path) -> None:
+    """fdinfo as kernel/bpf/syscall.c prints it: programs have prog_type and recursion_misses; a
+    map's fd and an ordinary file's have neither and count nothing."""
+    fdinfo = tmp_path / "4242" / "fdinfo"
+    fdinfo.mkdir(parents=True)
+    prog = (
+        "pos:\t0\nflags:\t02000002\nprog_type:\t5\nrun_time_ns:\t{ns}\nrun_cnt:\t9\nrecursion_misses:\t{m}\n"
+    )
+    (fdinfo / "3").write_text(prog.format(ns=100, m=3))
+    (fdinfo / "4").write_text(prog.format(ns=200, m=2))
+    (fdinfo / "5").write_text("pos:\t0\nmap_type:\t1\nmax_entries:\t16384\n")
+    (fdinfo / "6").write_text("pos:\t0\nflags:\t02\n")
+    assert recursion_misses(4242, tmp_path) == 5
+    assert recursion_misses(4343, tmp_path) == 0  # the process is gone

@@ -23,6 +23,12 @@ Facts relied on, each from its source:
 - block_rq_complete may fire more than once for one request when a driver completes it in parts
   (blk_update_request, its kernel-doc): the first part times it, later parts find no start and are
   counted as `untimed_io`.
+- The kernel runs no second BPF program on a CPU while one runs there: a tracepoint firing meanwhile
+  (a completion interrupting the issue program) is skipped and counted as a miss of that program
+  (kernel/trace/bpf_trace.c trace_call_bpf, `bpf_prog_active`; the count is `recursion_misses` in
+  the program fd's /proc/PID/fdinfo, kernel/bpf/syscall.c bpf_prog_show_fdinfo). Such an I/O is in
+  diskstats but not in the histogram: the misses are counted as `missed_io` (measured here: 1 to 8
+  of 800,000 reads at 150k IOPS).
 - bpftrace 0.17 (docs/reference_guide.md of its v0.17.0 tag): `args->FIELD` reads a tracepoint field,
   `nsecs` is a nanosecond timestamp, `hist()` is a log2 histogram, `sum()` and `count()`
   aggregate per CPU, `interval:s:N` fires every N seconds on one CPU, `strncmp()` compares the
@@ -276,6 +282,28 @@ def unavailable_cause(config: BiolatencyConfig, euid: int | None = None) -> str 
     return None
 
 
+def recursion_misses(pid: int, procfs: Path = Path("/proc")) -> int:
+    """The summed `recursion_misses` of the BPF programs process `pid` holds (their fds' fdinfo,
+    kernel/bpf/syscall.c bpf_prog_show_fdinfo); 0 for what cannot be read (the process ended)."""
+    total = 0
+    try:
+        entries = list((procfs / str(pid) / "fdinfo").iterdir())
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            text = entry.read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        if "prog_type:" not in text:
+            continue
+        for line in text.splitlines():
+            name, _, value = line.partition(":")
+            if name == "recursion_misses" and value.strip().isdigit():
+                total += int(value)
+    return total
+
+
 @dataclass(slots=True)
 class EngineState:
     attached: bool = False  # the running child printed attached_probes
@@ -294,8 +322,14 @@ class Engine:
     starts it again after 1 s, 2 s … 60 s. `close()` ends the group (SIGTERM, then SIGKILL).
     """
 
-    def __init__(self, config: BiolatencyConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: BiolatencyConfig,
+        clock: Callable[[], float] = time.monotonic,
+        procfs: Path = Path("/proc"),
+    ) -> None:
         self._config = config
+        self._procfs = procfs
         self._clock = clock
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -324,6 +358,13 @@ class Engine:
             return EngineState(
                 s.attached, s.generation, s.exits, s.bad_lines, s.unavailable, s.last_exit
             ), dict(self._lines)
+
+    def missed(self) -> tuple[int, int]:
+        """(generation, the running child's BPF programs' recursion misses so far): tracepoint hits
+        the kernel skipped (see the module docstring); (generation, 0) while no child runs."""
+        with self._lock:
+            proc, generation = self._proc, self._state.generation
+        return generation, (recursion_misses(proc.pid, self._procfs) if proc is not None else 0)
 
     def count_bad(self, lines: int = 1) -> None:
         with self._lock:
@@ -480,7 +521,7 @@ class BiolatencySource:
     """lunlat_device_io_latency_seconds and lunlat_device_io_queue_time_seconds_total per published LUN."""
 
     name = "biolatency"
-    error_reasons: tuple[str, ...] = ("unavailable", "child_exited", "bad_output", "untimed_io")
+    error_reasons: tuple[str, ...] = ("unavailable", "child_exited", "bad_output", "untimed_io", "missed_io")
     timeout: float | None = None
 
     def __init__(self, engine: Engine, published: PublishedDevices, board_wait: float = 2.0) -> None:
@@ -489,6 +530,7 @@ class BiolatencySource:
         self._board_wait = board_wait
         self._seen = EngineState()  # what was counted already
         self._untimed: tuple[int, int] = (0, 0)  # (generation, untimed total) last counted
+        self._missed: tuple[int, int] = (0, 0)  # (generation, the programs' recursion misses) last counted
         self._maps: tuple[int, Maps] = (0, Maps())  # (generation, the last maps that parsed)
         self._unavailable_counted = False
 
@@ -512,6 +554,10 @@ class BiolatencySource:
         last_generation, last_untimed = self._untimed
         errors["untimed_io"] += untimed - last_untimed if last_generation == state.generation else untimed
         self._untimed = (state.generation, untimed)
+        generation, missed = self._engine.missed()
+        last_generation, last_missed = self._missed
+        errors["missed_io"] += missed - last_missed if last_generation == generation else missed
+        self._missed = (generation, missed)
         _version, devices = self._published.wait(self._board_wait)
         if self._engine.config.only_with_role:
             devices = {k: d for k, d in devices.items() if d.role}
