@@ -27,8 +27,8 @@ Facts relied on, each from its source:
   (a completion interrupting the issue program) is skipped and counted as a miss of that program
   (kernel/trace/bpf_trace.c trace_call_bpf, `bpf_prog_active`; the count is `recursion_misses` in
   the program fd's /proc/PID/fdinfo, kernel/bpf/syscall.c bpf_prog_show_fdinfo). Such an I/O is in
-  diskstats but not in the histogram: the misses are counted as `missed_io` (measured here: 1 to 8
-  of 800,000 reads at 150k IOPS).
+  diskstats but not in the histogram: the misses are counted as `missed_io` (measured here: 1 or 2
+  in about 800,000 reads at 150k IOPS on a tmpfs loop device).
 - bpftrace 0.17 (docs/reference_guide.md of its v0.17.0 tag): `args->FIELD` reads a tracepoint field,
   `nsecs` is a nanosecond timestamp, `hist()` is a log2 histogram, `sum()` and `count()`
   aggregate per CPU, `interval:s:N` fires every N seconds on one CPU, `strncmp()` compares the
