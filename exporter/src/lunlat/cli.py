@@ -325,6 +325,15 @@ def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     scenario.add_argument(
         "--output", type=Path, metavar="DIR", help="results directory (default ./lab-results/TIME)"
     )
+    scenario.add_argument(
+        "--prometheus.url",
+        dest="prometheus_url",
+        metavar="URL",
+        help="the Prometheus scraping the exporter: run `lunlat report` on the phases into DIR/report",
+    )
+    scenario.add_argument(
+        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help="the report's goals"
+    )
 
 
 def run_lab(args: argparse.Namespace) -> int:
@@ -354,9 +363,12 @@ def run_lab(args: argparse.Namespace) -> int:
         elif args.lab_command == "scenario":
             output = args.output or Path("lab-results") / time.strftime("%Y%m%dT%H%M%S")
             phases = [p.strip() for p in args.phases.split(",")] if args.phases else None
+            if args.prometheus_url and not args.prometheus_url.startswith(("http://", "https://")):
+                raise LabError(f"--prometheus.url must be an http(s) URL, got {args.prometheus_url!r}")
             path = commands.scenario(
-                args.state_dir, args.exporter, args.duration, args.warmup, phases, output
-            )
+                args.state_dir, args.exporter, args.duration, args.warmup, phases, output,
+                args.prometheus_url, args.goals,
+            )  # fmt: skip
             print(f"results: {path}")
     except LabError as exc:
         print(f"lunlat lab: error: {exc}", file=sys.stderr)

@@ -6,12 +6,14 @@ import csv
 import mmap
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from lunlat.files import write_atomic
@@ -29,6 +31,7 @@ CALIBRATION_BLOCK = 8192
 # less overhead than an I/O arriving every few ms pays (VM wake-up cost).
 CALIBRATION_PACE_S = 0.004
 DAEMON_MODULE = "lunlat.lab.daemon"  # run with -m; also how `down` finds a daemon by its command line
+DEFAULT_GOALS = Path("alerts/goals.yaml")  # as `lunlat report`'s default
 SETTINGS_POLL = 0.6  # > the daemon's settings poll interval: a change is in force after this
 
 
@@ -313,9 +316,13 @@ def scenario(
     warmup: float,
     phases: list[str] | None,
     output: Path,
+    prometheus_url: str | None = None,
+    goals: Path = DEFAULT_GOALS,
 ) -> Path:
     """Run the reference phases one after the other; per phase and LUN write fio's own completion
-    latency (ground truth) next to what the exporter measured over the same window."""
+    latency (ground truth) next to what the exporter measured over the same window (results.csv),
+    and each phase's measured window (phases.csv) with the `lunlat report` command line for them.
+    With `prometheus_url`, run that report into OUTPUT/report at the end."""
     state, lab = _require_up(state_dir)
     order = phases or list(lab.phases)
     unknown = [p for p in order if p not in lab.phases]
@@ -325,6 +332,7 @@ def scenario(
     output.mkdir(parents=True, exist_ok=True)
     exporter = _Exporter(exporter_url, state.exporter_config, output)
     rows: list[dict[str, object]] = []
+    windows: list[PhaseWindow] = []
     try:
         for name in order:
             _say(f"phase {name}: {warmup:g}s warm-up, {duration:g}s measured")
@@ -333,9 +341,13 @@ def scenario(
             text = jobs.job_file(lab, lab.phases[name], state.loops, duration, ramp_s=warmup)
             proc = process.start(text, workdir, workdir / "fio.json")
             time.sleep(warmup)
+            # The window is between the two scrapes (the exporter reads on request), to the millisecond.
+            start = round(time.time(), 3)
             before = measure.from_exposition(exporter.scrape())
             time.sleep(duration)
+            end = round(time.time(), 3)
             after = measure.from_exposition(exporter.scrape())
+            windows.append(PhaseWindow(name, start, end))
             process.wait(proc, timeout=jobs.expected_seconds(lab, lab.phases[name], duration, warmup) + 60)
             truth = report.results(report.load(workdir / "fio.json"))
             rows.extend(_scenario_rows(name, lab, state, truth, before, after))
@@ -346,7 +358,88 @@ def scenario(
         writer = csv.DictWriter(f, fieldnames=SCENARIO_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
+    write_phases(output / "phases.csv", windows)
+    if not windows:
+        return path
+    report_dir = output / "report"
+    _say("the report of these phases:\n  " + report_command(windows, prometheus_url, goals, report_dir))
+    if prometheus_url is not None:
+        _run_report(prometheus_url, windows, goals, report_dir)
     return path
+
+
+# --- the phases' windows and their report ----------------------------------------------------------
+
+PHASE_FIELDS = ("phase", "start", "end", "start_rfc3339", "end_rfc3339")
+PROMETHEUS_PLACEHOLDER = "http://PROMETHEUS:9090"
+# How long the scenario waits for Prometheus to have scraped past the last phase's end.
+SCRAPE_WAIT_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseWindow:
+    """A phase's measured window (the warm-up excluded), Unix seconds."""
+
+    name: str
+    start: float
+    end: float
+
+
+def rfc3339(at: float) -> str:
+    """UTC to the millisecond, rounded as phases.csv's Unix seconds are (isoformat would truncate)."""
+    seconds, millis = divmod(round(at * 1000), 1000)
+    return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
+
+
+def write_phases(path: Path, windows: list[PhaseWindow]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(PHASE_FIELDS)
+        for w in windows:
+            writer.writerow((w.name, f"{w.start:.3f}", f"{w.end:.3f}", rfc3339(w.start), rfc3339(w.end)))
+
+
+def report_args(windows: list[PhaseWindow]) -> tuple[str, str, list[str]]:
+    """`--from`, `--to` and the `--phase` specs of `lunlat report` for these windows (millisecond
+    RFC 3339, as phases.csv has them)."""
+    specs = [f"{w.name}={rfc3339(w.start)}..{rfc3339(w.end)}" for w in windows]
+    return rfc3339(windows[0].start), rfc3339(windows[-1].end), specs
+
+
+def report_command(windows: list[PhaseWindow], prometheus_url: str | None, goals: Path, output: Path) -> str:
+    start, end, specs = report_args(windows)
+    argv = ["lunlat", "report", "--prometheus.url", prometheus_url or PROMETHEUS_PLACEHOLDER]
+    argv += ["--from", start, "--to", end]
+    for spec in specs:
+        argv += ["--phase", spec]
+    if goals != DEFAULT_GOALS:
+        argv += ["--goals", str(goals)]
+    argv += ["--output", str(output)]
+    return shlex.join(argv)
+
+
+def _run_report(prometheus_url: str, windows: list[PhaseWindow], goals: Path, output: Path) -> None:
+    from lunlat import contract  # noqa: PLC0415 - only a scenario with --prometheus.url reports
+    from lunlat.report import write  # noqa: PLC0415
+    from lunlat.report.api import Prometheus, ReportError  # noqa: PLC0415
+
+    # The last phase ended at the exporter's last scrape; Prometheus scrapes on its own clock.
+    prometheus, end = Prometheus(prometheus_url, timeout=30), windows[-1].end
+    promql = f"max(timestamp({contract.DEVICE_READS.name}))"
+    deadline = time.monotonic() + SCRAPE_WAIT_S
+    while True:
+        try:
+            latest = prometheus.query(promql, time.time())
+        except ReportError as exc:
+            raise LabError(str(exc)) from None
+        if latest and float(latest[0]["value"][1]) >= end:
+            break
+        if time.monotonic() > deadline:
+            raise LabError(f"Prometheus at {prometheus_url} has no lunlat sample after the last phase's end")
+        time.sleep(0.5)
+    start_text, end_text, specs = report_args(windows)
+    if write(prometheus_url, start_text, end_text, specs, goals, output) != 0:
+        raise LabError("the report failed (above); the phases are in phases.csv")
 
 
 def _scenario_rows(

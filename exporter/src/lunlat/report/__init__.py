@@ -23,6 +23,7 @@ from lunlat.report.collect import CSV_COLUMNS, Collected, Collector, parse_phase
 from lunlat.report.page import render
 
 EXIT_USAGE = 2
+DEFAULT_TITLE = "lunlat report: average latency per LUN against the goal"
 
 
 class Progress:
@@ -116,32 +117,46 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], de
         help=f"latency goals (default {default_goals} if present, else 1 ms for every LUN)",
     )
     report.add_argument("--output", type=Path, required=True, metavar="DIR")
-    report.add_argument("--title", default="lunlat report: average latency per LUN against the goal")
+    report.add_argument("--title", default=DEFAULT_TITLE)
 
 
 def run(args: argparse.Namespace) -> int:
+    return write(args.prometheus_url, args.start, args.end, args.phases, args.goals, args.output, args.title)
+
+
+def write(
+    prometheus_url: str,
+    start_text: str,
+    end_text: str,
+    phase_specs: list[str],
+    goals_file: Path,
+    output: Path,
+    title: str = DEFAULT_TITLE,
+) -> int:
+    """The report of `--from start_text --to end_text --phase SPEC...` into `output`: 0, or 2 with one
+    line on stderr. `lunlat report` and `lunlat lab scenario --prometheus.url` both run it."""
     try:
-        goals = _goals(args.goals)
-        if not args.prometheus_url.startswith(("http://", "https://")):
-            raise ReportError(f"--prometheus.url must be an http(s) URL, got {args.prometheus_url!r}")
-        start, end = parse_time(args.start), parse_time(args.end)
-        phases = parse_phases(args.phases, start, end)
-        collector = Collector(Prometheus(args.prometheus_url), goals, lambda _q: None)
+        goals = _goals(goals_file)
+        if not prometheus_url.startswith(("http://", "https://")):
+            raise ReportError(f"--prometheus.url must be an http(s) URL, got {prometheus_url!r}")
+        start, end = parse_time(start_text), parse_time(end_text)
+        phases = parse_phases(phase_specs, start, end)
+        collector = Collector(Prometheus(prometheus_url), goals, lambda _q: None)
         progress = Progress(collector.queries(phases))
         collector.progress = progress.step
         try:
             data = collector.collect(start, end, phases)
         finally:
             progress.close()
-        files = {"tables.csv": tables_csv(data), "index.html": render(data, args.title, args.prometheus_url)}
-        write_dir(args.output, files)
+        files = {"tables.csv": tables_csv(data), "index.html": render(data, title, prometheus_url)}
+        write_dir(output, files)
     except ReportError as exc:
         print(f"lunlat report: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
-        print(f"lunlat report: error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"lunlat report: error: cannot write {output}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"{args.output / 'index.html'}, {args.output / 'tables.csv'}: {len(data.rows)} rows")
+    print(f"{output / 'index.html'}, {output / 'tables.csv'}: {len(data.rows)} rows")
     return 0
 
 
