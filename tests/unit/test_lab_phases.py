@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 from lunlat.cli import _parser
-from lunlat.lab.commands import DEFAULT_GOALS, PhaseWindow, report_command, write_phases
+from lunlat.lab.commands import PhaseWindow, report_command, write_phases
 from lunlat.report.collect import parse_phases, parse_time
 
 WINDOWS = [
@@ -30,7 +30,8 @@ def test_phases_csv_holds_each_window_in_unix_seconds_and_rfc3339(tmp_path: Path
 
 
 def test_the_printed_command_is_a_report_of_exactly_those_phases() -> None:
-    line = report_command(WINDOWS, "http://prometheus:9090", DEFAULT_GOALS, Path("out/report"))
+    line = report_command(WINDOWS, "http://prometheus:9090", None, Path("out/report"))
+    assert "--goals" not in line  # the report's own default: alerts/goals.yaml where it exists
     argv = shlex.split(line)
     assert argv[:2] == ["lunlat", "report"]
     args = _parser().parse_args(argv[1:])

@@ -332,7 +332,7 @@ def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="the Prometheus scraping the exporter: run `lunlat report` on the phases into DIR/report",
     )
     scenario.add_argument(
-        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help="the report's goals"
+        "--goals", type=Path, metavar="FILE", help="the report's goals (as lunlat report's --goals)"
     )
 
 

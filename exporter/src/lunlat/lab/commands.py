@@ -31,7 +31,6 @@ CALIBRATION_BLOCK = 8192
 # less overhead than an I/O arriving every few ms pays (VM wake-up cost).
 CALIBRATION_PACE_S = 0.004
 DAEMON_MODULE = "lunlat.lab.daemon"  # run with -m; also how `down` finds a daemon by its command line
-DEFAULT_GOALS = Path("alerts/goals.yaml")  # as `lunlat report`'s default
 SETTINGS_POLL = 0.6  # > the daemon's settings poll interval: a change is in force after this
 
 
@@ -317,7 +316,7 @@ def scenario(
     phases: list[str] | None,
     output: Path,
     prometheus_url: str | None = None,
-    goals: Path = DEFAULT_GOALS,
+    goals: Path | None = None,
 ) -> Path:
     """Run the reference phases one after the other; per phase and LUN write fio's own completion
     latency (ground truth) next to what the exporter measured over the same window (results.csv),
@@ -406,19 +405,21 @@ def report_args(windows: list[PhaseWindow]) -> tuple[str, str, list[str]]:
     return rfc3339(windows[0].start), rfc3339(windows[-1].end), specs
 
 
-def report_command(windows: list[PhaseWindow], prometheus_url: str | None, goals: Path, output: Path) -> str:
+def report_command(
+    windows: list[PhaseWindow], prometheus_url: str | None, goals: Path | None, output: Path
+) -> str:
     start, end, specs = report_args(windows)
     argv = ["lunlat", "report", "--prometheus.url", prometheus_url or PROMETHEUS_PLACEHOLDER]
     argv += ["--from", start, "--to", end]
     for spec in specs:
         argv += ["--phase", spec]
-    if goals != DEFAULT_GOALS:
+    if goals is not None:
         argv += ["--goals", str(goals)]
     argv += ["--output", str(output)]
     return shlex.join(argv)
 
 
-def _run_report(prometheus_url: str, windows: list[PhaseWindow], goals: Path, output: Path) -> None:
+def _run_report(prometheus_url: str, windows: list[PhaseWindow], goals: Path | None, output: Path) -> None:
     from lunlat import contract  # noqa: PLC0415 - only a scenario with --prometheus.url reports
     from lunlat.report import write  # noqa: PLC0415
     from lunlat.report.api import Prometheus, ReportError  # noqa: PLC0415

@@ -129,7 +129,7 @@ def write(
     start_text: str,
     end_text: str,
     phase_specs: list[str],
-    goals_file: Path,
+    goals_file: Path | None,
     output: Path,
     title: str = DEFAULT_TITLE,
 ) -> int:
