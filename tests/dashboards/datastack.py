@@ -18,7 +18,6 @@ something to show. Scrape and rule evaluation every 5 s (the rules' windows are 
 from __future__ import annotations
 
 import dataclasses
-import http.server
 import os
 import threading
 import time
@@ -40,7 +39,7 @@ from lunlat.server import ListenAddress, Server
 from lunlat.sources import biolatency
 from lunlat.sources import oracle as oracle_source
 from lunlat.sources.registry import build_sources
-from tests import prometheus, tracefs
+from tests import prometheus, textstub, tracefs
 from tests.fakesys import FakeHost, Stats
 from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
 from tests.oracle.emulation import OracleEmulation
@@ -183,7 +182,7 @@ class MultipathHost:
             yield self
 
 
-def purefa_exposition() -> bytes:
+def purefa_exposition() -> str:
     """/metrics/volumes as Pure's exporter serves it: purefa_volume_performance_latency_usec{naa_id,
     name, dimension}, a gauge in µs (deploy/arrays/purefa.yml cites the exporter's source); the
     array sees the volume at 0.5 ms per read and 0.6 ms per write, below the host's 0.7 and 0.9."""
@@ -197,35 +196,13 @@ def purefa_exposition() -> bytes:
             f'purefa_volume_performance_latency_usec{{dimension="{dimension}",name="ora-data",'
             f'naa_id="{naa_id}"}} {usec}'
         )
-    return ("\n".join(lines) + "\n").encode()
-
-
-class _PurefaHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] != "/metrics/volumes":
-            self.send_error(404)
-            return
-        body = purefa_exposition()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+    return "\n".join(lines) + "\n"
 
 
 @contextmanager
 def purefa_stub() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer((LOOPBACK, 0), _PurefaHandler)
-    thread = threading.Thread(target=server.serve_forever, name="purefa-stub", daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with textstub.serving("/metrics/volumes", purefa_exposition) as port:
+        yield port
 
 
 def purefa_job(stub_port: int, token_file: Path) -> dict[str, Any]:

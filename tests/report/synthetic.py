@@ -11,6 +11,7 @@ must not be counted twice (kind="path").
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lunlat import contract
@@ -245,13 +246,7 @@ def openmetrics(start: int) -> str:
     name = contract.DEVICE_IO_LATENCY.name
     out.append(f"# TYPE {name} histogram")
     base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read")
-    cumulative = 0.0
-    for bound, share in (*HISTOGRAM_SHARES, (float("inf"), 0.0)):
-        cumulative += share
-        le = "+Inf" if bound == float("inf") else repr(bound)
-        out.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in reads)
-    out.extend(f"{name}_count{{{base}}} {v!r} {t}" for t, v in reads)
-    out.extend(f"{name}_sum{{{base}}} {v * 0.0005!r} {t}" for t, v in reads)
+    out.extend(_histogram(name, base, HISTOGRAM_SHARES, reads))
     # Oracle's wait-event histogram ('db file sequential read', µs power-of-two buckets in seconds).
     name = contract.ORACLE_WAIT_DURATION.name
     out.append(f"# TYPE {name} histogram")
@@ -265,12 +260,22 @@ def openmetrics(start: int) -> str:
         role="data",
         measure="per_io",
     )
-    cumulative = 0.0
-    for bound, share in (*ORACLE_WAIT_SHARES, (float("inf"), 0.0)):
-        cumulative += share
-        le = "+Inf" if bound == float("inf") else repr(bound)
-        out.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in reads)
-    out.extend(f"{name}_count{{{base}}} {v!r} {t}" for t, v in reads)
-    out.extend(f"{name}_sum{{{base}}} {v * 0.0005!r} {t}" for t, v in reads)
+    out.extend(_histogram(name, base, ORACLE_WAIT_SHARES, reads))
     out.append("# EOF")
     return "\n".join(out) + "\n"
+
+
+def _histogram(
+    name: str, base: str, shares: Sequence[tuple[float, float]], counts: Sequence[tuple[int, float]]
+) -> list[str]:
+    """A histogram's samples over time: each bucket its cumulative share of the count, _sum at
+    0.5 ms per observation."""
+    lines: list[str] = []
+    cumulative = 0.0
+    for bound, share in (*shares, (float("inf"), 0.0)):
+        cumulative += share
+        le = "+Inf" if bound == float("inf") else repr(bound)
+        lines.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in counts)
+    lines.extend(f"{name}_count{{{base}}} {v!r} {t}" for t, v in counts)
+    lines.extend(f"{name}_sum{{{base}}} {v * 0.0005!r} {t}" for t, v in counts)
+    return lines

@@ -9,7 +9,6 @@ next frame must show exactly what the counters imply: Δtime / Δoperations for 
 from __future__ import annotations
 
 import dataclasses
-import http.server
 import os
 import re
 import shutil
@@ -22,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import textstub
 from tests.fakesys import FakeHost
-from tests.procs import LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.topframes import Frame, parse_frame, read_frame
 from tests.unit.test_cli import assert_clean_error, lunlat
 from tests.waiting import wait_until
@@ -187,27 +187,8 @@ def _exposition(read_buckets: tuple[int, int, int]) -> str:
 def histogram_exporter() -> Iterator[str]:
     """/metrics with a read histogram: the first scrape, then 50 reads under 1 ms and 50 in 1-2 ms."""
     answers = [_exposition((10, 10, 10)), _exposition((60, 110, 110))]
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = (answers.pop(0) if len(answers) > 1 else answers[0]).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with textstub.serving("/metrics", lambda: answers.pop(0) if len(answers) > 1 else answers[0]) as port:
+        yield f"http://{LOOPBACK}:{port}/metrics"
 
 
 def test_p99_from_the_exporters_histogram(histogram_exporter: str) -> None:
