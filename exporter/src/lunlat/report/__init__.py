@@ -165,5 +165,3 @@ def _goals(path: Path | None) -> Goals:
         return goals_or_default(path)
     except ConfigError as exc:
         raise ReportError(f"goals: {exc.problems[0] if exc.problems else exc}") from None
-    except OSError as exc:
-        raise ReportError(f"cannot read {path}: {exc.strerror or exc}") from None
