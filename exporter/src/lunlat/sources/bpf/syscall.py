@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import platform
 import struct
@@ -37,15 +38,20 @@ def syscall_number() -> int | None:
     return _SYSCALL_NUMBERS.get(platform.machine())
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """The C library, loaded at first use: importing this module must work where there is none to
+    load this way (Windows, where lunlat runs with the psutil host source)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
 
 
 def _bpf(cmd: int, attr: ctypes.Array[ctypes.c_char], what: str) -> int:
     number = syscall_number()
     if number is None:
         raise BpfError(errno.ENOSYS, f"{what}: no bpf(2) number known for {platform.machine()}")
-    result = _libc.syscall(ctypes.c_long(number), ctypes.c_int(cmd), attr, ctypes.c_uint(ATTR_SIZE))
+    result = _libc().syscall(ctypes.c_long(number), ctypes.c_int(cmd), attr, ctypes.c_uint(ATTR_SIZE))
     if result < 0:
         code = ctypes.get_errno()
         raise BpfError(code, f"{what}: {os.strerror(code)}")
