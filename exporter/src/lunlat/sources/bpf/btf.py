@@ -161,11 +161,13 @@ class Btf:
     def field(self, struct_name: str, member: str) -> Field:
         """Byte offset and size of `struct_name.member`; BtfError when either is missing or the member
         is a bitfield (a program reads whole bytes)."""
-        ids = [i for i in self._by_name.get(struct_name, []) if self._types[i] and self._types[i].members]  # type: ignore[union-attr]
-        if not ids:
+        # A name may also belong to a forward declaration or an empty struct: the one with members.
+        defined = [
+            t for i in self._by_name.get(struct_name, []) if (t := self._types[i]) is not None and t.members
+        ]
+        if not defined:
             raise BtfError(f"the kernel's BTF has no struct {struct_name}")
-        t = self._types[ids[0]]
-        assert t is not None
+        t = defined[0]
         found = self._find(t.members, member, 0)
         if found is None:
             raise BtfError(f"struct {struct_name} has no member {member} in this kernel")
