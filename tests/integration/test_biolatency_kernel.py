@@ -34,10 +34,10 @@ pytestmark = pytest.mark.kernel
 # The lab's FUSE daemon fixture (starts it, and detaches, stops and unmounts whatever happens).
 start_daemon = test_lab_fusefs.start_daemon
 
-# Completions the programs did not see although the kernel counted no miss: measured here up to 1 in
-# 100,000 at 230k IOPS on a tmpfs loop device with both cores saturated (none at lab rates); the
-# cause is not known. Allowed on top of what is counted as missed or untimed, never more.
-UNSEEN_PER_COMPLETION = 1 / 50_000
+# Completions the programs did not see although the kernel counted no miss: measured here 0 to 1 in
+# 10,000 on a tmpfs loop device (more while other jobs loaded the two cores; none in most runs on a
+# quiet machine); the cause is not known. Allowed on top of what is counted as missed or untimed.
+UNSEEN_PER_COMPLETION = 1 / 5_000
 
 
 def _skip_reason() -> str | None:
@@ -133,9 +133,11 @@ def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance:
     board = PublishedDevices()
     host = DiskstatsSource(Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board)
     host.collect()
-    source = BiolatencySource(Engine(BiolatencyConfig(enabled=True)), board)
+    engine = Engine(BiolatencyConfig(enabled=True))
+    source = BiolatencySource(engine, board)
     try:
         wait_up(source)
+        hook = engine.tracepoints[0]
         before_raw = settle(name)
         before = histograms(source.collect(), name)
         fio = subprocess.run(
@@ -149,8 +151,7 @@ def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance:
                 "--direct=1",
                 "--ioengine=libaio",
                 "--iodepth=8",
-                # Fewer blocks than the region holds: fio's random map then never sends two I/Os to one
-                # block, and no two requests in flight share a sector (the timing key, see below).
+                # Fewer blocks than the region holds: every I/O a block of its own.
                 f"--size={size_mb}m",
                 f"--io_size={io_mb}m",
                 "--output-format=json",
@@ -182,9 +183,13 @@ def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance:
         seconds = after[op]["_sum"] - before[op]["_sum"]
         kernel_seconds = (after_raw[ms_field] - before_raw[ms_field]) / 1000
         if sum_tolerance is None:
-            # Both start at the request's start_time_ns; ours ends at block_rq_complete, the kernel's
-            # at the accounting after it: a µs or so, which on a tens-of-µs device is a few per cent.
-            assert 0.95 * kernel_seconds <= seconds <= kernel_seconds * 1.001 + 0.001
+            # Both start at the request's start_time_ns. On block_io_done ours ends a fraction of a µs
+            # after the kernel's `now` (~1 % of a tens-of-µs I/O); on block_rq_complete (kernels before
+            # 6.5) before the bios' completion, which on such a device is up to a tenth.
+            low, high = (0.97, 1.03) if hook == biolatency.DONE else (0.85, 1.001)
+            assert low * kernel_seconds <= seconds <= high * kernel_seconds + 0.001, (
+                f"{op}: {seconds} s, the kernel {kernel_seconds} s ({hook})"
+            )
             continue
         assert seconds == pytest.approx(kernel_seconds, rel=sum_tolerance), (
             f"{op}: {seconds} s, the kernel {kernel_seconds} s"

@@ -9,7 +9,16 @@ import struct
 import pytest
 
 from lunlat.sources.bpf import asm, programs
-from lunlat.sources.bpf.btf import KIND_INT, KIND_PTR, KIND_STRUCT, KIND_TYPEDEF, KIND_UNION, Btf, BtfError
+from lunlat.sources.bpf.btf import (
+    KIND_ENUM,
+    KIND_INT,
+    KIND_PTR,
+    KIND_STRUCT,
+    KIND_TYPEDEF,
+    KIND_UNION,
+    Btf,
+    BtfError,
+)
 
 
 def _btf(types: list[tuple[str, int, int, int, bool, list[tuple[str, int, int]]]]) -> bytes:
@@ -31,7 +40,10 @@ def _btf(types: list[tuple[str, int, int, int, bool, list[tuple[str, int, int]]]
         if kind == KIND_INT:
             body += struct.pack("<I", int_bits)
         for m_name, m_type, m_offset in members:
-            body += struct.pack("<3I", name(m_name), m_type, m_offset)
+            if kind == KIND_ENUM:  # name_off and a signed 32-bit value
+                body += struct.pack("<Ii", name(m_name), m_offset)
+            else:
+                body += struct.pack("<3I", name(m_name), m_type, m_offset)
     header = struct.pack("<HBBI4I", 0xEB9F, 1, 0, 24, 0, len(body), len(body), len(strings))
     return header + body + strings
 
@@ -48,6 +60,7 @@ def _kernel_like(kind_flag: bool = False) -> bytes:
         ("u64_t", KIND_TYPEDEF, 0, 2, False, []),
         ("", KIND_UNION, 0, 8, False, [("start_time_ns", 5, 0), ("other", 2, 0)]),
         ("request", KIND_STRUCT, 0, 32, kind_flag, [("q", 3, 0), ("cmd_flags", 1, 64), ("flags", 1, bitfield), ("", 6, 128)]),
+        ("rqf_flags", KIND_ENUM, 0, 4, False, [("__RQF_STARTED", 0, 0), ("__RQF_FLUSH_SEQ", 0, 1), ("__RQF_IO_STAT", 0, 8)]),
     ])  # fmt: skip
 
 
@@ -59,6 +72,14 @@ def test_member_offsets_sizes_typedefs_and_anonymous_unions() -> None:
     assert (start.offset, start.size) == (16, 8)
     assert btf.field("gendisk", "first_minor").offset == 4
     assert btf.has_member("request", "q") and not btf.has_member("request", "rq_disk")
+
+
+def test_enumerators_are_read_by_enum_and_name() -> None:
+    btf = Btf(_kernel_like())
+    assert btf.enumerator("rqf_flags", "__RQF_IO_STAT") == 8
+    assert btf.enumerator("rqf_flags", "__RQF_FLUSH_SEQ") == 1
+    with pytest.raises(BtfError, match="no __RQF_PM in enum rqf_flags"):
+        btf.enumerator("rqf_flags", "__RQF_PM")
 
 
 def test_what_is_missing_or_unreadable_is_named() -> None:
@@ -115,11 +136,15 @@ def test_labels_are_checked() -> None:
 def test_both_programs_assemble_for_either_disk_layout() -> None:
     """With struct request.rq_disk (kernels before 5.18) and with the queue's disk; a layout whose
     members lie far apart reads them one by one. The kernel's verifier checks them in the kernel test."""
-    near = programs.Offsets(24, 44, 104, None, 0, 104, 0, 4)
+    near = programs.Offsets(24, 44, 104, None, 0, 104, 0, 4, rq_flags=28, io_stat_bit=8, flush_seq_bit=1)
     old = programs.Offsets(24, 44, 104, 96, 0, 0, 0, 4)
     far = programs.Offsets(24, 44, 400, None, 0, 104, 8, 12)
     for offsets in (near, old, far):
-        for build in (programs.complete, programs.issue):
+        for build in (programs.done, programs.complete, programs.issue):
+            if build is programs.done and not offsets.accounting_known:
+                with pytest.raises(ValueError, match="rqf_flags"):
+                    build(offsets, 3, 4)  # without the flags' bits there is no diskstats test to make
+                continue
             code = build(offsets, 3, 4)
             assert len(code) % 8 == 0 and code[-8] == 0x95  # ends in exit
     # One helper call reads the request when its members are near each other, four when not.

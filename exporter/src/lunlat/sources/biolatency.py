@@ -52,7 +52,9 @@ RECHECK_UNAVAILABLE = 60.0  # how often a load that failed (no permission yet, s
 # Linux capabilities (include/uapi/linux/capability.h): loading tracing programs and reading kernel
 # memory from them needs CAP_BPF and CAP_PERFMON (kernel 5.8+), or CAP_SYS_ADMIN, or root.
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
-TRACEPOINTS = ("block_rq_complete", "block_rq_issue")
+# Raw tracepoints (include/trace/events/block.h): block_io_done since kernel 6.5 (block/blk-mq.c,
+# blk_account_io_done), the other two in every kernel with raw tracepoints.
+DONE, COMPLETE, ISSUE = "block_io_done", "block_rq_complete", "block_rq_issue"
 
 
 def kernel_dev(major: int, minor: int) -> int:
@@ -168,6 +170,7 @@ class Engine:
         self._stats_fd = -1
         self._cpus = 0
         self._slots: dict[int, int] = {}  # kernel dev_t -> slot
+        self.tracepoints: list[str] = []  # what the programs are attached to
         self._free: list[int] = []
         self.unavailable: str | None = None
         self._tried_at: float | None = None
@@ -204,13 +207,7 @@ class Engine:
                 syscall.MAP_TYPE_PERCPU_ARRAY, 4, VALUE_SIZE, size * len(OPS), "lunlat_io"
             )
             self._fds.append(self._stats_fd)
-            for name in TRACEPOINTS:
-                build = programs.complete if name == "block_rq_complete" else programs.issue
-                code = build(offsets, self._devices_fd, self._stats_fd)
-                prog = syscall.load_program(syscall.PROG_TYPE_RAW_TRACEPOINT, code, f"lunlat_{name[9:]}")
-                self._fds.append(prog)
-                self._fds.append(syscall.attach_raw_tracepoint(name, prog))
-                self._programs.append(prog)
+            self._attach(offsets)
         except (BtfError, OSError, ValueError) as exc:
             self._close_fds()
             if isinstance(exc, OSError) and exc.errno in (errno.EPERM, errno.EACCES):
@@ -219,10 +216,35 @@ class Engine:
         self._slots, self._free = {}, list(range(self._config.max_devices - 1, -1, -1))
         log.info(
             "biolatency programs attached",
-            tracepoints=",".join(TRACEPOINTS),
+            tracepoints=",".join(self.tracepoints),
             max_devices=self._config.max_devices,
         )
         return None
+
+    def _attach(self, offsets: programs.Offsets) -> None:
+        """The completion program on block_io_done where the kernel has it (6.5+) and its BTF names the
+        flags diskstats tests, else on block_rq_complete; the issue program on block_rq_issue."""
+        choices = [(DONE, programs.done)] if offsets.accounting_known else []
+        choices.append((COMPLETE, programs.complete))
+        for tracepoint, build in choices:
+            code = build(offsets, self._devices_fd, self._stats_fd)
+            prog = syscall.load_program(syscall.PROG_TYPE_RAW_TRACEPOINT, code, f"lunlat_{tracepoint[6:]}")
+            self._fds.append(prog)
+            try:
+                self._fds.append(syscall.attach_raw_tracepoint(tracepoint, prog))
+            except OSError as exc:
+                if exc.errno == errno.ENOENT and tracepoint == DONE:
+                    continue  # a kernel before 6.5: the next choice
+                raise
+            self._programs.append(prog)
+            self.tracepoints.append(tracepoint)
+            break
+        code = programs.issue(offsets, self._devices_fd, self._stats_fd)
+        prog = syscall.load_program(syscall.PROG_TYPE_RAW_TRACEPOINT, code, "lunlat_rq_issue")
+        self._fds.append(prog)
+        self._fds.append(syscall.attach_raw_tracepoint(ISSUE, prog))
+        self._programs.append(prog)
+        self.tracepoints.append(ISSUE)
 
     def sync(self, devices: list[int]) -> list[int]:
         """Trace exactly these devices (kernel dev_t); the ones left out for want of a slot."""
@@ -272,7 +294,7 @@ class Engine:
         for fd in reversed(self._fds):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self._fds, self._programs = [], []
+        self._fds, self._programs, self.tracepoints = [], [], []
 
     def close(self) -> None:
         """Detach the programs and free the maps; idempotent."""

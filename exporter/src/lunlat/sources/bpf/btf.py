@@ -77,6 +77,8 @@ class Btf:
         self._strings = data[strings_at : strings_at + str_len]
         self._types: list[_Type | None] = [None]  # id 0 is void
         self._by_name: dict[str, list[int]] = {}
+        self._data = data
+        self._enums: dict[str, list[tuple[int, int]]] = {}  # enum name -> (where its members are, vlen)
         self._parse(data, types_at, types_at + type_len)
 
     @classmethod
@@ -115,6 +117,8 @@ class Btf:
             self._types.append(_Type(kind, name, size_or_type, members))
             if name and kind in (KIND_STRUCT, KIND_UNION):
                 self._by_name.setdefault(name, []).append(len(self._types) - 1)
+            elif name and kind == KIND_ENUM:
+                self._enums.setdefault(name, []).append((at, vlen))
             at += extra
 
     def _resolve(self, type_id: int) -> _Type:
@@ -150,6 +154,15 @@ class Btf:
                     if found is not None:
                         return found
         return None
+
+    def enumerator(self, enum_name: str, member: str) -> int:
+        """The value of `member` of `enum enum_name` (members: name_off, then a signed 32-bit value)."""
+        for at, vlen in self._enums.get(enum_name, []):
+            for i in range(vlen):
+                name_off, value = struct.unpack_from("<Ii", self._data, at + 8 * i)
+                if self._name(name_off) == member:
+                    return int(value)
+        raise BtfError(f"the kernel's BTF has no {member} in enum {enum_name}")
 
     def has_member(self, struct_name: str, member: str) -> bool:
         try:

@@ -1,21 +1,26 @@
-"""The biolatency source's two BPF programs, assembled against this kernel's struct offsets.
+"""The biolatency source's BPF programs, assembled against this kernel's struct offsets.
 
-Hooks: the raw tracepoints block_rq_issue (args: rq) and block_rq_complete (args: rq, error,
-nr_bytes), both in every kernel with raw tracepoints (include/trace/events/block.h). A raw tracepoint
-hands the program the arguments only, with none of a tracepoint's record formatting (the letters of
+Hooks (raw tracepoints, include/trace/events/block.h): the completion program on block_io_done
+(args: rq; kernel 6.5+), which blk_account_io_done fires where diskstats counts (block/blk-mq.c), or,
+on older kernels, on block_rq_complete (args: rq, error, nr_bytes; in blk_update_request, before the
+request's bios complete); the issue program on block_rq_issue (args: rq). A raw tracepoint hands the
+program the arguments only, with none of a classic tracepoint's record formatting (the letters of
 `rwbs`, the task name), which is most of what a classic tracepoint costs per event.
 
-Timing is the kernel's own: `rq->start_time_ns` is what diskstats' time counts from (block/blk-mq.c
-blk_account_io_done adds `now - req->start_time_ns`), set when the request is accounted; 0 where I/O
-statistics are off for the queue (then diskstats counts nothing either: such completions are counted
-as untimed). So no per-request map is kept at all: per I/O, one lookup of the device's slot and one
-of its per-CPU counters, at completion and at issue.
+Timing is the kernel's own: `rq->start_time_ns` is what diskstats' time counts from (blk_account_io_done
+adds `now - req->start_time_ns`), set when the request is accounted; 0 where I/O statistics are off
+for the queue (then diskstats counts nothing either: such completions are counted as untimed). So no
+per-request map is kept at all: per I/O, one lookup of the device's slot and one of its per-CPU
+counters, at completion and at issue.
 
+- What diskstats counts (on block_io_done): requests whose `rq_flags` have RQF_IO_STAT and not
+  RQF_FLUSH_SEQ (blk_account_io_done's test; the bits are `enum rqf_flags` in include/linux/blk-mq.h,
+  read from BTF, as they moved between kernels). On block_rq_complete: a request completed in parts
+  fires it once per part (blk_update_request traces before it consumes `nr_bytes`), so the part that
+  ends it counts, `nr_bytes >= rq->__data_len`; a part of 0 bytes (a flush sequence ending a write
+  already completed) is not an I/O.
 - Read or write only: `req_op` is `cmd_flags & REQ_OP_MASK`, the low 8 bits (include/linux/blk_types.h:
   REQ_OP_BITS 8, REQ_OP_READ 0, REQ_OP_WRITE 1).
-- A request completed in parts fires block_rq_complete once per part (blk_update_request, which traces
-  before it consumes `nr_bytes`): the program counts the part that ends it, `nr_bytes >=
-  rq->__data_len`. A part of 0 bytes (a flush sequence ending a write already completed) is not an I/O.
 - The device is the request's whole disk, `rq->q->disk` (`rq->rq_disk` on kernels before 5.18, taken
   when the BTF has it), as `major << 20 | first_minor` (include/linux/kdev_t.h MINORBITS 20): a
   partition's I/O is its disk's, as the tracepoints' `dev` is. Only devices in the `devices` map (the
@@ -32,8 +37,8 @@ from dataclasses import dataclass
 
 from lunlat import contract
 from lunlat.sources.bpf import asm
-from lunlat.sources.bpf.asm import JEQ, JGT, JLT, R0, R1, R2, R3, R6, R7, R8, R9, R10
-from lunlat.sources.bpf.btf import Btf
+from lunlat.sources.bpf.asm import JEQ, JGT, JLT, JNE, R0, R1, R2, R3, R6, R7, R8, R9, R10
+from lunlat.sources.bpf.btf import Btf, BtfError
 
 UNITS_PER_SECOND = 1_024_000  # ms/1024
 BOUND_UNITS: tuple[int, ...] = tuple(round(b * UNITS_PER_SECOND) for b in contract.BIO_BUCKETS)
@@ -69,11 +74,24 @@ class Offsets:
     q_disk: int
     major: int
     first_minor: int
+    # struct request.rq_flags and the bits of enum rqf_flags diskstats tests (kernel 6.x); None where
+    # the kernel has no such enum (the flags were macros): then only block_rq_complete is used.
+    rq_flags: int | None = None
+    io_stat_bit: int | None = None
+    flush_seq_bit: int | None = None
 
     @classmethod
     def of(cls, btf: Btf) -> Offsets:
         """BtfError naming the member when this kernel lacks one."""
         rq_disk = btf.field("request", "rq_disk").offset if btf.has_member("request", "rq_disk") else None
+        try:
+            flags: tuple[int | None, ...] = (
+                btf.field("request", "rq_flags").offset,
+                btf.enumerator("rqf_flags", "__RQF_IO_STAT"),
+                btf.enumerator("rqf_flags", "__RQF_FLUSH_SEQ"),
+            )
+        except BtfError:
+            flags = (None, None, None)
         return cls(
             cmd_flags=btf.field("request", "cmd_flags").offset,
             data_len=btf.field("request", "__data_len").offset,
@@ -83,17 +101,28 @@ class Offsets:
             q_disk=0 if rq_disk is not None else btf.field("request_queue", "disk").offset,
             major=btf.field("gendisk", "major").offset,
             first_minor=btf.field("gendisk", "first_minor").offset,
+            rq_flags=flags[0],
+            io_stat_bit=flags[1],
+            flush_seq_bit=flags[2],
         )
+
+    @property
+    def accounting_known(self) -> bool:
+        """Whether the program on block_io_done can test the flags diskstats tests."""
+        return None not in (self.rq_flags, self.io_stat_bit, self.flush_seq_bit)
 
     def request_members(self) -> dict[str, tuple[int, int]]:
         """(offset, size) of each member of struct request the programs use."""
         disk = ("rq_disk", (self.rq_disk, 8)) if self.rq_disk is not None else ("q", (self.q, 8))
-        return {
+        members = {
             "cmd_flags": (self.cmd_flags, 4),
             "data_len": (self.data_len, 4),
             "start_time_ns": (self.start_time_ns, 8),
             disk[0]: disk[1],
         }
+        if self.rq_flags is not None:
+            members["rq_flags"] = (self.rq_flags, 4)
+        return members
 
 
 def _read(p: asm.Program, slot: int, size: int, base: int, offset: int) -> None:
@@ -182,18 +211,9 @@ def _out(p: asm.Program) -> None:
     p.exit()
 
 
-def complete(o: Offsets, devices_fd: int, stats_fd: int) -> bytes:
-    """block_rq_complete: the latency into its bucket and the sum, or the untimed count."""
-    p = asm.Program()
-    p.load(8, R6, R1, 0)  # args[0]: the request
-    p.load(8, R8, R1, 16)  # args[2]: nr_bytes
-    p.jump(JEQ, R8, 0, "out")
-    rq = _Request(p, o)
-    _op_or_out(p, rq)
-    rq.load(R1, "data_len")
-    p.jump_reg(JLT, R8, R1, "out")  # a part that does not end the request
-    _counters_or_out(p, o, rq, devices_fd, stats_fd)
-    p.mov(R6, R0)  # the counters (R0 is the helper's result)
+def _time_into_buckets(p: asm.Program, rq: _Request) -> None:
+    """With this CPU's counters in R6: the time since the request's start into its bucket and the
+    sum, or the untimed count when it has no start."""
     p.call(KTIME_GET_NS)
     p.mov(R8, R0)  # now
     rq.load(R1, "start_time_ns")
@@ -217,6 +237,43 @@ def complete(o: Offsets, devices_fd: int, stats_fd: int) -> bytes:
     p.alu(asm.MOV, R1, 1)
     p.atomic_add(R6, UNTIMED_AT, R1)
     _out(p)
+
+
+def done(o: Offsets, devices_fd: int, stats_fd: int) -> bytes:
+    """block_io_done (kernel 6.5+, args: rq): fired by blk_account_io_done, where diskstats counts, so
+    it counts what diskstats counts: requests with RQF_IO_STAT and without RQF_FLUSH_SEQ (block/blk-mq.c
+    blk_account_io_done; include/linux/blk-mq.h enum rqf_flags), once each, at diskstats' own moment."""
+    if not o.accounting_known:
+        raise ValueError("block_io_done needs the rqf_flags bits from BTF")
+    assert o.io_stat_bit is not None and o.flush_seq_bit is not None
+    io_stat, flush_seq = 1 << o.io_stat_bit, 1 << o.flush_seq_bit
+    p = asm.Program()
+    p.load(8, R6, R1, 0)  # args[0]: the request
+    rq = _Request(p, o)
+    rq.load(R1, "rq_flags")
+    p.alu(asm.AND, R1, io_stat | flush_seq)
+    p.jump(JNE, R1, io_stat, "out")  # not accounted in diskstats either
+    _op_or_out(p, rq)
+    _counters_or_out(p, o, rq, devices_fd, stats_fd)
+    p.mov(R6, R0)  # the counters (R0 is the helper's result)
+    _time_into_buckets(p, rq)
+    return p.assemble()
+
+
+def complete(o: Offsets, devices_fd: int, stats_fd: int) -> bytes:
+    """block_rq_complete (args: rq, error, nr_bytes), where block_io_done is not: the latency into its
+    bucket and the sum, or the untimed count."""
+    p = asm.Program()
+    p.load(8, R6, R1, 0)  # args[0]: the request
+    p.load(8, R8, R1, 16)  # args[2]: nr_bytes
+    p.jump(JEQ, R8, 0, "out")
+    rq = _Request(p, o)
+    _op_or_out(p, rq)
+    rq.load(R1, "data_len")
+    p.jump_reg(JLT, R8, R1, "out")  # a part that does not end the request
+    _counters_or_out(p, o, rq, devices_fd, stats_fd)
+    p.mov(R6, R0)  # the counters (R0 is the helper's result)
+    _time_into_buckets(p, rq)
     return p.assemble()
 
 
