@@ -36,10 +36,9 @@ from lunlat.lab import commands
 from lunlat.lab.state import LabState
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
-from lunlat.sources import biolatency
 from lunlat.sources import oracle as oracle_source
 from lunlat.sources.registry import build_sources
-from tests import prometheus, textstub, tracefs
+from tests import prometheus, textstub
 from tests.fakesys import FakeHost, Stats
 from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
 from tests.oracle.emulation import OracleEmulation
@@ -230,16 +229,11 @@ class DashboardData:
         return time.time()
 
 
-def exporter_config(
-    lab_state: LabState, directory: Path, mssql_port: int, private: tracefs.PrivateTracefs | None
-) -> Path:
+def exporter_config(lab_state: LabState, directory: Path, mssql_port: int) -> Path:
     """deploy/lab/lunlat.yaml (the lab's LUNs with their databases, roles and workloads) plus the
-    Oracle and SQL Server targets whose files live on those LUNs, and the per-I/O histograms
-    (through the private-tracefs wrapper where this host has no tracefs mounted)."""
+    Oracle and SQL Server targets whose files live on those LUNs, and the per-I/O histograms."""
     data = yaml.safe_load(LAB_EXPORTER_CONFIG.read_text(encoding="utf-8"))
-    data["biolatency"] = {"enabled": True, "interval_seconds": 1}
-    if private is not None:
-        data["biolatency"]["bpftrace"] = private.bpftrace
+    data["biolatency"] = {"enabled": True}
     login = {"user": "lunlat", "password_env": PASSWORD_ENV, "workload": "oltp", "timeout_seconds": 5}
     data["oracle"] = [{"name": "Oracle", "dsn": "emulated:1521/ORCL", **login}]
     data["mssql"] = [
@@ -305,10 +299,7 @@ def dashboard_data(workdir: Path, lab_state_dir: Path) -> Iterator[DashboardData
         os.environ[PASSWORD_ENV] = "dashboards"
         stack.callback(_restore_env, PASSWORD_ENV, previous)
         load = stack.enter_context(DatabaseLoad(oracle, dmv).running())
-        private = tracefs.private_tracefs(workdir)
-        if private is not None:  # the source's tracefs check looks at the wrapper's stand-in
-            stack.enter_context(mock.patch.object(biolatency, "TRACEFS", (private.stand_in,)))
-        port = stack.enter_context(exporter(exporter_config(state, workdir, tds.port, private), oracle))
+        port = stack.enter_context(exporter(exporter_config(state, workdir, tds.port), oracle))
         multipath = stack.enter_context(MultipathHost.make(workdir / "multipath-host").running())
         multipath_port = stack.enter_context(
             exporter(

@@ -14,7 +14,6 @@ concrete value must return data.
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,7 +23,8 @@ from typing import Any
 import pytest
 
 from lunlat import contract, recorded
-from tests import prometheus, tracefs
+from lunlat.sources import biolatency
+from tests import prometheus
 from tests.dashboards import boards
 from tests.dashboards.datastack import (
     BREACH_LUN,
@@ -54,10 +54,8 @@ def _skip_reason() -> str | None:
         return "pyodbc is not installed (the mssql extra)"
     if FREETDS not in pyodbc.drivers():
         return "no FreeTDS ODBC driver (Debian: tdsodbc)"
-    # The per-I/O histogram panels read the biolatency source (bpftrace, as root).
-    if shutil.which("bpftrace") is None:
-        return "bpftrace is not installed (Debian: bpftrace), the biolatency source's engine"
-    return tracefs.missing()
+    # The per-I/O histogram panels read the biolatency source (BPF programs, as root).
+    return biolatency.unavailable_cause()
 
 
 @pytest.fixture(scope="module")

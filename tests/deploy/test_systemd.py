@@ -20,6 +20,7 @@ from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "lunlat.service"
+BIOLATENCY_DROP_IN = UNIT.with_name("biolatency.conf")
 INSTALLED_BINARY = "/opt/lunlat/bin/lunlat"
 # The config the README's install steps copy to /etc/lunlat/lunlat.yaml.
 INSTALLED_CONFIG = ROOT / "deploy" / "lunlat" / "host.yaml"
@@ -88,10 +89,12 @@ def test_dedicated_user_hardening_and_credentials() -> None:
     assert "/run/credentials/lunlat.service/lunlat_" in readme and "systemctl enable --now lunlat" in readme
 
 
-def unit_values(key: str) -> list[str]:
-    """Every value of a [Service] key, in order (configparser keeps only the last of repeated keys)."""
+def unit_values(key: str, *drop_ins: Path) -> list[str]:
+    """Every value of a [Service] key, in order, the unit's then its drop-ins' (configparser keeps
+    only the last of repeated keys)."""
     values, section = [], ""
-    for line in UNIT.read_text(encoding="utf-8").splitlines():
+    lines = [line for f in (UNIT, *drop_ins) for line in f.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
         if line.startswith("["):
             section = line.strip()
         elif section == "[Service]" and line.startswith(f"{key}="):
@@ -114,10 +117,11 @@ def syscall_set(group: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def allowed_syscalls() -> set[str]:
-    """What the unit's SystemCallFilter= lines let through. The first line is an allow list, so
-    anything else kills the process (SIGSYS); later `~` lines take calls out of it again."""
-    filters = unit_values("SystemCallFilter")
+def allowed_syscalls(*drop_ins: Path) -> set[str]:
+    """What the unit's SystemCallFilter= lines (then its drop-ins') let through. The first line is an
+    allow list, so anything else kills the process (SIGSYS); later `~` lines take calls out of it
+    again, later allow lines add them back (systemd.exec(5), SystemCallFilter=)."""
+    filters = unit_values("SystemCallFilter", *drop_ins)
     assert filters and not filters[0].startswith("~"), "the filter is expected to start as an allow list"
     allowed: set[str] = set()
     for entry in filters:
@@ -133,7 +137,7 @@ CALL = re.compile(r"^\d+\s+([a-z0-9_]+)\(")
 SOCKET_FAMILY = re.compile(r"^\d+\s+socket\((AF_[A-Z0-9]+)")
 
 
-def trace_exporter(directory: Path) -> tuple[set[str], set[str]]:
+def trace_exporter(directory: Path, config: Path = INSTALLED_CONFIG) -> tuple[set[str], set[str]]:
     """System calls and socket families of `lunlat serve` (the installed config, the host's /proc
     and /sys) starting, answering scrapes and stopping on SIGTERM, as systemd stops it."""
     strace = shutil.which("strace")
@@ -146,7 +150,7 @@ def trace_exporter(directory: Path) -> tuple[set[str], set[str]]:
         pytest.skip(f"strace cannot trace here: {probe.stderr.strip()}")
     trace = directory / "strace.txt"
     argv = [strace, "-f", "-qq", "-o", str(trace), sys.executable, "-m", "lunlat", "serve"]
-    argv += [f"--web.listen-address={LOOPBACK}:0", f"--config.file={INSTALLED_CONFIG}"]
+    argv += [f"--web.listen-address={LOOPBACK}:0", f"--config.file={config}"]
     process = ExporterProcess(argv, directory / "lunlat.log", port_pattern=LUNLAT_PORT, name="lunlat")
     with process:
         for path in ("/metrics", "/metrics", "/-/healthy"):
@@ -177,3 +181,32 @@ def test_the_filter_check_would_catch_a_denied_call() -> None:
     allowed = allowed_syscalls()
     assert {"read", "openat", "accept4", "clone3"} <= allowed
     assert not {"setrlimit", "mount", "reboot", "setuid"} & allowed  # @resources, @privileged
+
+
+def test_the_biolatency_drop_in_verifies_and_grants_only_what_the_programs_need(tmp_path: Path) -> None:
+    drop_ins = tmp_path / f"{UNIT.name}.d"
+    drop_ins.mkdir()
+    (drop_ins / BIOLATENCY_DROP_IN.name).write_text(BIOLATENCY_DROP_IN.read_text(encoding="utf-8"))
+    assert verify(UNIT.read_text(encoding="utf-8"), tmp_path) == ""  # verify reads <unit>.d/ beside it
+    for key in ("CapabilityBoundingSet", "AmbientCapabilities"):
+        assert unit_values(key, BIOLATENCY_DROP_IN) == ["", "CAP_BPF CAP_PERFMON"], key
+    allowed = allowed_syscalls(BIOLATENCY_DROP_IN)
+    assert allowed - allowed_syscalls() == {"bpf"}
+    assert not {"setrlimit", "mount", "reboot", "setuid"} & allowed
+
+
+def test_the_drop_in_filter_allows_what_biolatency_does(tmp_path: Path) -> None:
+    """`lunlat serve` with the per-I/O histograms on (as root here: the drop-in's capabilities are
+    what the programs need instead, README), traced: every call within the unit plus the drop-in."""
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (Debian: systemd)")
+    from lunlat.sources.biolatency import unavailable_cause  # noqa: PLC0415 - only this test needs it
+
+    cause = unavailable_cause()
+    if cause is not None:
+        pytest.skip(f"biolatency cannot load here: {cause}")
+    config = tmp_path / "lunlat.yaml"
+    config.write_text(INSTALLED_CONFIG.read_text(encoding="utf-8") + "\nbiolatency: {enabled: true}\n")
+    calls, _families = trace_exporter(tmp_path, config)
+    assert "bpf" in calls, "the programs were not loaded"
+    assert calls - allowed_syscalls(BIOLATENCY_DROP_IN) == set(), "SystemCallFilter= would kill lunlat"

@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="biolatency",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="per-I/O latency histograms from the kernel's block tracepoints via bpftrace (root; "
+        help="per-I/O latency histograms from the kernel's block tracepoints via eBPF (root or CAP_BPF+CAP_PERFMON; "
         "overrides biolatency.enabled, off by default)",
     )
     serve.add_argument(
@@ -470,7 +470,7 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
         scraper.close()
-        # Sources holding a child process (biolatency's bpftrace) or a session end it now, not at exit.
+        # Sources holding kernel objects (biolatency's BPF programs) or a session end them now, not at exit.
         close_sources(scraper.sources)
     return 0
 

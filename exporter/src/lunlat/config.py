@@ -51,24 +51,16 @@ class BiolatencyConfig(Strict):
     """Per-I/O latency histograms from the kernel's block tracepoints (sources/biolatency.py)."""
 
     enabled: bool = Field(default=False, description="Run the biolatency source (--collector.biolatency).")
-    interval_seconds: float = Field(
-        default=5.0,
+    # Two maps are sized by it: the device hash (dev_t -> slot) and the per-CPU counters, 2 elements
+    # of 168 bytes per CPU for each device, preallocated by the kernel.
+    max_devices: int = Field(
+        default=512,
         ge=1,
-        le=60,
-        description="How often bpftrace prints its cumulative maps: the data's age bound.",
-    )
-    # BPFTRACE_MAP_KEYS_MAX: every map of the script gets this many entries, preallocated by the kernel.
-    max_map_keys: int = Field(
-        default=16384,
-        ge=1024,
-        le=1_048_576,
-        description="Entries of each BPF map: requests in flight at once, and (device, op, bucket) triples.",
+        le=65536,
+        description="LUNs traced at most (kernel memory: 336 bytes per device and CPU).",
     )
     only_with_role: bool = Field(
         default=False, description="Publish only LUNs with a role (a luns: entry or a database gave one)."
-    )
-    bpftrace: str | None = Field(
-        default=None, description="The bpftrace executable (default: found on PATH)."
     )
 
 
