@@ -49,7 +49,11 @@ def _say(text: str) -> None:
 # --- up ------------------------------------------------------------------------------------------
 
 
-def up(config_path: Path, state_dir: Path, engine: Engine = DEFAULT_ENGINE) -> LabState:
+def up(
+    config_path: Path, state_dir: Path, engine: Engine = DEFAULT_ENGINE, spin_us: float | None = None
+) -> LabState:
+    """Bring the lab up. `spin_us`: the native daemon's spin at the end of each delay (default its
+    own; bench/lab_daemon.py compares)."""
     system.require_host(engine)
     lab = load_lab(config_path)
     leftovers = _leftovers(state_dir)
@@ -65,7 +69,7 @@ def up(config_path: Path, state_dir: Path, engine: Engine = DEFAULT_ENGINE) -> L
         directory.mkdir(parents=True, exist_ok=True)
     state.save()
     try:
-        _bring_up(state, lab)
+        _bring_up(state, lab, [] if spin_us is None else ["--spin-us", repr(spin_us)])
     except BaseException:
         _say("up failed: undoing what it did")
         down(state_dir)
@@ -87,7 +91,7 @@ def _leftovers(state_dir: Path) -> str:
     return ", ".join(found)
 
 
-def _bring_up(state: LabState, lab: LabConfig) -> None:
+def _bring_up(state: LabState, lab: LabConfig, daemon_args: list[str]) -> None:
     settings = Settings.from_config(lab)
     settings.save(state.settings)
     write_atomic(state.exporter_config, exporter_config.render(lab))
@@ -97,7 +101,7 @@ def _bring_up(state: LabState, lab: LabConfig) -> None:
     log = (state.directory / "fuse.log").open("ab")
     daemon = subprocess.Popen(
         [sys.executable, "-m", DAEMON_MODULE, "--engine", state.engine, "--backing", str(state.backing), "--mount",
-         str(state.mountpoint), "--settings", str(state.settings)],
+         str(state.mountpoint), "--settings", str(state.settings), *daemon_args],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
     log.close()
