@@ -21,9 +21,11 @@ from lunlat.lab.settings import Settings
 
 log = logs.get("lunlat.lab.daemon")
 
-# The spin at the end of each sleep (labd.c, until()): measured on the lab's 2-core VM, 20 us of
-# spinning after a compensated sleep keeps 0.15 ms targets within 0.02 ms (bench/lab_daemon.py).
-DEFAULT_SPIN_US = 20.0
+# The spin at the end of each sleep (labd.c, until()). Measured on the lab's 2-core VM
+# (bench/lab_daemon.py, 3 runs): a 0.15 ms LUN beside the full phase came out -0.001 ms off target
+# without a spin and +0.028 ms with 20 us of it, within the run-to-run spread of the calibration
+# (about 0.03 ms). The spin buys nothing measurable and costs CPU, so none by default.
+DEFAULT_SPIN_US = 0.0
 
 
 class NativeDaemon:
