@@ -111,8 +111,9 @@ static void sleep_until_ns(int64_t deadline)
 
 /* Late wake-ups corrected on average, as lunlat/lab/daemon/sleeper.py: a running mean of how late
  * sleeps wake, and each sleep ends that much early. With a spin window, the sleep ends that much
- * earlier still and the thread spins to the deadline (off by default: measured on the lab's VM, it bought no accuracy; bench/lab_daemon.py). Shared
- * by all threads, unlocked: a lost update among racing threads costs nothing. */
+ * earlier still and the thread spins to the deadline (off by default: measured on the lab's VM it
+ * bought no accuracy, bench/lab_daemon.py). Shared by all threads, unlocked: a lost update among
+ * racing threads costs nothing. */
 #define MAX_LATENESS_NS 2000000
 #define LATENESS_WEIGHT 0.02
 #define NAP_NS 1000
