@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.lab import commands, measure, system
+from lunlat.lab import commands, measure, native, system
+from lunlat.lab.engine import ENGINES, Engine
 from lunlat.lab.fio import jobs, process, report
 from lunlat.lab.state import LabState
 from tests.labhost import lab_skip_reason
@@ -61,9 +62,13 @@ ACCURACY_LAB = """\
 """
 
 
-def test_exporter_average_agrees_with_fio_completion_latency(tmp_path: Path, lab_dir: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_exporter_average_agrees_with_fio_completion_latency(
+    tmp_path: Path, lab_dir: Path, engine: Engine
+) -> None:
     config = write_lab(tmp_path / "lab.yaml", ACCURACY_LAB)
-    state = commands.up(config, lab_dir)
+    state = commands.up(config, lab_dir, engine)
+    assert state.engine == engine
     lab = commands.load_lab(config)
     argv = [
         sys.executable,
@@ -178,10 +183,22 @@ def _lab_leftovers(state_dir: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("kill_daemon_too", [False, True], ids=["up-killed", "up-and-fuse-daemon-killed"])
-def test_down_after_a_killed_up_leaves_nothing_behind(
-    tmp_path: Path, lab_dir: Path, kill_daemon_too: bool
-) -> None:
+def _native_daemons(state_dir: Path) -> list[int]:
+    return [
+        p.pid
+        for p in system.processes_mentioning(str(state_dir))
+        if Path((p.info.get("cmdline") or [""])[0]).name.startswith(native.BINARY_PREFIX)
+    ]
+
+
+@pytest.mark.parametrize(
+    "kill",
+    ["", "daemon", "native"],
+    ids=["up-killed", "up-and-fuse-daemon-killed", "up-and-native-daemon-killed"],
+)
+def test_down_after_a_killed_up_leaves_nothing_behind(tmp_path: Path, lab_dir: Path, kill: str) -> None:
+    """`daemon`: the daemon `up` started (with the native engine its C child then keeps serving the
+    loops); `native`: the C daemon itself (a stale mount)."""
     config = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
     argv = [sys.executable, "-m", "lunlat", "lab", "up", f"--config={config}", f"--state-dir={lab_dir}"]
     with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as up:
@@ -197,8 +214,14 @@ def test_down_after_a_killed_up_leaves_nothing_behind(
     state = LabState.load(lab_dir)
     assert state is not None and state.loops, "the kill should land after loop devices exist"
     assert system.loops_under(lab_dir / "mnt")
-    if kill_daemon_too and state.fuse_pid:
+    if kill == "daemon" and state.fuse_pid:
         os.kill(state.fuse_pid, signal.SIGKILL)
+        time.sleep(0.2)
+    if kill == "native":
+        children = _native_daemons(lab_dir)
+        assert children, "the lab runs the native engine by default"
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
     done = commands.down(lab_dir)
     assert any("detached" in line for line in done)
@@ -228,3 +251,28 @@ def test_lab_refuses_clearly_when_not_root(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert "must run as root" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_up_names_the_missing_build_packages_in_one_line(tmp_path: Path) -> None:
+    """No C compiler and no libfuse 3 headers (a PATH with the lab's tools, no cc, and a pkg-config
+    that knows no fuse3) and nothing built yet (an empty cache): `up` refuses, exit 2, one line."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("losetup", "fusermount3", "fio"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    pkg_config = bin_dir / "pkg-config"
+    pkg_config.write_text("#!/bin/sh\nexit 1\n")
+    pkg_config.chmod(0o755)
+    env = {**os.environ, "PATH": str(bin_dir), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "lunlat", "lab", "up", f"--state-dir={tmp_path / 'lab'}"]
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "native lab daemon" in line]
+    assert "install the Debian packages gcc libfuse3-dev pkg-config (missing: gcc, libfuse3-dev)" in line
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "lab").exists()
+    # The Python engine needs none of them.
+    python = subprocess.run([*argv, "--engine", "nope"], capture_output=True, text=True, check=False, env=env)
+    assert python.returncode == 2 and "unknown engine 'nope'; the lab has: native, python" in python.stderr
