@@ -433,7 +433,7 @@ def _set_reference(
     phase: str,
 ) -> None:
     """Each LUN at the reference's averages of `phase` (the ops and LUNs it does not report at the
-    lab's own values), the arrays without queueing (lab/reference.py says why), through the settings
+    lab's own values), without spread, the arrays without queueing (lab/reference.py says why), through the settings
     file as set-latency writes it; in force before the phase's warm-up starts."""
     wanted = lab_reference.targets(lab, cells, phase)
     luns = {
@@ -441,6 +441,7 @@ def _set_reference(
             setting,
             read_ms=wanted.get(name, {}).get("read", setting.read_ms),
             write_ms=wanted.get(name, {}).get("write", setting.write_ms),
+            jitter=lab_reference.REFERENCE_JITTER,
         )
         for name, setting in baseline.luns.items()
     }

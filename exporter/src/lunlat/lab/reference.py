@@ -22,6 +22,10 @@ from lunlat.reference import Key, ReferenceCell
 # flight) and a bandwidth at which the largest I/O (a 1 MiB snapshot copy write) adds 1 us: each I/O
 # then takes its LUN's set value, whatever its size and whatever else runs.
 REFERENCE_ARRAY = ArraySetting(slots=256, bandwidth_mib_s=1_000_000.0)
+# And without spread (jitter 0): the reference gives averages only, and a spread would move a
+# phase's average by its standard error, jitter / sqrt(I/Os): 3 % at the lab's jitter of 0.3 for the
+# 100 log reads (5 IOPS) of a 20 s phase. The comparison would judge the dice, not the lab.
+REFERENCE_JITTER = 0.0
 
 
 def luns_of(lab: LabConfig, cell: ReferenceCell) -> list[LabLun]:

@@ -87,7 +87,10 @@ def build() -> Path:
     os.close(fd)
     try:
         result = subprocess.run(
-            ["cc", *CFLAGS, "-o", tmp, str(SOURCE), *flags, "-lm"], capture_output=True, text=True, check=False
+            ["cc", *CFLAGS, "-o", tmp, str(SOURCE), *flags, "-lm"],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if result.returncode != 0:
             raise BuildError(f"cc {SOURCE.name} failed: {result.stderr.strip()[-2000:]}")
