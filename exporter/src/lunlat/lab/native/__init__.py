@@ -15,9 +15,11 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from lunlat.lab.settings import Settings
+if TYPE_CHECKING:  # lab.settings imports lab.system, which checks the host with this module
+    from lunlat.lab.settings import Settings
 
 SOURCE = Path(__file__).with_name("labd.c")
 BINARY_PREFIX = "lunlat-labd-"  # also how `lab down` finds the daemon by its command line
