@@ -1,5 +1,6 @@
 """The lab's FUSE daemon on the real kernel: a loop device (direct I/O) on one of its files shows the
 injected latency in /proc/diskstats; settings change it at run time; an array's slots queue I/O.
+The native engine (lab/native/labd.c) by default; the basic behaviour on the Python engine too.
 
 Bounds are about the injected behaviour and generous: what is measured is injection + the I/O path's
 own cost (the "overhead floor", printed here and calibrated away by `lab up`), on a shared VM.
@@ -25,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.lab import measure, system
+from lunlat.lab import measure, native, system
+from lunlat.lab.engine import DEFAULT_ENGINE, ENGINES, Engine
 from lunlat.lab.settings import ArraySetting, LunSetting, Settings
 
 pytestmark = pytest.mark.lab
@@ -48,7 +50,8 @@ def _skip_reason() -> str | None:
         return "no /dev/loop-control: loop devices are not available"
     if importlib.util.find_spec("mfusepy") is None:
         return "mfusepy is not installed (pip install 'lunlat[lab]')"
-    return None
+    missing = native.missing_packages()
+    return f"the native daemon cannot be built: missing {', '.join(missing)}" if missing else None
 
 
 def lun(array: str, ms: float, jitter: float = 0.0) -> LunSetting:
@@ -104,27 +107,34 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
     return process.returncode
 
 
+StartDaemon = Callable[..., Daemon]  # (settings, engine=DEFAULT_ENGINE, extra_files={}) -> Daemon
+
+
 @pytest.fixture
-def start_daemon(tmp_path: Path) -> Iterator[Callable[[Settings], Daemon]]:
+def start_daemon(tmp_path: Path) -> Iterator[StartDaemon]:
     """Starts the daemon on tmp dirs; whatever happens, detaches its loops, stops it, unmounts."""
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
     started: list[Daemon] = []
 
-    def start(settings: Settings) -> Daemon:
+    def start(
+        settings: Settings, engine: Engine = DEFAULT_ENGINE, extra_files: dict[str, bytes] | None = None
+    ) -> Daemon:
         backing, mountpoint = tmp_path / "backing", tmp_path / "mnt"
         backing.mkdir()
         mountpoint.mkdir()
         for name in settings.luns:
             with (backing / f"{name}.img").open("wb") as image:
                 image.truncate(IMAGE_BYTES)
+        for name, data in (extra_files or {}).items():
+            (backing / name).write_bytes(data)
         settings_file = tmp_path / "settings.json"
         settings.save(settings_file)
         log = tmp_path / "fusefs.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "lunlat.lab.daemon", "--backing", str(backing),
+                [sys.executable, "-m", "lunlat.lab.daemon", "--engine", engine, "--backing", str(backing),
                  "--mount", str(mountpoint), "--settings", str(settings_file)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
@@ -200,8 +210,9 @@ def latency_ms(devices: list[str], op: str, count: int, batches: int = BATCHES) 
     return {name: statistics.median(values) for name, values in per_batch.items()}
 
 
-def test_a_loop_device_shows_the_injected_latency(start_daemon: Callable[[Settings], Daemon]) -> None:
-    daemon = start_daemon(BASE)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_loop_device_shows_the_injected_latency(start_daemon: StartDaemon, engine: Engine) -> None:
+    daemon = start_daemon(BASE, engine)
     zero, two, spread = daemon.attach("zero"), daemon.attach("two"), daemon.attach("spread")
     report = []
     for op in ("read", "write"):
@@ -220,7 +231,7 @@ def test_a_loop_device_shows_the_injected_latency(start_daemon: Callable[[Settin
 
 
 def test_a_settings_change_applies_at_run_time_without_remount(
-    start_daemon: Callable[[Settings], Daemon],
+    start_daemon: StartDaemon,
 ) -> None:
     daemon = start_daemon(BASE)
     device = daemon.attach("two")
@@ -237,7 +248,7 @@ def test_a_settings_change_applies_at_run_time_without_remount(
 
 
 def test_an_array_with_one_slot_queues_io_from_all_its_luns(
-    start_daemon: Callable[[Settings], Daemon],
+    start_daemon: StartDaemon,
 ) -> None:
     daemon = start_daemon(BASE)
     q1, q2, wide = daemon.attach("q1"), daemon.attach("q2"), daemon.attach("two")
@@ -261,17 +272,70 @@ def test_an_array_with_one_slot_queues_io_from_all_its_luns(
     print("\n" + "\n".join(report))
 
 
-def test_sigterm_unmounts_and_logs_start_and_stop(start_daemon: Callable[[Settings], Daemon]) -> None:
-    daemon = start_daemon(BASE)
+def _native_daemons(marker: Path) -> list[int]:
+    return [
+        p.pid
+        for p in system.processes_mentioning(str(marker))
+        if Path((p.info.get("cmdline") or [""])[0]).name.startswith(native.BINARY_PREFIX)
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sigterm_unmounts_and_logs_start_and_stop(start_daemon: StartDaemon, engine: Engine) -> None:
+    daemon = start_daemon(BASE, engine)
+    assert bool(_native_daemons(daemon.mountpoint)) == (engine == "native")
     assert sorted(p.name for p in daemon.mountpoint.iterdir()) == sorted(f"{n}.img" for n in BASE.luns)
     with pytest.raises(PermissionError):
         (daemon.mountpoint / "new.img").write_bytes(b"")  # the namespace is fixed
     with pytest.raises(PermissionError):
         (daemon.mountpoint / "zero.img").unlink()
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "dir").mkdir()
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "zero.img").rename(daemon.mountpoint / "renamed.img")
     assert _stop(daemon.process) == 0
     assert not system.is_mounted(daemon.mountpoint)
+    assert _native_daemons(daemon.mountpoint) == []  # the C daemon stopped with its supervisor
     log = daemon.log_text()
     assert "msg=starting" in log
     assert "msg=mounted" in log
     assert "msg=stopped reason=signal" in log
     assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_files_that_are_not_a_configured_luns_image_pass_through(
+    start_daemon: StartDaemon, engine: Engine
+) -> None:
+    """A non-image file and an image without settings are plain files: read and written in place
+    (their I/O gets no delay and no slot; how fast is bench/lab_daemon.py's job)."""
+    daemon = start_daemon(BASE, engine, extra_files={"notes.txt": b"hello", "spare.img": bytes(IMAGE_BYTES)})
+    notes, spare = daemon.mountpoint / "notes.txt", daemon.mountpoint / "spare.img"
+    assert notes.read_bytes() == b"hello"
+    with notes.open("r+b") as f:
+        f.seek(5)
+        f.write(b", world")
+    assert notes.read_bytes() == b"hello, world"
+    assert (daemon.mountpoint.parent / "backing" / "notes.txt").read_bytes() == b"hello, world"
+    notes.write_bytes(b"short")  # truncates, then writes: sizes can change, names cannot
+    assert notes.read_bytes() == b"short"
+    with spare.open("r+b") as f:
+        f.seek(IMAGE_BYTES - 4)
+        f.write(b"tail")
+    assert (daemon.mountpoint.parent / "backing" / "spare.img").read_bytes()[-4:] == b"tail"
+    # A loop device on an image with no settings serves I/O too, through the same path.
+    device = daemon.attach("spare")
+    assert run_io([device], "read", 20)[Path(device).name].reads == 20
+
+
+def test_a_settings_version_the_native_daemon_cannot_use_is_refused_and_the_old_one_kept(
+    start_daemon: StartDaemon,
+) -> None:
+    """Python validates settings.json before the C daemon sees it: a bad file never reaches it."""
+    daemon = start_daemon(BASE)
+    device = daemon.attach("two")
+    daemon.settings_file.write_text('{"luns": {"two": {"array": "nowhere"}}}')
+    system.wait_for(lambda: "settings rejected" in daemon.log_text(), 10, "the rejection")
+    read = latency_ms([device], "read", 30, batches=3)[Path(device).name]
+    assert 2.0 <= read < 3.5, read
+    assert daemon.process.poll() is None

@@ -157,10 +157,11 @@ class LabFS:
         target = self._path(path)
         if not stat.S_ISREG(target.lstat().st_mode):
             raise _error(errno.ENOENT)
-        # Only the access mode is passed on: O_DIRECT from the loop driver is about the FUSE file
-        # (direct_io already sends every I/O here); on the backing file it would demand aligned
-        # buffers and be refused by some filesystems (tmpfs), and the backing is only storage.
-        fd = os.open(target, (flags & os.O_ACCMODE) | os.O_CLOEXEC)
+        # Only the access mode and O_TRUNC (libfuse asks the kernel for atomic O_TRUNC, so it comes
+        # here) are passed on: O_DIRECT from the loop driver is about the FUSE file (direct_io
+        # already sends every I/O here); on the backing file it would demand aligned buffers and be
+        # refused by some filesystems (tmpfs), and the backing is only storage.
+        fd = os.open(target, (flags & (os.O_ACCMODE | os.O_TRUNC)) | os.O_CLOEXEC)
         self._luns[fd] = lun_of(target.name)
         return fd
 

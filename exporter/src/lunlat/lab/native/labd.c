@@ -751,10 +751,11 @@ static void lab_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, err);
 		return;
 	}
-	/* Only the access mode is passed on: O_DIRECT from the loop driver is about the FUSE file
-	 * (direct_io already sends every I/O here); on the backing file it would demand aligned
-	 * buffers and be refused by some filesystems (tmpfs), and the backing is only storage. */
-	int fd = openat(backing_fd, name, (fi->flags & O_ACCMODE) | O_CLOEXEC | O_NOFOLLOW);
+	/* Only the access mode and O_TRUNC (libfuse asks the kernel for atomic O_TRUNC, so it comes
+	 * here) are passed on: O_DIRECT from the loop driver is about the FUSE file (direct_io already
+	 * sends every I/O here); on the backing file it would demand aligned buffers and be refused by
+	 * some filesystems (tmpfs), and the backing is only storage. */
+	int fd = openat(backing_fd, name, (fi->flags & (O_ACCMODE | O_TRUNC)) | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		fuse_reply_err(req, errno);
 		return;
