@@ -44,6 +44,7 @@ DEFAULT_DASHBOARDS_DIR = Path("dashboards")
 DEFAULT_LAB_STATE_DIR = Path("/run/lunlat-lab")
 DEFAULT_LAB_FILE = Path("deploy/lab/lab.yaml")
 DEFAULT_LAB_EXPORTER_CONFIG = Path("deploy/lab/lunlat.yaml")
+DEFAULT_REFERENCE_FILE = Path("deploy/lab/reference.csv")
 GENERATE_HELP = (
     "Write the recording and alert rules generated from the goals file, and the same rules as a Kubernetes "
     "PrometheusRule. With --check, write nothing and exit 1 when either file is stale (CI runs this). A bad "
@@ -340,6 +341,17 @@ def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     scenario.add_argument(
         "--goals", type=Path, metavar="FILE", help="the report's goals (as lunlat report's --goals)"
     )
+    scenario.add_argument(
+        "--reference",
+        type=Path,
+        nargs="?",
+        const=DEFAULT_REFERENCE_FILE,
+        metavar="FILE",
+        help=(
+            f"set each LUN to the reference's averages of each phase (default {DEFAULT_REFERENCE_FILE}) and "
+            "end with them beside the measured ones (DIR/reference.csv; the report's too)"
+        ),
+    )
 
 
 def run_lab(args: argparse.Namespace) -> int:
@@ -379,7 +391,7 @@ def run_lab(args: argparse.Namespace) -> int:
                 raise LabError(f"--prometheus.url must be an http(s) URL, got {args.prometheus_url!r}")
             path = commands.scenario(
                 args.state_dir, args.exporter, args.duration, args.warmup, phases, output,
-                args.prometheus_url, args.goals,
+                args.prometheus_url, args.goals, args.reference,
             )  # fmt: skip
             print(f"results: {path}")
     except LabError as exc:

@@ -16,8 +16,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lunlat import reference as reference_table
 from lunlat.files import write_atomic
 from lunlat.lab import exporter_config, measure, native, system
+from lunlat.lab import reference as lab_reference
 from lunlat.lab.config import LabConfig
 from lunlat.lab.engine import DEFAULT_ENGINE, Engine
 from lunlat.lab.fio import jobs, process, report
@@ -255,10 +257,16 @@ def set_latency(state_dir: Path, lun: str, read_ms: float, write_ms: float, jitt
     old = settings.luns[lun]
     new = replace(old, read_ms=read_ms, write_ms=write_ms, jitter=old.jitter if jitter is None else jitter)
     updated = Settings({**settings.luns, lun: new}, settings.arrays, settings.overhead_ms)
+    return _save_settings(state, updated, f"set-latency {lun}")
+
+
+def _save_settings(state: LabState, updated: Settings, what: str) -> Settings:
+    """Put `updated` in the daemon's settings file, checked against the lab description's bounds
+    (lab/config.py) before the daemon sees it; in force within SETTINGS_POLL."""
     try:
-        updated.check()  # the bounds of the lab description (lab/config.py), before the daemon sees it
+        updated.check()
     except SettingsError as exc:
-        raise LabError(f"set-latency {lun}: {exc}") from None
+        raise LabError(f"{what}: {exc}") from None
     updated.save(state.settings)
     return updated
 
@@ -332,23 +340,33 @@ def scenario(
     output: Path,
     prometheus_url: str | None = None,
     goals: Path | None = None,
+    reference: Path | None = None,
 ) -> Path:
     """Run the reference phases one after the other; per phase and LUN write fio's own completion
     latency (ground truth) next to what the exporter measured over the same window (results.csv),
     and each phase's measured window (phases.csv) with the `lunlat report` command line for them.
-    With `prometheus_url`, run that report into OUTPUT/report at the end."""
+    With `prometheus_url`, run that report into OUTPUT/report at the end.
+
+    With `reference` (deploy/lab/reference.csv), set each LUN to the reference's averages of each
+    phase before its warm-up, and end with the reference's cells beside the measured ones
+    (OUTPUT/reference.csv, printed; the report's too)."""
     state, lab = _require_up(state_dir)
     order = phases or list(lab.phases)
     unknown = [p for p in order if p not in lab.phases]
     if unknown:
         raise LabError(f"unknown phases {', '.join(unknown)}; the lab config has {', '.join(lab.phases)}")
+    cells = _reference_cells(reference)
     stop_phase(state)
     output.mkdir(parents=True, exist_ok=True)
     exporter = _Exporter(exporter_url, state.exporter_config, output)
     rows: list[dict[str, object]] = []
     windows: list[PhaseWindow] = []
+    comparisons: list[reference_table.Comparison] = []
+    baseline = Settings.load(state.settings)
     try:
         for name in order:
+            if cells is not None:
+                _set_reference(state, lab, baseline, cells, name)
             _say(f"phase {name}: {warmup:g}s warm-up, {duration:g}s measured")
             workdir = output / name
             workdir.mkdir(exist_ok=True)
@@ -365,21 +383,87 @@ def scenario(
             process.wait(proc, timeout=jobs.expected_seconds(lab, lab.phases[name], duration, warmup) + 60)
             truth = report.results(report.load(workdir / "fio.json"))
             rows.extend(_scenario_rows(name, lab, state, truth, before, after))
+            if cells is not None:
+                comparisons += _compare_reference(lab, state, cells, name, before, after)
     finally:
         exporter.close()
-    path = output / "results.csv"
+        if cells is not None:
+            _save_settings(state, baseline, "restoring the lab's settings")
+    path = _write_results(output / "results.csv", rows)
+    write_phases(output / "phases.csv", windows)
+    if cells is not None:
+        _write_reference(output / "reference.csv", comparisons)
+    if not windows:
+        return path
+    report_dir = output / "report"
+    command = report_command(windows, prometheus_url, goals, report_dir, reference)
+    _say("the report of these phases:\n  " + command)
+    if prometheus_url is not None:
+        _run_report(prometheus_url, windows, goals, report_dir, reference)
+    return path
+
+
+def _write_results(path: Path, rows: list[dict[str, object]]) -> Path:
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=SCENARIO_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
-    write_phases(output / "phases.csv", windows)
-    if not windows:
-        return path
-    report_dir = output / "report"
-    _say("the report of these phases:\n  " + report_command(windows, prometheus_url, goals, report_dir))
-    if prometheus_url is not None:
-        _run_report(prometheus_url, windows, goals, report_dir)
     return path
+
+
+def _reference_cells(path: Path | None) -> list[reference_table.ReferenceCell] | None:
+    if path is None:
+        return None
+    try:
+        return reference_table.load(path)
+    except reference_table.ReferenceError as exc:
+        raise LabError(str(exc)) from None
+
+
+def _compare_reference(
+    lab: LabConfig,
+    state: LabState,
+    cells: list[reference_table.ReferenceCell],
+    phase: str,
+    before: dict[str, measure.Counters],
+    after: dict[str, measure.Counters],
+) -> list[reference_table.Comparison]:
+    """The phase's reference cells beside the exporter's averages over its window (the same two
+    scrapes as results.csv)."""
+    measured = lab_reference.measured(lab, state.loops, phase, before, after)
+    return reference_table.compare([c for c in cells if c.phase == phase], measured)
+
+
+def _write_reference(path: Path, comparisons: list[reference_table.Comparison]) -> None:
+    write_atomic(path, reference_table.csv_text(comparisons))
+    _say("the reference beside the exporter's averages over each phase (ms):")
+    _say(reference_table.format_table(comparisons))
+
+
+def _set_reference(
+    state: LabState,
+    lab: LabConfig,
+    baseline: Settings,
+    cells: list[reference_table.ReferenceCell],
+    phase: str,
+) -> None:
+    """Each LUN at the reference's averages of `phase` (the ops and LUNs it does not report at the
+    lab's own values), without spread, the arrays without queueing (lab/reference.py says why), through the settings
+    file as set-latency writes it; in force before the phase's warm-up starts."""
+    wanted = lab_reference.targets(lab, cells, phase)
+    luns = {
+        name: replace(
+            setting,
+            read_ms=wanted.get(name, {}).get("read", setting.read_ms),
+            write_ms=wanted.get(name, {}).get("write", setting.write_ms),
+            jitter=lab_reference.REFERENCE_JITTER,
+        )
+        for name, setting in baseline.luns.items()
+    }
+    arrays = dict.fromkeys(baseline.arrays, lab_reference.REFERENCE_ARRAY)
+    _save_settings(state, Settings(luns, arrays, baseline.overhead_ms), f"reference values of phase {phase}")
+    _say(f"phase {phase}: {len(wanted)} LUNs set to the reference's averages")
+    time.sleep(SETTINGS_POLL)
 
 
 # --- the phases' windows and their report ----------------------------------------------------------
@@ -421,7 +505,11 @@ def report_args(windows: list[PhaseWindow]) -> tuple[str, str, list[str]]:
 
 
 def report_command(
-    windows: list[PhaseWindow], prometheus_url: str | None, goals: Path | None, output: Path
+    windows: list[PhaseWindow],
+    prometheus_url: str | None,
+    goals: Path | None,
+    output: Path,
+    reference: Path | None = None,
 ) -> str:
     start, end, specs = report_args(windows)
     argv = ["lunlat", "report", "--prometheus.url", prometheus_url or PROMETHEUS_PLACEHOLDER]
@@ -430,11 +518,19 @@ def report_command(
         argv += ["--phase", spec]
     if goals is not None:
         argv += ["--goals", str(goals)]
+    if reference is not None:
+        argv += ["--reference", str(reference)]
     argv += ["--output", str(output)]
     return shlex.join(argv)
 
 
-def _run_report(prometheus_url: str, windows: list[PhaseWindow], goals: Path | None, output: Path) -> None:
+def _run_report(
+    prometheus_url: str,
+    windows: list[PhaseWindow],
+    goals: Path | None,
+    output: Path,
+    reference: Path | None = None,
+) -> None:
     from lunlat import contract  # noqa: PLC0415 - only a scenario with --prometheus.url reports
     from lunlat.report import write  # noqa: PLC0415
     from lunlat.report.api import Prometheus, ReportError  # noqa: PLC0415
@@ -454,7 +550,7 @@ def _run_report(prometheus_url: str, windows: list[PhaseWindow], goals: Path | N
             raise LabError(f"Prometheus at {prometheus_url} has no lunlat sample after the last phase's end")
         time.sleep(0.5)
     start_text, end_text, specs = report_args(windows)
-    if write(prometheus_url, start_text, end_text, specs, goals, output) != 0:
+    if write(prometheus_url, start_text, end_text, specs, goals, output, reference=reference) != 0:
         raise LabError("the report failed (above); the phases are in phases.csv")
 
 

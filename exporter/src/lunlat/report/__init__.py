@@ -16,11 +16,12 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from lunlat import reference as reference_table
 from lunlat.alerting.goals import Goals, goals_or_default
 from lunlat.config import ConfigError
 from lunlat.report.api import Prometheus, ReportError
 from lunlat.report.collect import CSV_COLUMNS, Collected, Collector, parse_phases, parse_time
-from lunlat.report.page import render
+from lunlat.report.page import cells, render
 
 EXIT_USAGE = 2
 DEFAULT_TITLE = "lunlat report: average latency per LUN against the goal"
@@ -116,12 +117,27 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], de
         metavar="FILE",
         help=f"latency goals (default {default_goals} if present, else 1 ms for every LUN)",
     )
+    report.add_argument(
+        "--reference",
+        type=Path,
+        metavar="FILE",
+        help="the reference's averages (deploy/lab/reference.csv): each table cell beside its reference value",
+    )
     report.add_argument("--output", type=Path, required=True, metavar="DIR")
     report.add_argument("--title", default=DEFAULT_TITLE)
 
 
 def run(args: argparse.Namespace) -> int:
-    return write(args.prometheus_url, args.start, args.end, args.phases, args.goals, args.output, args.title)
+    return write(
+        args.prometheus_url,
+        args.start,
+        args.end,
+        args.phases,
+        args.goals,
+        args.output,
+        args.title,
+        args.reference,
+    )
 
 
 def write(
@@ -132,11 +148,14 @@ def write(
     goals_file: Path | None,
     output: Path,
     title: str = DEFAULT_TITLE,
+    reference: Path | None = None,
 ) -> int:
     """The report of `--from start_text --to end_text --phase SPEC...` into `output`: 0, or 2 with one
-    line on stderr. `lunlat report` and `lunlat lab scenario --prometheus.url` both run it."""
+    line on stderr. `lunlat report` and `lunlat lab scenario --prometheus.url` both run it. With
+    `reference`, DIR/reference.csv and the page put each reference cell beside the measured one."""
     try:
         goals = _goals(goals_file)
+        reference_cells = _reference(reference)
         if not prometheus_url.startswith(("http://", "https://")):
             raise ReportError(f"--prometheus.url must be an http(s) URL, got {prometheus_url!r}")
         start, end = parse_time(start_text), parse_time(end_text)
@@ -148,7 +167,18 @@ def write(
             data = collector.collect(start, end, phases)
         finally:
             progress.close()
-        files = {"tables.csv": tables_csv(data), "index.html": render(data, title, prometheus_url)}
+        comparisons = None
+        if reference_cells is not None:
+            measured = {
+                key: None if row.avg is None else row.avg * 1000 for key, row in cells(data.rows).items()
+            }
+            comparisons = reference_table.compare(reference_cells, measured)
+        files = {
+            "tables.csv": tables_csv(data),
+            "index.html": render(data, title, prometheus_url, comparisons),
+        }
+        if comparisons is not None:
+            files["reference.csv"] = reference_table.csv_text(comparisons)
         write_dir(output, files)
     except ReportError as exc:
         print(f"lunlat report: error: {exc}", file=sys.stderr)
@@ -158,6 +188,15 @@ def write(
         return EXIT_USAGE
     print(f"{output / 'index.html'}, {output / 'tables.csv'}: {len(data.rows)} rows")
     return 0
+
+
+def _reference(path: Path | None) -> list[reference_table.ReferenceCell] | None:
+    if path is None:
+        return None
+    try:
+        return reference_table.load(path)
+    except reference_table.ReferenceError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def _goals(path: Path | None) -> Goals:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 
+from lunlat.reference import TOLERANCE_MS, TOLERANCE_SHARE, Comparison
+from lunlat.reference import rows as reference_rows
 from lunlat.report import svg
 from lunlat.report.collect import Collected, Phase, Row
 
@@ -236,7 +238,29 @@ def _card(key: tuple[str, str], data: Collected, goal: float) -> str:
     )
 
 
-def render(data: Collected, title: str, source: str) -> str:
+def _versus_reference(phase: Phase, comparisons: list[Comparison]) -> str:
+    """The phase's reference cells beside the measured ones (reference.csv's rows, as a table)."""
+    mine = [c for c in comparisons if c.cell.phase == phase.name]
+    if not mine:
+        return ""
+    body = "".join(
+        f'<tr><td class="name">{escape(r["workload"])} · {escape(r["database"])}</td><td class="name">{r["role"]}</td>'
+        f'<td class="name">{r["op"]}</td><td>{escape(r["table"])}</td><td>{r["reference_ms"]}</td>'
+        f'<td class="{"within" if c.within else "above"}">{r["measured_ms"] or "&ndash;"}</td>'
+        f"<td>{r['difference_ms'] or '&ndash;'}</td><td>{r['within_tolerance']}</td></tr>"
+        for c, r in zip(mine, reference_rows(mine), strict=True)
+    )
+    ok = sum(1 for c in mine if c.within)
+    return (
+        f'<table class="versus"><caption>Against the reference: {ok} of {len(mine)} cells within '
+        f"{TOLERANCE_MS} ms or {TOLERANCE_SHARE:.0%} (ms)</caption>"
+        '<tr><th class="name">Workload · database</th><th class="name">role</th><th class="name">op</th>'
+        "<th>table</th><th>reference</th><th>measured</th><th>difference</th><th>within</th></tr>"
+        f"{body}</table>"
+    )
+
+
+def render(data: Collected, title: str, source: str, comparisons: list[Comparison] | None = None) -> str:
     table = cells(data.rows)
     order = worst_first(data.rows)
     goals = {_lun_key(r): r.goal_seconds for r in data.rows if r.layer == "host"}
@@ -252,6 +276,8 @@ def render(data: Collected, title: str, source: str) -> str:
             f'<h2 class="phase">{escape(phase.name)}: {_time(phase.start)} &ndash; {_time(phase.end)}</h2>'
         )
         parts.append(_reference_tables(phase, table))
+        if comparisons is not None:
+            parts.append(_versus_reference(phase, comparisons))
     if len(data.phases) > 1:
         parts.append("<h2>How much each added phase raised each cell</h2>")
         parts.append(_raised(data.phases, table))
