@@ -60,7 +60,7 @@ def main() -> int:
                 WebhookReceiver() as hook,
                 AlertingStack(Path(workdir), e2e.LAB_EXPORTER_CONFIG, hook.url) as stack,
             ):
-                stack.wait_for_series("lunlat:latency_above_goal:bool", 9, timeout=180)
+                stack.wait_for_series("lunlat:latency_above_goal:bool", e2e.OLTP_JUDGED, timeout=180)
                 time.sleep(SETTLE_S)  # every 1m window full of OLTP before the onset
                 # The breach lasts a random while past the page, as real ones do: restoring right at
                 # the page would put every restore on Alertmanager's group tick.

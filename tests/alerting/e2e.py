@@ -28,6 +28,9 @@ HEADROOM_MS = 0.05
 # the daemon's CPU; every judged stream stays well above the alerts' idle guard (10 IOPS).
 HEADROOM_LOAD = 0.5
 MIN_JUDGED_IOPS = 20
+# Streams the rules judge under the OLTP phase: 3 data LUNs (reads and writes) and 3 log LUNs (writes);
+# the log readers (`archive`, 5 IOPS) stay below the idle guard.
+OLTP_JUDGED = 9
 BREACH_LUN = "sqlserver1_data"  # the lab's name; the exporter's `lun` label is its loop device
 BREACH_LABELS = {"database": "SQL Server 1", "role": "data", "workload": "oltp"}
 BREACH_MS = 2.0

@@ -34,7 +34,6 @@ QUIET_SECONDS = 60
 QUIET_ATTEMPTS = 8
 # The latency breach alerts of every role group (not the budget burn alerts).
 BREACH_ALERT = re.compile(r"LunLatency(Data|Log)?(Read|Write)High")
-JUDGED = 9  # OLTP alone: 3 data LUNs (reads and writes) and 3 log LUNs (writes)
 
 
 def steal_seconds() -> float:
@@ -59,7 +58,7 @@ def quiet_window(stack: AlertingStack, hook: WebhookReceiver) -> tuple[int, dict
             for lun, ms in stack.values(query, "lun").items():
                 worst[f"{lun} {op}"] = round(ms, 3)
         steal = (steal_seconds() - steal_before) / QUIET_SECONDS / (os.cpu_count() or 1)
-        if not above and len(judged) >= JUDGED:
+        if not above and len(judged) >= e2e.OLTP_JUDGED:
             # Anything a breach in this window would have sent arrives within `for` + group_wait.
             time.sleep(20)
             # (An alert fired in an earlier, disturbed window may still resolve meanwhile. Budget
@@ -104,7 +103,7 @@ def test_breach_pages_and_restore_resolves(lab_state: Path, tmp_path: Path) -> N
         AlertingStack(tmp_path / "stack", e2e.LAB_EXPORTER_CONFIG, hook.url) as stack,
     ):
         # (1) OLTP alone: once every busy LUN is judged, a window below goal sends nothing.
-        stack.wait_for_series("lunlat:latency_above_goal:bool", JUDGED, timeout=180)
+        stack.wait_for_series("lunlat:latency_above_goal:bool", e2e.OLTP_JUDGED, timeout=180)
         attempt, worst = quiet_window(stack, hook)
         print(f"window {attempt}: every LUN below goal, no notification; worst 1m averages (ms): {worst}")
         test_start = time.monotonic()
