@@ -89,7 +89,7 @@ def lab_state() -> Iterator[Path]:
         pytest.skip(f"missing {', '.join(missing)} (Debian: prometheus, prometheus-alertmanager)")
     state_dir = Path(tempfile.mkdtemp(prefix="lunlat-e2e-", dir=memory_backed_dir()))
     try:
-        commands.up(e2e.headroom_lab_config(state_dir), state_dir)
+        commands.up(e2e.LAB_CONFIG, state_dir)
         commands.phase(state_dir, "oltp")
         yield state_dir
     finally:
@@ -97,7 +97,6 @@ def lab_state() -> Iterator[Path]:
 
 
 def test_breach_pages_and_restore_resolves(lab_state: Path, tmp_path: Path) -> None:
-    lab_config = e2e.headroom_lab_config(tmp_path)
     with (
         WebhookReceiver() as hook,
         AlertingStack(tmp_path / "stack", e2e.LAB_EXPORTER_CONFIG, hook.url) as stack,
@@ -109,7 +108,7 @@ def test_breach_pages_and_restore_resolves(lab_state: Path, tmp_path: Path) -> N
         test_start = time.monotonic()
 
         # (2) and (3): one data LUN at 2 ms pages its database's DBAs; restored, the page resolves.
-        cycle = e2e.breach_and_restore(lab_state, hook, lab_config)
+        cycle = e2e.breach_and_restore(lab_state, hook)
         print(
             f"onset → page {cycle.seconds_to_page:.1f} s (goal ≤ 60 s), "
             f"restore → resolved {cycle.seconds_to_resolve:.1f} s (goal ≤ 120 s)"
