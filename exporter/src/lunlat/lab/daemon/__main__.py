@@ -1,19 +1,25 @@
-"""The daemon's command line: `python -m lunlat.lab.daemon --backing DIR --mount DIR --settings FILE`."""
+"""The daemon's command line: `python -m lunlat.lab.daemon [--engine native|python] --backing DIR
+--mount DIR --settings FILE`."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 
 from lunlat import logs
 from lunlat.lab.daemon.filesystem import DEFAULT_MAX_INFLIGHT, LabFS, mount
 from lunlat.lab.daemon.injector import Injector
 from lunlat.lab.daemon.libfuse import LibfuseError, require_libfuse3
+from lunlat.lab.daemon.native import DEFAULT_SPIN_US, STOP_SIGNALS, NativeDaemon
 from lunlat.lab.daemon.scheduling import DAEMON_NICE, lower_timer_slack, raise_priority
 from lunlat.lab.daemon.watcher import SettingsWatcher, file_signature
+from lunlat.lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat.lab.native import BuildError, build
 from lunlat.lab.settings import SettingsError, load_settings
 
 log = logs.get("lunlat.lab.daemon")  # a fixed name: run with -m, __name__ is __main__
@@ -26,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m lunlat.lab.daemon",
         description="Mount the lab's latency-injecting FUSE filesystem (foreground; stop with SIGTERM).",
     )
+    parser.add_argument(
+        "--engine",
+        default=DEFAULT_ENGINE,
+        choices=ENGINES,
+        help=f"native: the C daemon (lab/native/labd.c); python: mfusepy (default {DEFAULT_ENGINE})",
+    )
     parser.add_argument("--backing", type=Path, required=True, help="directory holding the <lun>.img files")
     parser.add_argument("--mount", type=Path, required=True, help="empty directory to mount on")
     parser.add_argument("--settings", type=Path, required=True, help="settings JSON (lab/settings.py)")
@@ -34,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_INFLIGHT,
         help=f"I/Os served at once over all arrays (default {DEFAULT_MAX_INFLIGHT})",
+    )
+    parser.add_argument(
+        "--spin-us",
+        type=float,
+        default=DEFAULT_SPIN_US,
+        help=f"native engine: microseconds spun at the end of each delay (default {DEFAULT_SPIN_US:g})",
     )
     return parser
 
@@ -47,9 +65,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 (("--backing", backing), ("--mount", mountpoint)) if not path.is_dir()]  # fmt: skip
     if args.max_inflight < 1:
         problems.append(f"--max-inflight must be at least 1, got {args.max_inflight}")
+    if args.spin_us < 0:
+        problems.append(f"--spin-us must not be negative, got {args.spin_us}")
+    engine = parse_engine(args.engine)
+    binary: Path | None = None
     try:
         require_libfuse3()
-    except LibfuseError as exc:
+        if engine == "native":
+            binary = build()  # cached: built at `lab up` already
+    except (LibfuseError, BuildError) as exc:
         problems.append(str(exc))
     seen = file_signature(settings_file)  # before reading: a change from now on is noticed
     try:
@@ -59,15 +83,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problems:
         log.error("cannot start", err="; ".join(problems))
         return 2
-    # Before libfuse starts its workers, so they inherit it.
+    # Before libfuse starts its workers (or the native daemon), so they inherit it.
     slack = lower_timer_slack()
     prioritized = raise_priority()
-    injector = Injector(settings)
-    watcher = SettingsWatcher(settings_file, injector.apply, seen=seen)
     log.info(
         "starting",
-        mount=str(mountpoint), backing=str(backing), settings=str(settings_file), luns=len(settings.luns), arrays=len(settings.arrays), timer_slack_lowered=slack, nice=DAEMON_NICE if prioritized else os.getpriority(os.PRIO_PROCESS, 0), pid=os.getpid(),
+        engine=engine, mount=str(mountpoint), backing=str(backing), settings=str(settings_file), luns=len(settings.luns), arrays=len(settings.arrays), timer_slack_lowered=slack, nice=DAEMON_NICE if prioritized else os.getpriority(os.PRIO_PROCESS, 0), pid=os.getpid(),
     )  # fmt: skip
+    if binary is not None:
+        return _supervise(
+            lambda: NativeDaemon(binary, backing, mountpoint, settings, args.max_inflight, args.spin_us),
+            lambda daemon: SettingsWatcher(settings_file, daemon.apply, seen=seen, announce=False),
+        )
+    injector = Injector(settings)
+    watcher = SettingsWatcher(settings_file, injector.apply, seen=seen)
     watcher.start()
     try:
         mount(LabFS(backing, injector, args.max_inflight), mountpoint)
@@ -86,6 +115,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         watcher.stop()
     log.info("stopped", reason=reason)
+    return 0
+
+
+def _supervise(
+    start: Callable[[], NativeDaemon], watch: Callable[[NativeDaemon], SettingsWatcher]
+) -> int:
+    """Run the native daemon until it exits: stop signals are passed on to it (it unmounts), and
+    each new version of the settings file is sent to it."""
+    signalled: list[int] = []
+    started: list[NativeDaemon] = []
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        signalled.append(signum)
+        for daemon in started:
+            daemon.signal(signum)
+
+    # Handlers first: a stop signal that arrives while the daemon starts is passed on, not lost.
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, forward)
+    daemon = start()
+    started.append(daemon)
+    if signalled:
+        daemon.signal(signalled[-1])
+    watcher = watch(daemon)
+    watcher.start()
+    try:
+        status = daemon.wait()
+    finally:
+        watcher.stop()
+    if status != 0:
+        log.error("the native daemon failed", status=status)
+        return 1
+    log.info("stopped", reason="signal" if signalled else "unmounted")
     return 0
 
 

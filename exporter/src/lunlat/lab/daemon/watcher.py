@@ -39,14 +39,18 @@ class SettingsWatcher:
         apply: Callable[[Settings], None],
         interval: float = SETTINGS_POLL_SECONDS,
         seen: FileSignature | None = None,
+        announce: bool = True,
     ) -> None:
-        """`seen`: the file's signature when the settings in force were read (default: now)."""
+        """`seen`: the file's signature when the settings in force were read (default: now).
+        `announce`: log `settings reloaded` once applied; False when `apply` only hands the settings
+        on and whoever puts them in force says so (the native engine)."""
         self.path = path
         self._apply = apply
         self._interval = interval
         self._seen = seen if seen is not None else file_signature(path)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._announce = announce
 
     def check(self) -> bool:
         """One poll; True when new settings were put in force."""
@@ -60,6 +64,8 @@ class SettingsWatcher:
             log.warning("settings rejected, keeping the previous ones", err=str(exc))
             return False
         self._apply(settings)
+        if not self._announce:
+            return True
         log.info(
             "settings reloaded",
             luns=len(settings.luns),
