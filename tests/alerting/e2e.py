@@ -13,7 +13,8 @@ from lunlat.lab.state import LabState
 from tests.alerting.stack import Notification, WebhookReceiver, started_at
 
 # The lab as described: the reference's baselines (0.16-0.64 ms) and full rates. The lab's engine
-# subtracts its own calibrated cost per I/O, so what diskstats shows is what lab.yaml sets.
+# subtracts its own calibrated cost per I/O: diskstats shows lab.yaml's service times plus the
+# array's modelled transfer time and queueing, not the engine's cost.
 LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
 # The exporter's config for the lab's LUNs, generated from LAB_CONFIG.
 LAB_EXPORTER_CONFIG = LAB_CONFIG.with_name("lunlat.yaml")
