@@ -276,6 +276,12 @@ def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="FILE",
         help=f"lab description (default {DEFAULT_LAB_FILE})",
     )
+    up.add_argument(
+        "--engine",
+        default=None,
+        metavar="ENGINE",
+        help="the FUSE daemon: native (C, libfuse 3 low-level; the default) or python (mfusepy)",
+    )
     exporter_config = actions.add_parser(
         "exporter-config",
         help="write the exporter's config for the lab's LUNs (or, with --check, compare it)",
@@ -347,7 +353,13 @@ def run_lab(args: argparse.Namespace) -> int:
                 {args.output: text}, args.config, args.check, "lunlat lab exporter-config"
             )
         if args.lab_command == "up":
-            commands.up(args.config, args.state_dir)
+            from lunlat.lab.engine import DEFAULT_ENGINE, parse_engine  # noqa: PLC0415
+
+            try:
+                engine = parse_engine(args.engine or DEFAULT_ENGINE)
+            except ValueError as exc:
+                raise LabError(str(exc)) from None
+            commands.up(args.config, args.state_dir, engine)
         elif args.lab_command == "down":
             done = commands.down(args.state_dir)
             print("\n".join(done) if done else f"nothing to clean in {args.state_dir}")

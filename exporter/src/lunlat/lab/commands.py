@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lunlat.files import write_atomic
-from lunlat.lab import exporter_config, measure, system
+from lunlat.lab import exporter_config, measure, native, system
 from lunlat.lab.config import LabConfig
+from lunlat.lab.engine import DEFAULT_ENGINE, Engine
 from lunlat.lab.fio import jobs, process, report
 from lunlat.lab.settings import Settings, SettingsError
 from lunlat.lab.state import LabState
@@ -48,18 +49,27 @@ def _say(text: str) -> None:
 # --- up ------------------------------------------------------------------------------------------
 
 
-def up(config_path: Path, state_dir: Path) -> LabState:
-    system.require_host()
+def up(
+    config_path: Path, state_dir: Path, engine: Engine = DEFAULT_ENGINE, spin_us: float | None = None
+) -> LabState:
+    """Bring the lab up. `spin_us`: the native daemon's spin at the end of each delay (default its
+    own; bench/lab_daemon.py compares)."""
+    system.require_host(engine)
     lab = load_lab(config_path)
     leftovers = _leftovers(state_dir)
     if leftovers:
         raise LabError(f"a lab is already up in {state_dir} ({leftovers}); run `lunlat lab down` first")
-    state = LabState(state_dir, config_file=str(config_path.resolve()))
+    if engine == "native":
+        try:
+            native.build()  # once per source (cached); the daemon then finds it built
+        except native.BuildError as exc:
+            raise LabError(str(exc)) from None
+    state = LabState(state_dir, config_file=str(config_path.resolve()), engine=engine)
     for directory in (state.backing, state.mountpoint, state.fio_dir):
         directory.mkdir(parents=True, exist_ok=True)
     state.save()
     try:
-        _bring_up(state, lab)
+        _bring_up(state, lab, [] if spin_us is None else ["--spin-us", repr(spin_us)])
     except BaseException:
         _say("up failed: undoing what it did")
         down(state_dir)
@@ -81,7 +91,7 @@ def _leftovers(state_dir: Path) -> str:
     return ", ".join(found)
 
 
-def _bring_up(state: LabState, lab: LabConfig) -> None:
+def _bring_up(state: LabState, lab: LabConfig, daemon_args: list[str]) -> None:
     settings = Settings.from_config(lab)
     settings.save(state.settings)
     write_atomic(state.exporter_config, exporter_config.render(lab))
@@ -90,8 +100,8 @@ def _bring_up(state: LabState, lab: LabConfig) -> None:
             image.truncate(lab.size_mib * 1024 * 1024)  # sparse: only written blocks take space
     log = (state.directory / "fuse.log").open("ab")
     daemon = subprocess.Popen(
-        [sys.executable, "-m", DAEMON_MODULE, "--backing", str(state.backing), "--mount",
-         str(state.mountpoint), "--settings", str(state.settings)],
+        [sys.executable, "-m", DAEMON_MODULE, "--engine", state.engine, "--backing", str(state.backing), "--mount",
+         str(state.mountpoint), "--settings", str(state.settings), *daemon_args],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
     log.close()
@@ -156,14 +166,17 @@ def calibrate(state: LabState, probe_lun: str, settings: Settings) -> dict[str, 
 # --- down ----------------------------------------------------------------------------------------
 
 
-def _lab_processes(state_dir: Path) -> list[int]:
-    """The lab's processes: its FUSE daemon, fio runs and a stuck `lab up`, all named by state dir."""
+def _lab_processes(state_dir: Path, daemons_only: bool = False) -> list[int]:
+    """The lab's processes, all named by state dir: its FUSE daemon (the Python process and, with the
+    native engine, its C child), fio runs and a stuck `lab up`; or only the daemons."""
     marker = str(state_dir)
     pids = []
     for proc in system.processes_mentioning(marker):
         cmdline = proc.info.get("cmdline") or []
         text = " ".join(cmdline)
-        if DAEMON_MODULE in text or Path(cmdline[0]).name == "fio" or ("lab" in cmdline and "up" in cmdline):
+        daemon = DAEMON_MODULE in text or Path(cmdline[0]).name.startswith(native.BINARY_PREFIX)
+        other = Path(cmdline[0]).name == "fio" or ("lab" in cmdline and "up" in cmdline)
+        if daemon or (other and not daemons_only):
             pids.append(proc.pid)
     return pids
 
@@ -172,8 +185,10 @@ def down(state_dir: Path) -> list[str]:
     """Undo everything a lab in `state_dir` made, whatever state it is in. Returns what it did."""
     state = LabState.load(state_dir) or LabState(state_dir)
     done: list[str] = []
-    # fio first: it holds the loop devices open. Then loops, the mount, the daemon, the files.
-    for pid in {*(p for p in (state.fio_pid,) if p), *_lab_processes(state_dir)} - {state.fuse_pid}:
+    # fio first: it holds the loop devices open. Then loops, the mount, the daemon, the files. The
+    # daemon serves the loops until they are detached (a native one outlives its killed supervisor).
+    daemons = {*(p for p in (state.fuse_pid,) if p), *_lab_processes(state_dir, daemons_only=True)}
+    for pid in {*(p for p in (state.fio_pid,) if p), *_lab_processes(state_dir)} - daemons:
         system.stop_process(pid, sig=signal.SIGTERM)
         done.append(f"stopped process {pid}")
     loops = set(system.loops_under(state.mountpoint)) | {
@@ -287,7 +302,7 @@ def format_status(state: LabState, rows: list[LunStatus], window: float) -> str:
         return f"{value:.3f}" if value is not None else "-"
 
     lines = [
-        f"lab in {state.directory}, phase: {state.phase or 'idle'}; live = last {window:g}s from /proc/diskstats",
+        f"lab in {state.directory} ({state.engine} daemon), phase: {state.phase or 'idle'}; live = last {window:g}s from /proc/diskstats",
         f"{'LUN':24} {'device':12} {'database':14} {'role':5} {'workload':14} "
         f"{'set r/w ms':>13} {'live r/w ms':>15} {'r/w IOPS':>13}",
     ]

@@ -11,12 +11,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lunlat.files import write_atomic
+from lunlat.lab.engine import DEFAULT_ENGINE
 
 
 @dataclass(slots=True)
 class LabState:
     directory: Path
     config_file: str = ""
+    engine: str = DEFAULT_ENGINE  # the FUSE daemon's engine (lab/engine.py)
     fuse_pid: int | None = None
     loops: dict[str, str] = field(default_factory=dict)  # lab LUN -> /dev/loopN
     fio_pid: int | None = None

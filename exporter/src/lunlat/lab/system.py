@@ -14,7 +14,9 @@ from pathlib import Path
 
 import psutil
 
+from lunlat.lab import native
 from lunlat.lab.daemon.libfuse import LibfuseError, require_libfuse3
+from lunlat.lab.engine import DEFAULT_ENGINE, Engine
 from lunlat.topology import parse_mountinfo
 
 
@@ -22,8 +24,8 @@ class LabError(Exception):
     """A lab command cannot go on; the message says why and what to do."""
 
 
-def require_host() -> None:
-    """Refuse clearly when this host cannot run the lab."""
+def require_host(engine: Engine = DEFAULT_ENGINE) -> None:
+    """Refuse clearly when this host cannot run the lab (with this FUSE daemon engine)."""
     problems = []
     if os.geteuid() != 0:
         problems.append("must run as root (it attaches loop devices and mounts a FUSE filesystem)")
@@ -40,6 +42,11 @@ def require_host() -> None:
         require_libfuse3()
     except LibfuseError as exc:
         problems.append(str(exc))
+    if engine == "native":
+        try:
+            native.require_buildable()
+        except native.BuildError as exc:
+            problems.append(str(exc))
     if problems:
         raise LabError("the lab cannot run here:\n  - " + "\n  - ".join(problems))
 

@@ -118,9 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _supervise(
-    start: Callable[[], NativeDaemon], watch: Callable[[NativeDaemon], SettingsWatcher]
-) -> int:
+def _supervise(start: Callable[[], NativeDaemon], watch: Callable[[NativeDaemon], SettingsWatcher]) -> int:
     """Run the native daemon until it exits: stop signals are passed on to it (it unmounts), and
     each new version of the settings file is sent to it."""
     signalled: list[int] = []

@@ -15,9 +15,11 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from lunlat.lab.settings import Settings
+if TYPE_CHECKING:  # lab.settings imports lab.system, which checks the host with this module
+    from lunlat.lab.settings import Settings
 
 SOURCE = Path(__file__).with_name("labd.c")
 BINARY_PREFIX = "lunlat-labd-"  # also how `lab down` finds the daemon by its command line
@@ -87,7 +89,10 @@ def build() -> Path:
     os.close(fd)
     try:
         result = subprocess.run(
-            ["cc", *CFLAGS, "-o", tmp, str(SOURCE), *flags, "-lm"], capture_output=True, text=True, check=False
+            ["cc", *CFLAGS, "-o", tmp, str(SOURCE), *flags, "-lm"],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if result.returncode != 0:
             raise BuildError(f"cc {SOURCE.name} failed: {result.stderr.strip()[-2000:]}")
