@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests
 from lunlat.alerting.goals import duration_seconds, load_goals
 from lunlat.lab import commands, measure
 from lunlat.lab.config import LabConfig
+from lunlat.lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat.lab.state import LabState
 from tests.alerting import e2e, stack
 from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries
@@ -222,7 +223,14 @@ def main() -> int:
         default=IDLE_INTERVAL_S,
         help=f"seconds between an idle LUN's slow I/Os (default {IDLE_INTERVAL_S:g})",
     )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help=f"the lab's FUSE daemon (default {DEFAULT_ENGINE})",
+    )
     args = parser.parse_args()
+    engine = parse_engine(args.engine)
     problem = lab_skip_reason() or (
         f"missing {', '.join(missing_binaries())}" if missing_binaries() else None
     )
@@ -240,7 +248,7 @@ def main() -> int:
         return 2
     drain = drain_seconds()
     print(
-        f"quiet run: {args.duration:g} s of phase {PHASE} with every LUN at {LATENCY_MS} ms read and write; "
+        f"quiet run ({engine} lab engine): {args.duration:g} s of phase {PHASE} with every LUN at {LATENCY_MS} ms read and write; "
         f"idle LUNs {', '.join(idle)}: one {SLOW_MS:g} ms I/O every {args.idle_interval:g} s "
         f"({rate:.2f} IOPS, idle guard {', '.join(sorted({f'{g:g}' for g in guards.values()}))} IOPS); "
         f"then {drain:g} s of drain",
@@ -248,7 +256,7 @@ def main() -> int:
     )
     state_dir = Path(tempfile.mkdtemp(prefix="lunlat-quiet-", dir=memory_backed_dir()))
     try:
-        commands.up(e2e.LAB_CONFIG, state_dir)
+        commands.up(e2e.LAB_CONFIG, state_dir, engine)
         for lun in lab.luns:
             ms = SLOW_MS if lun.name in idle else LATENCY_MS
             commands.set_latency(state_dir, lun.name, ms, ms, None)
