@@ -48,9 +48,8 @@ def main() -> int:
     state_dir = Path(tempfile.mkdtemp(prefix="lunlat-bench-", dir=memory_backed_dir()))
     pages: list[float] = []
     resolves: list[float] = []
-    lab_config = e2e.headroom_lab_config(state_dir)  # the end-to-end test's lab (see e2e.HEADROOM_MS)
     try:
-        commands.up(lab_config, state_dir)
+        commands.up(e2e.LAB_CONFIG, state_dir)
         commands.phase(state_dir, "oltp")
         for run in range(1, args.runs + 1):
             # A fresh Prometheus and Alertmanager per run: after a breach the LUN's budget burn alert
@@ -60,11 +59,11 @@ def main() -> int:
                 WebhookReceiver() as hook,
                 AlertingStack(Path(workdir), e2e.LAB_EXPORTER_CONFIG, hook.url) as stack,
             ):
-                stack.wait_for_series("lunlat:latency_above_goal:bool", 9, timeout=180)
+                stack.wait_for_series("lunlat:latency_above_goal:bool", e2e.OLTP_JUDGED, timeout=180)
                 time.sleep(SETTLE_S)  # every 1m window full of OLTP before the onset
                 # The breach lasts a random while past the page, as real ones do: restoring right at
                 # the page would put every restore on Alertmanager's group tick.
-                cycle = e2e.breach_and_restore(state_dir, hook, lab_config, hold=random.uniform(0, 30))
+                cycle = e2e.breach_and_restore(state_dir, hook, hold=random.uniform(0, 30))
             pages.append(cycle.seconds_to_page)
             resolves.append(cycle.seconds_to_resolve)
             print(

@@ -34,7 +34,6 @@ QUIET_SECONDS = 60
 QUIET_ATTEMPTS = 8
 # The latency breach alerts of every role group (not the budget burn alerts).
 BREACH_ALERT = re.compile(r"LunLatency(Data|Log)?(Read|Write)High")
-JUDGED = 9  # OLTP alone: 3 data LUNs (reads and writes) and 3 log LUNs (writes)
 
 
 def steal_seconds() -> float:
@@ -59,7 +58,7 @@ def quiet_window(stack: AlertingStack, hook: WebhookReceiver) -> tuple[int, dict
             for lun, ms in stack.values(query, "lun").items():
                 worst[f"{lun} {op}"] = round(ms, 3)
         steal = (steal_seconds() - steal_before) / QUIET_SECONDS / (os.cpu_count() or 1)
-        if not above and len(judged) >= JUDGED:
+        if not above and len(judged) >= e2e.OLTP_JUDGED:
             # Anything a breach in this window would have sent arrives within `for` + group_wait.
             time.sleep(20)
             # (An alert fired in an earlier, disturbed window may still resolve meanwhile. Budget
@@ -90,7 +89,7 @@ def lab_state() -> Iterator[Path]:
         pytest.skip(f"missing {', '.join(missing)} (Debian: prometheus, prometheus-alertmanager)")
     state_dir = Path(tempfile.mkdtemp(prefix="lunlat-e2e-", dir=memory_backed_dir()))
     try:
-        commands.up(e2e.headroom_lab_config(state_dir), state_dir)
+        commands.up(e2e.LAB_CONFIG, state_dir)
         commands.phase(state_dir, "oltp")
         yield state_dir
     finally:
@@ -98,19 +97,18 @@ def lab_state() -> Iterator[Path]:
 
 
 def test_breach_pages_and_restore_resolves(lab_state: Path, tmp_path: Path) -> None:
-    lab_config = e2e.headroom_lab_config(tmp_path)
     with (
         WebhookReceiver() as hook,
         AlertingStack(tmp_path / "stack", e2e.LAB_EXPORTER_CONFIG, hook.url) as stack,
     ):
         # (1) OLTP alone: once every busy LUN is judged, a window below goal sends nothing.
-        stack.wait_for_series("lunlat:latency_above_goal:bool", JUDGED, timeout=180)
+        stack.wait_for_series("lunlat:latency_above_goal:bool", e2e.OLTP_JUDGED, timeout=180)
         attempt, worst = quiet_window(stack, hook)
         print(f"window {attempt}: every LUN below goal, no notification; worst 1m averages (ms): {worst}")
         test_start = time.monotonic()
 
         # (2) and (3): one data LUN at 2 ms pages its database's DBAs; restored, the page resolves.
-        cycle = e2e.breach_and_restore(lab_state, hook, lab_config)
+        cycle = e2e.breach_and_restore(lab_state, hook)
         print(
             f"onset → page {cycle.seconds_to_page:.1f} s (goal ≤ 60 s), "
             f"restore → resolved {cycle.seconds_to_resolve:.1f} s (goal ≤ 120 s)"

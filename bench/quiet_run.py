@@ -1,0 +1,336 @@
+"""Quiet, proven: a long OLTP run at 0.8 ms on every LUN must send no LunLatency notification.
+
+The real parts as in tests/alerting/test_e2e_paging.py (tests/alerting/stack.py): the lab's loop LUNs
+(deploy/lab/lab.yaml) under the reference OLTP phase, the lunlat exporter, the Debian Prometheus
+(15 s scrape and evaluation) with alerts/lunlat.rules.yml, the Debian Alertmanager with
+alerts/alertmanager.yml's routing and timers, and a webhook receiver. Every LUN is set to 0.8 ms read
+and write; the LUNs the phase leaves idle (the snapshot copies) get one slow I/O (5 ms) every few
+seconds, below their idle guard (alerts/goals.yaml), so the guard is exercised. After `--duration`
+seconds of the phase (counted once every busy LUN is judged) and a drain (what was pending has time
+to reach the webhook) it prints:
+
+- the LunLatency* notifications received (goal 0), each listed;
+- the host's steal time over the run (/proc/stat: steal / all CPU time, and the worst 10 s window);
+- per LUN, the exporter's Δtime/Δops over the run and the median and max of Prometheus' 1m average.
+
+Exits 1 when any LunLatency* notification arrived, 2 when it cannot run, else 0.
+Needs root (loop devices, FUSE), fio, prometheus and prometheus-alertmanager.
+
+    .venv/bin/python bench/quiet_run.py                 # 30 minutes of OLTP, ~33 in all
+    .venv/bin/python bench/quiet_run.py --duration 180
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
+
+from lunlat.alerting.goals import duration_seconds, load_goals
+from lunlat.lab import commands, measure
+from lunlat.lab.config import LabConfig
+from lunlat.lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat.lab.state import LabState
+from tests.alerting import e2e, stack
+from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries
+from tests.labhost import lab_skip_reason, memory_backed_dir
+
+PHASE = "oltp"
+LATENCY_MS = 0.8
+SLOW_MS = 5.0  # an idle LUN's rare I/O: 5 times the goal, so only the idle guard keeps it from being judged
+IDLE_INTERVAL_S = 3.0
+IDLE_BLOCK = 8192
+GOALS_FILE = stack.REPO / "alerts" / "goals.yaml"
+STEAL_WINDOW_S = 10.0
+PROGRESS_S = 60.0
+JUDGE_TIMEOUT_S = 180.0
+ALERT_PREFIX = "LunLatency"
+
+
+# --- the host's steal time ---------------------------------------------------------------------------
+
+
+def cpu_jiffies() -> tuple[int, int]:
+    """(steal, total) jiffies of all CPUs so far: /proc/stat's `cpu` line, user to steal (guest time
+    is already counted in user and nice)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return values[7], sum(values)
+
+
+def steal_percent(before: tuple[int, int], after: tuple[int, int]) -> float:
+    total = after[1] - before[1]
+    return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
+
+
+# --- the idle LUNs' rare slow I/Os -----------------------------------------------------------------
+
+
+def idle_luns(lab: LabConfig, phase: str) -> list[str]:
+    """The lab's LUNs no workload of `phase` touches."""
+    busy = {name for w in lab.phases[phase] for name in lab.workloads[w].luns}
+    return [lun.name for lun in lab.luns if lun.name not in busy]
+
+
+def idle_guard(lab: LabConfig, lun: str) -> float:
+    """The LUN's idle guard (minimum IOPS to be judged) from the one goal definition."""
+    spec = lab.lun(lun)
+    labels = {"workload": spec.workload, "database": spec.database, "role": spec.role}
+    return load_goals(GOALS_FILE).tier(labels).min_iops
+
+
+@contextmanager
+def rare_ios(devices: list[str], interval: float) -> Iterator[None]:
+    """One 8 KiB O_DIRECT I/O on each device every `interval` seconds (reads and writes in turn, at
+    random offsets), from a thread, while the block runs."""
+    stop = threading.Event()
+
+    def run() -> None:
+        buf = mmap.mmap(-1, IDLE_BLOCK)  # page-aligned, as O_DIRECT requires
+        fds = [os.open(d, os.O_RDWR | os.O_DIRECT) for d in devices]
+        rng = random.Random(1)
+        try:
+            blocks = [max(1, os.lseek(fd, 0, os.SEEK_END) // IDLE_BLOCK - 1) for fd in fds]
+            write = False
+            while not stop.wait(interval):
+                for fd, count in zip(fds, blocks, strict=True):
+                    offset = rng.randrange(count) * IDLE_BLOCK
+                    if write:
+                        os.pwritev(fd, [buf], offset)
+                    else:
+                        os.preadv(fd, [buf], offset)
+                write = not write
+        finally:
+            for fd in fds:
+                os.close(fd)
+            buf.close()
+
+    thread = threading.Thread(target=run, name="rare-ios", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+# --- what the run saw ----------------------------------------------------------------------------
+
+
+def latency_notifications(hook: WebhookReceiver) -> list[Notification]:
+    return [
+        n
+        for n in hook.snapshot()
+        if any(str(a["labels"].get("alertname", "")).startswith(ALERT_PREFIX) for a in n.alerts)
+    ]
+
+
+def drain_seconds() -> float:
+    """How long an alert that went pending at the run's end takes to reach the webhook: the breach
+    alert's `for`, two evaluations (the one that sees it, the one that fires it) and the longest
+    `group_wait` of the repo's Alertmanager routes."""
+    goals = load_goals(GOALS_FILE)
+    config = stack.alertmanager_config("http://unused")
+
+    def waits(route: dict[str, Any]) -> Iterator[float]:
+        if "group_wait" in route:
+            yield duration_seconds(route["group_wait"])
+        for child in route.get("routes", []):
+            yield from waits(child)
+
+    group_wait = max(waits(config["route"]), default=30.0)  # Alertmanager's own default: 30s
+    return duration_seconds(goals.breach.for_) + 2 * duration_seconds(stack.INTERVAL) + group_wait
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    lun: str
+    device: str
+    role: str
+    workload: str
+    average: measure.Average
+    prom: dict[str, tuple[float, float] | None]  # op → (median, max) of the 1m average, ms
+
+
+def prometheus_1m(
+    alerting: AlertingStack, seconds: int, at: float
+) -> dict[tuple[str, str], tuple[float, float]]:
+    """(device, op) → median and max of the recorded 1m average over the last `seconds`, in ms."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for op in ("read", "write"):
+        series = f"lunlat:{op}_latency_seconds:avg1m"
+        median = alerting.api.query(f"quantile_over_time(0.5, {series}[{seconds}s]) * 1000", at)
+        worst = alerting.api.query(f"max_over_time({series}[{seconds}s]) * 1000", at)
+        high = {r["metric"].get("lun", ""): float(r["value"][1]) for r in worst}
+        for r in median:
+            device = r["metric"].get("lun", "")
+            if device in high:
+                out[device, op] = (float(r["value"][1]), high[device])
+    return out
+
+
+def print_table(rows: list[Row], seconds: float) -> None:
+    def ms(value: float | None) -> str:
+        return f"{value:.3f}" if value is not None else "-"
+
+    def pair(value: tuple[float, float] | None) -> str:
+        return f"{value[0]:.3f} / {value[1]:.3f}" if value is not None else "-"
+
+    print(
+        f"{'LUN':22} {'device':8} {'role':5} {'workload':14} {'read ms':>8} {'r IOPS':>7} "
+        f"{'write ms':>8} {'w IOPS':>7}   {'1m read med / max':>17}   {'1m write med / max':>18}"
+    )
+    for r in rows:
+        a = r.average
+        print(
+            f"{r.lun:22} {r.device:8} {r.role:5} {r.workload:14} {ms(a.read_ms):>8} "
+            f"{a.reads / seconds:>7.1f} {ms(a.write_ms):>8} {a.writes / seconds:>7.1f}   "
+            f"{pair(r.prom['read']):>17}   {pair(r.prom['write']):>18}"
+        )
+
+
+def describe(notification: Notification) -> str:
+    alerts = ", ".join(
+        f"{a['labels'].get('alertname')} {a.get('status')} lun={a['labels'].get('lun')} "
+        f"op={a['labels'].get('op', '')} severity={a['labels'].get('severity')}"
+        for a in notification.alerts
+    )
+    return f"{notification.receiver} ({notification.status}): {alerts}"
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=1800.0, help="seconds of OLTP (default 1800)")
+    parser.add_argument(
+        "--idle-interval",
+        type=float,
+        default=IDLE_INTERVAL_S,
+        help=f"seconds between an idle LUN's slow I/Os (default {IDLE_INTERVAL_S:g})",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help=f"the lab's FUSE daemon (default {DEFAULT_ENGINE})",
+    )
+    args = parser.parse_args()
+    engine = parse_engine(args.engine)
+    problem = lab_skip_reason() or (
+        f"missing {', '.join(missing_binaries())}" if missing_binaries() else None
+    )
+    if problem:
+        print(f"cannot run: {problem}", file=sys.stderr)
+        return 2
+    lab = commands.load_lab(e2e.LAB_CONFIG)
+    idle = idle_luns(lab, PHASE)
+    guards = {lun: idle_guard(lab, lun) for lun in idle}
+    rate = 1.0 / args.idle_interval
+    too_fast = [f"{lun} (guard {g:g} IOPS)" for lun, g in guards.items() if rate >= g]
+    if too_fast:
+        print(f"cannot run: one I/O every {args.idle_interval:g} s is not below the idle guard of "
+              f"{', '.join(too_fast)}", file=sys.stderr)  # fmt: skip
+        return 2
+    drain = drain_seconds()
+    print(
+        f"quiet run ({engine} lab engine): {args.duration:g} s of phase {PHASE} with every LUN at {LATENCY_MS} ms read and write; "
+        f"idle LUNs {', '.join(idle)}: one {SLOW_MS:g} ms I/O every {args.idle_interval:g} s "
+        f"({rate:.2f} IOPS, idle guard {', '.join(sorted({f'{g:g}' for g in guards.values()}))} IOPS); "
+        f"then {drain:g} s of drain",
+        flush=True,
+    )
+    state_dir = Path(tempfile.mkdtemp(prefix="lunlat-quiet-", dir=memory_backed_dir()))
+    try:
+        commands.up(e2e.LAB_CONFIG, state_dir, engine)
+        for lun in lab.luns:
+            ms = SLOW_MS if lun.name in idle else LATENCY_MS
+            commands.set_latency(state_dir, lun.name, ms, ms, None)
+        commands.phase(state_dir, PHASE)
+        state = LabState.load(state_dir)
+        assert state is not None
+        with (
+            rare_ios([state.loops[lun] for lun in idle], args.idle_interval),
+            tempfile.TemporaryDirectory(prefix="lunlat-stack-") as workdir,
+            WebhookReceiver() as hook,
+            AlertingStack(Path(workdir), e2e.LAB_EXPORTER_CONFIG, hook.url) as alerting,
+        ):
+            judged = alerting.wait_for_series(
+                "lunlat:latency_above_goal:bool", e2e.OLTP_JUDGED, timeout=JUDGE_TIMEOUT_S
+            )
+            print(f"{len(judged)} read/write streams judged; the run starts", flush=True)
+            rows, seconds, steals = run(alerting, hook, state, lab, args.duration)
+            time.sleep(drain)
+            end = time.time()
+            prom = prometheus_1m(alerting, round(seconds), end - drain)
+            rows = [
+                Row(r.lun, r.device, r.role, r.workload, r.average,
+                    {op: prom.get((r.device, op)) for op in ("read", "write")})
+                for r in rows
+            ]  # fmt: skip
+            received = latency_notifications(hook)
+    finally:
+        commands.down(state_dir)
+
+    total, windows = steals
+    print(f"\n{ALERT_PREFIX}* notifications: {len(received)} (goal 0)")
+    for n in received:
+        print(f"  {describe(n)}")
+    print(
+        f"steal: {total:.1f} % of all CPU time over the run ({os.cpu_count()} CPUs); "
+        f"worst {STEAL_WINDOW_S:g} s window {max(windows, default=0.0):.1f} %, "
+        f"median window {statistics.median(windows) if windows else 0.0:.1f} %"
+    )
+    print(f"per LUN over the run ({seconds:.0f} s): the exporter's Δtime/Δops; Prometheus' 1m average (ms)")
+    print_table(rows, seconds)
+    return 1 if received else 0
+
+
+def run(
+    alerting: AlertingStack, hook: WebhookReceiver, state: LabState, lab: LabConfig, duration: float
+) -> tuple[list[Row], float, tuple[float, list[float]]]:
+    """`duration` seconds of the phase: the exporter's counters at both ends, steal in 10 s windows."""
+    before = measure.from_exposition(alerting.exporter.scrape().text)
+    start = time.monotonic()
+    first = last = cpu_jiffies()
+    windows: list[float] = []
+    next_progress = start + PROGRESS_S
+    while (now := time.monotonic()) < start + duration:
+        time.sleep(min(STEAL_WINDOW_S, start + duration - now))
+        sample = cpu_jiffies()
+        windows.append(steal_percent(last, sample))
+        last = sample
+        if time.monotonic() >= next_progress:
+            next_progress += PROGRESS_S
+            print(
+                f"  {time.monotonic() - start:5.0f} s: steal {steal_percent(first, last):.1f} %, "
+                f"{ALERT_PREFIX}* notifications {len(latency_notifications(hook))}",
+                flush=True,
+            )
+    after = measure.from_exposition(alerting.exporter.scrape().text)
+    seconds = time.monotonic() - start
+    rows = []
+    for lun in lab.luns:
+        device = Path(state.loops[lun.name]).name
+        if device in before and device in after:
+            average = measure.average(before[device], after[device])
+            rows.append(Row(lun.name, device, lun.role, lun.workload, average, {}))
+    return rows, seconds, (steal_percent(first, last), windows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
