@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lunlat.lab import measure, native
+from lunlat.lab.daemon import calibration
 from lunlat.lab.daemon.calibration import Estimator, Sample, lun_devices, samples
 from lunlat.lab.native import ServiceTotals
 from lunlat.lab.state import read_live, write_live
@@ -119,3 +120,26 @@ def test_the_live_file_round_trips_and_a_missing_one_is_empty(tmp_path: Path) ->
     assert read_live(path) == {"a": {"read": 0.1, "write": 0.2}}
     path.write_text("{not json")
     assert read_live(path) == {}
+
+
+def test_the_calibrator_sends_what_changed_and_starts_over_on_a_new_lab_up_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = {"loop0": measure.Counters(0, 0.0, 0, 0.0)}
+    daemon = {"a": ServiceTotals(0, 0, 0, 0)}
+    initial = {"read": 0.1, "write": 0.1}
+    sent: list[dict[str, dict[str, float]]] = []
+    monkeypatch.setattr(calibration, "lun_devices", lambda mountpoint: {"a": "loop0"})
+    monkeypatch.setattr(measure, "from_diskstats", lambda: disk)
+    cal = calibration.LiveCalibrator(tmp_path, tmp_path / "overhead.json", lambda: daemon, sent.append,
+                                     lambda: initial)  # fmt: skip
+    assert not cal.poll()  # opens the windows
+    disk["loop0"] = measure.Counters(30, 30 * 1.3e-3, 0, 0.0)
+    daemon["a"] = ServiceTotals(30, 30 * 1_000_000, 0, 0)
+    assert cal.poll()
+    assert sent == [{"a": {"read": pytest.approx(0.2)}}]  # (0.1 + 0.3) / 2; writes: none yet
+    assert read_live(tmp_path / "overhead.json") == {"a": {"read": pytest.approx(0.2)}}
+    initial = {"read": 0.05, "write": 0.05}
+    assert not cal.poll()
+    assert sent[-1] == {"a": {"read": -1.0, "write": -1.0}}  # the daemon goes back to the settings'
+    assert read_live(tmp_path / "overhead.json") == {}

@@ -101,10 +101,19 @@ class Estimator:
         if not math.isfinite(measured):
             return False
         previous = self.values.get(key, initial)
-        value = min(max(previous + self.alpha * (measured - previous), 0.0), self.max_ms)
+        windows = self.windows.get(key, 0)
+        # The first windows weigh as a running mean with `initial` as one sample (1/2, 1/3), then
+        # alpha: a short scenario phase converges in a few windows, a long run stays smooth.
+        alpha = max(self.alpha, 1 / (windows + 2))
+        value = min(max(previous + alpha * (measured - previous), 0.0), self.max_ms)
         self.values[key] = value
-        self.windows[key] = self.windows.get(key, 0) + 1
+        self.windows[key] = windows + 1
         return True
+
+    def reset(self) -> None:
+        """Forget the estimates (not the windows' starts): a new `lab up` figure starts them over."""
+        self.values.clear()
+        self.windows.clear()
 
     def overheads(self) -> dict[str, dict[str, float]]:
         """The measured estimates by LUN and op (ms)."""
@@ -159,6 +168,7 @@ class LiveCalibrator:
         self._stats, self._send, self._initial = stats, send, initial
         self._interval = interval
         self.estimator = Estimator()
+        self._initial_seen: dict[str, float] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -172,6 +182,13 @@ class LiveCalibrator:
             return False
         disk = measure.from_diskstats()
         initial = self._initial()
+        if self._initial_seen is not None and initial != self._initial_seen and self.estimator.values:
+            # A new calibrated figure (`lab up` writes it once its probe is done): start from it.
+            forgotten = self.estimator.overheads()
+            self.estimator.reset()
+            self._send({lun: {op: -1.0 for op in OPS} for lun in forgotten})
+            write_live(self.live_file, {})
+        self._initial_seen = initial
         changed: set[str] = set()
         for (lun, op), sample in samples(time.monotonic(), devices, disk, daemon).items():
             if self.estimator.observe(lun, op, sample, initial.get(op, 0.0)):
