@@ -6,7 +6,7 @@
  * A flat, fixed namespace: the regular files of DIR, read and written in place. Each read or write
  * of `<lun>.img` of a configured LUN waits for one of its array's slots (FIFO, no barging,
  * resizable while I/Os wait), then holds it for latency + bytes / bandwidth - overhead (never
- * below 0), the real pread/pwrite done inside that time; latency is lognormal with the LUN's mean
+ * below 0; overhead: the LUN's live figure for the op once its supervisor sent one, see `calib`), the real pread/pwrite done inside that time; latency is lognormal with the LUN's mean
  * and coefficient of variation (mu shifted by -sigma^2/2: the mean is kept). Other files pass
  * through. Creating, removing or renaming names is refused (EPERM); fsync and flush are no-ops.
  *
