@@ -134,8 +134,8 @@ def test_the_calibrator_sends_what_changed_and_starts_over_on_a_new_lab_up_figur
     cal = calibration.LiveCalibrator(tmp_path, tmp_path / "overhead.json", lambda: daemon, sent.append,
                                      lambda: initial)  # fmt: skip
     assert not cal.poll()  # opens the windows
-    disk["loop0"] = measure.Counters(30, 30 * 1.3e-3, 0, 0.0)
-    daemon["a"] = ServiceTotals(30, 30 * 1_000_000, 0, 0)
+    disk["loop0"] = measure.Counters(120, 120 * 1.3e-3, 0, 0.0)
+    daemon["a"] = ServiceTotals(120, 120 * 1_000_000, 0, 0)
     assert cal.poll()
     assert sent == [{"a": {"read": pytest.approx(0.2)}}]  # (0.1 + 0.3) / 2; writes: none yet
     assert read_live(tmp_path / "overhead.json") == {"a": {"read": pytest.approx(0.2)}}
