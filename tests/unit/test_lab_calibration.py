@@ -143,3 +143,15 @@ def test_the_calibrator_sends_what_changed_and_starts_over_on_a_new_lab_up_figur
     assert not cal.poll()
     assert sent[-1] == {"a": {"read": -1.0, "write": -1.0}}  # the daemon goes back to the settings'
     assert read_live(tmp_path / "overhead.json") == {}
+
+
+def test_windows_of_large_ios_are_dropped() -> None:
+    est = Estimator(min_ios=10, alpha=1.0)
+    est.observe("snap", "write", Sample(0, 0, 0.0, 0, 0, 0.0), initial=0.1)
+    # A snapshot copy's 1 MiB writes: their outside cost is not what its 8K writes pay.
+    assert not est.observe(
+        "snap", "write", Sample(1, 10, 10 * 1.5e-3, 10, 10 * 1_000_000, 10 * 1048576.0), 0.1
+    )
+    assert est.observe("snap", "write", Sample(2, 20, 10 * 1.5e-3 + 10 * 1.2e-3, 20, 20 * 1_000_000,
+                                               10 * 1048576.0 + 10 * 8192.0), initial=0.1)  # fmt: skip
+    assert est.values[("snap", "write")] == pytest.approx(0.2)

@@ -18,7 +18,10 @@ Windows: a (LUN, op) closes a window once it has MIN_IOS completions, or MAX_WIN
 at least MIN_IOS_SLOW (the 5 IOPS log readers: 100 I/Os in 20 s). Long windows because diskstats
 counts time in whole milliseconds: a window's mean is off by up to 1 ms / its I/Os (0.05 ms at 20
 I/Os, which is what windows of 20 gave the 5 and 20 IOPS LUNs in `lab scenario --reference`); a window whose kernel and daemon counts disagree by
-more than COUNT_MISMATCH (the loop driver split the I/Os) is dropped. Each window's figure moves an
+more than COUNT_MISMATCH (the loop driver split the I/Os) is dropped, and so is one whose I/Os
+average more than LARGE_IO_BYTES: the outside cost of a large transfer grows with its size (the
+settings' per-MiB overhead), and a snapshot copy's 1 MiB writes would otherwise set the figure
+its 8K OLTP writes get. Each window's figure moves an
 EWMA (ALPHA), bounded to [0, MAX_MS]; before its first window a (LUN, op) keeps `lab up`'s figure,
 which the daemon applies from the settings. Only the native engine measures and applies it (the
 Python engine keeps `lab up`'s single figure).
@@ -37,6 +40,7 @@ from lunlat import logs
 from lunlat.lab import measure, system
 from lunlat.lab.native import ServiceTotals
 from lunlat.lab.state import write_live
+from lunlat.sources.diskstats import READ_SECTORS, SECTOR_BYTES, WRITE_SECTORS, parse
 
 log = logs.get("lunlat.lab.daemon")
 
@@ -48,6 +52,7 @@ MAX_WINDOW_S = 30.0
 ALPHA = 0.3
 MAX_MS = 2.0
 COUNT_MISMATCH = 0.25
+LARGE_IO_BYTES = 128 * 1024
 IMAGE_SUFFIX = ".img"
 
 
@@ -60,6 +65,7 @@ class Sample:
     disk_seconds: float
     daemon_ios: int
     daemon_ns: int
+    disk_bytes: float = 0.0
 
 
 class Estimator:
@@ -96,6 +102,8 @@ class Estimator:
             return False
         self._start[key] = sample
         if daemon_ios <= 0 or abs(daemon_ios - disk_ios) > COUNT_MISMATCH * disk_ios:
+            return False
+        if (sample.disk_bytes - start.disk_bytes) / disk_ios > LARGE_IO_BYTES:
             return False
         disk_ms = (sample.disk_seconds - start.disk_seconds) / disk_ios * 1000
         daemon_ms = (sample.daemon_ns - start.daemon_ns) / daemon_ios / 1e6
@@ -136,21 +144,37 @@ def lun_devices(mountpoint: Path, sysfs: Path = Path("/sys")) -> dict[str, str]:
 
 
 def samples(
-    at: float, devices: dict[str, str], disk: dict[str, measure.Counters], daemon: dict[str, ServiceTotals]
+    at: float,
+    devices: dict[str, str],
+    disk: dict[str, measure.Counters],
+    daemon: dict[str, ServiceTotals],
+    disk_bytes: dict[str, tuple[float, float]] | None = None,
 ) -> dict[tuple[str, str], Sample]:
-    """The (LUN, op) samples for the LUNs known to both the kernel and the daemon."""
+    """The (LUN, op) samples for the LUNs known to both the kernel and the daemon. `disk_bytes`:
+    bytes read and written so far by device (disk_bytes())."""
     result = {}
     for lun, device in devices.items():
         counters, totals = disk.get(device), daemon.get(lun)
         if counters is None or totals is None:
             continue
+        read_b, write_b = (disk_bytes or {}).get(device, (0.0, 0.0))
         result[(lun, "read")] = Sample(
-            at, counters.reads, counters.read_seconds, totals.reads, totals.read_ns
+            at, counters.reads, counters.read_seconds, totals.reads, totals.read_ns, read_b
         )
         result[(lun, "write")] = Sample(
-            at, counters.writes, counters.write_seconds, totals.writes, totals.write_ns
+            at, counters.writes, counters.write_seconds, totals.writes, totals.write_ns, write_b
         )
     return result
+
+
+def disk_bytes(procfs: Path = Path("/proc")) -> dict[str, tuple[float, float]]:
+    """Bytes read and written so far by device, from /proc/diskstats."""
+    table, _ = parse((procfs / "diskstats").read_bytes())
+    c = table.columns
+    return {
+        name: (c[READ_SECTORS][i] * SECTOR_BYTES, c[WRITE_SECTORS][i] * SECTOR_BYTES)
+        for i, name in enumerate(table.names)
+    }
 
 
 class LiveCalibrator:
@@ -183,6 +207,7 @@ class LiveCalibrator:
         if daemon is None:
             return False
         disk = measure.from_diskstats()
+        sizes = disk_bytes()
         initial = self._initial()
         if self._initial_seen is not None and initial != self._initial_seen and self.estimator.values:
             # A new calibrated figure (`lab up` writes it once its probe is done): start from it.
@@ -192,7 +217,7 @@ class LiveCalibrator:
             write_live(self.live_file, {})
         self._initial_seen = initial
         changed: set[str] = set()
-        for (lun, op), sample in samples(time.monotonic(), devices, disk, daemon).items():
+        for (lun, op), sample in samples(time.monotonic(), devices, disk, daemon, sizes).items():
             if self.estimator.observe(lun, op, sample, initial.get(op, 0.0)):
                 changed.add(lun)
         if not changed:
