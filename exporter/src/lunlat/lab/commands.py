@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from lunlat.lab.config import LabConfig
 from lunlat.lab.engine import DEFAULT_ENGINE, Engine
 from lunlat.lab.fio import jobs, process, report
 from lunlat.lab.settings import Settings, SettingsError
-from lunlat.lab.state import LabState
+from lunlat.lab.state import LabState, read_live
 from lunlat.lab.system import LabError
 from lunlat.yamlmodel import ConfigError
 
@@ -281,6 +281,9 @@ class LunStatus:
     set_read_ms: float
     set_write_ms: float
     live: measure.Average
+    # The live calibration's overhead (ms) by op (lab/daemon/calibration.py); an op not measured yet
+    # has none and is served with `lab up`'s figure.
+    overhead_ms: dict[str, float] = field(default_factory=dict)
 
 
 def status(state_dir: Path, window: float = 1.0) -> tuple[LabState, list[LunStatus]]:
@@ -289,6 +292,7 @@ def status(state_dir: Path, window: float = 1.0) -> tuple[LabState, list[LunStat
     before = measure.from_diskstats()
     time.sleep(window)
     after = measure.from_diskstats()
+    live_overhead = read_live(state.live_overhead)
     rows = []
     for lun in lab.luns:
         device = state.loops.get(lun.name, "")
@@ -300,9 +304,18 @@ def status(state_dir: Path, window: float = 1.0) -> tuple[LabState, list[LunStat
         )
         s = settings.luns[lun.name]
         rows.append(
-            LunStatus(lun.name, device, lun.database, lun.role, lun.workload, s.read_ms, s.write_ms, live)
-        )
+            LunStatus(lun.name, device, lun.database, lun.role, lun.workload, s.read_ms, s.write_ms, live,
+                      live_overhead.get(lun.name, {}))
+        )  # fmt: skip
     return state, rows
+
+
+def _up_overhead(state: LabState) -> str:
+    try:
+        over = Settings.load(state.settings).overhead_ms
+    except LabError:
+        return "figure"
+    return f"{over.get('read', 0.0):.3f}/{over.get('write', 0.0):.3f} ms"
 
 
 def format_status(state: LabState, rows: list[LunStatus], window: float) -> str:
@@ -312,14 +325,18 @@ def format_status(state: LabState, rows: list[LunStatus], window: float) -> str:
     lines = [
         f"lab in {state.directory} ({state.engine} daemon), phase: {state.phase or 'idle'}; live = last {window:g}s from /proc/diskstats",
         f"{'LUN':24} {'device':12} {'database':14} {'role':5} {'workload':14} "
-        f"{'set r/w ms':>13} {'live r/w ms':>15} {'r/w IOPS':>13}",
+        f"{'set r/w ms':>13} {'live r/w ms':>15} {'r/w IOPS':>13} {'overhead r/w ms':>15}",
     ]
     for r in rows:
         lines.append(
             f"{r.lun:24} {r.device:12} {r.database:14} {r.role:5} {r.workload:14} "
             f"{r.set_read_ms:>6.2f}/{r.set_write_ms:<6.2f} {ms(r.live.read_ms):>7}/{ms(r.live.write_ms):<7} "
-            f"{r.live.reads / window:>6.0f}/{r.live.writes / window:<6.0f}"
+            f"{r.live.reads / window:>6.0f}/{r.live.writes / window:<6.0f} "
+            f"{ms(r.overhead_ms.get('read')):>7}/{ms(r.overhead_ms.get('write')):<7}"
         )
+    lines.append(
+        f"overhead: measured live per LUN and op (- : not yet, `lab up`'s {_up_overhead(state)} applies)"
+    )
     return "\n".join(lines)
 
 

@@ -13,6 +13,10 @@ from pathlib import Path
 from lunlat.files import write_atomic
 from lunlat.lab.engine import DEFAULT_ENGINE
 
+# The live calibration's estimates (lab/daemon/calibration.py), written by the daemon's supervisor
+# beside the settings file, read by `lab status`.
+LIVE_OVERHEAD_FILE = "overhead.json"
+
 
 @dataclass(slots=True)
 class LabState:
@@ -36,6 +40,10 @@ class LabState:
     @property
     def settings(self) -> Path:
         return self.directory / "settings.json"
+
+    @property
+    def live_overhead(self) -> Path:
+        return self.directory / LIVE_OVERHEAD_FILE
 
     @property
     def exporter_config(self) -> Path:
@@ -67,3 +75,19 @@ class LabState:
             return cls(**data)
         except TypeError:
             return None
+
+
+def write_live(path: Path, overheads: dict[str, dict[str, float]]) -> None:
+    """The live calibration's estimates, ms by LUN and op."""
+    write_atomic(path, json.dumps({"overhead_ms": overheads}, indent=2, sort_keys=True))
+
+
+def read_live(path: Path) -> dict[str, dict[str, float]]:
+    """The live overheads last written by write_live (empty when none yet, or unreadable)."""
+    try:
+        data = json.loads(path.read_text())
+        return {
+            str(lun): {str(op): float(v) for op, v in ops.items()} for lun, ops in data["overhead_ms"].items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from lunlat import logs
+from lunlat.lab.daemon.calibration import LiveCalibrator
 from lunlat.lab.daemon.filesystem import DEFAULT_MAX_INFLIGHT, LabFS, mount
 from lunlat.lab.daemon.injector import Injector
 from lunlat.lab.daemon.libfuse import LibfuseError, require_libfuse3
@@ -21,6 +22,7 @@ from lunlat.lab.daemon.watcher import SettingsWatcher, file_signature
 from lunlat.lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat.lab.native import BuildError, build
 from lunlat.lab.settings import SettingsError, load_settings
+from lunlat.lab.state import LIVE_OVERHEAD_FILE
 
 log = logs.get("lunlat.lab.daemon")  # a fixed name: run with -m, __name__ is __main__
 
@@ -94,6 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _supervise(
             lambda: NativeDaemon(binary, backing, mountpoint, settings, args.max_inflight, args.spin_us),
             lambda daemon: SettingsWatcher(settings_file, daemon.apply, seen=seen, announce=False),
+            lambda daemon: LiveCalibrator(
+                mountpoint,
+                settings_file.with_name(LIVE_OVERHEAD_FILE),
+                daemon.stats,
+                daemon.calibrate,
+                lambda: dict(daemon.settings.overhead_ms),
+            ),
         )
     injector = Injector(settings)
     watcher = SettingsWatcher(settings_file, injector.apply, seen=seen)
@@ -118,9 +127,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _supervise(start: Callable[[], NativeDaemon], watch: Callable[[NativeDaemon], SettingsWatcher]) -> int:
-    """Run the native daemon until it exits: stop signals are passed on to it (it unmounts), and
-    each new version of the settings file is sent to it."""
+def _supervise(
+    start: Callable[[], NativeDaemon],
+    watch: Callable[[NativeDaemon], SettingsWatcher],
+    calibrate: Callable[[NativeDaemon], LiveCalibrator],
+) -> int:
+    """Run the native daemon until it exits: stop signals are passed on to it (it unmounts), each
+    new version of the settings file is sent to it, and each LUN's live overhead (calibration.py)."""
     signalled: list[int] = []
     started: list[NativeDaemon] = []
 
@@ -138,9 +151,12 @@ def _supervise(start: Callable[[], NativeDaemon], watch: Callable[[NativeDaemon]
         daemon.signal(signalled[-1])
     watcher = watch(daemon)
     watcher.start()
+    calibrator = calibrate(daemon)
+    calibrator.start()
     try:
         status = daemon.wait()
     finally:
+        calibrator.stop()
         watcher.stop()
     if status != 0:
         log.error("the native daemon failed", status=status)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from lunlat import logs
-from lunlat.lab.native import encode
+from lunlat.lab.native import STATS_REQUEST, ServiceTotals, encode, encode_calibration, parse_stats_line
 from lunlat.lab.settings import Settings
 
 log = logs.get("lunlat.lab.daemon")
@@ -42,25 +42,54 @@ class NativeDaemon:
     ) -> None:
         self._arrays: dict[str, int] = {}  # array name -> the daemon's index, stable for its life
         self._lock = threading.Lock()
+        self.settings = settings  # the last version sent
         self.process = subprocess.Popen(
             [str(binary), "--backing", str(backing), "--mount", str(mountpoint),
              "--max-inflight", str(max_inflight), "--spin-us", repr(spin_us)],
-            stdin=subprocess.PIPE,  # stdout and stderr: this process's (the lab's fuse.log)
+            # stdout: the daemon's answers to `stats` (live calibration); stderr: this process's
+            # (the lab's fuse.log).
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )  # fmt: skip
         self.apply(settings)
 
     def apply(self, settings: Settings) -> None:
         """Send a new version; the daemon logs `settings reloaded` once it is in force."""
         with self._lock:
-            text = encode(settings, self._arrays)
-            stdin: IO[bytes] | None = self.process.stdin
-            if stdin is None:
-                return
-            try:
-                stdin.write(text.encode())
-                stdin.flush()
-            except (BrokenPipeError, ValueError):  # the daemon is gone; wait() reports it
-                log.warning("the native daemon is not running; settings not sent")
+            self.settings = settings
+            self._send(encode(settings, self._arrays), "settings")
+
+    def calibrate(self, overheads: dict[str, dict[str, float]]) -> None:
+        """Each LUN's live overhead per op (ms), in force at once (lab/daemon/calibration.py)."""
+        with self._lock:
+            self._send(encode_calibration(overheads), "calibration")
+
+    def stats(self) -> dict[str, ServiceTotals] | None:
+        """The daemon's cumulative service totals per LUN; None when it does not answer (gone)."""
+        with self._lock:
+            stdout: IO[bytes] | None = self.process.stdout
+            if stdout is None or not self._send(STATS_REQUEST, "stats request"):
+                return None
+            totals: dict[str, ServiceTotals] = {}
+            while True:
+                line = stdout.readline()
+                if not line:
+                    return None
+                parsed = parse_stats_line(line.decode())
+                if parsed is None:
+                    return totals
+                totals[parsed[0]] = parsed[1]
+
+    def _send(self, text: str, what: str) -> bool:  # self._lock held
+        stdin: IO[bytes] | None = self.process.stdin
+        if stdin is None:
+            return False
+        try:
+            stdin.write(text.encode())
+            stdin.flush()
+        except (BrokenPipeError, ValueError):  # the daemon is gone; wait() reports it
+            log.warning("the native daemon is not running; not sent", what=what)
+            return False
+        return True
 
     def signal(self, signum: int) -> None:
         if self.process.poll() is None:

@@ -14,9 +14,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 if TYPE_CHECKING:  # lab.settings imports lab.system, which checks the host with this module
     from lunlat.lab.settings import Settings
@@ -122,3 +123,40 @@ def encode(settings: Settings, arrays: dict[str, int]) -> str:
         )
     lines.append("end")
     return "\n".join(lines) + "\n"
+
+
+# --- live calibration (lab/daemon/calibration.py): the `stats` and `calib` lines -----------------
+
+STATS_REQUEST = "stats\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceTotals:
+    """What the daemon served of one LUN since it started: I/Os and their summed service time (from
+    its callback receiving each to its reply, slot wait and hold included), per op."""
+
+    reads: int
+    read_ns: int
+    writes: int
+    write_ns: int
+
+
+def encode_calibration(overheads: dict[str, dict[str, float]]) -> str:
+    """`calib READ_MS WRITE_MS NAME` per LUN: its live overhead per op (ms; below 0: none measured,
+    the settings' overhead applies). Put in force at once, outside any settings block."""
+    return "".join(
+        f"calib {ops.get('read', -1.0)!r} {ops.get('write', -1.0)!r} {quote(name, safe='')}\n"
+        for name, ops in overheads.items()
+    )
+
+
+def parse_stats_line(line: str) -> tuple[str, ServiceTotals] | None:
+    """One `stat NAME READS READ_NS WRITES WRITE_NS` line of the daemon's answer to `stats`; None for
+    `end`. ValueError for anything else."""
+    fields = line.split()
+    if fields == ["end"]:
+        return None
+    if len(fields) != 6 or fields[0] != "stat":
+        raise ValueError(f"not a stats line: {line.strip()!r}")
+    reads, read_ns, writes, write_ns = (int(f) for f in fields[2:])
+    return unquote(fields[1]), ServiceTotals(reads, read_ns, writes, write_ns)

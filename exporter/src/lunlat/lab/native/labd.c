@@ -6,7 +6,7 @@
  * A flat, fixed namespace: the regular files of DIR, read and written in place. Each read or write
  * of `<lun>.img` of a configured LUN waits for one of its array's slots (FIFO, no barging,
  * resizable while I/Os wait), then holds it for latency + bytes / bandwidth - overhead (never
- * below 0), the real pread/pwrite done inside that time; latency is lognormal with the LUN's mean
+ * below 0; overhead: the LUN's live figure for the op once its supervisor sent one, see `calib`), the real pread/pwrite done inside that time; latency is lognormal with the LUN's mean
  * and coefficient of variation (mu shifted by -sigma^2/2: the mean is kept). Other files pass
  * through. Creating, removing or renaming names is refused (EPERM); fsync and flush are no-ops.
  *
@@ -17,6 +17,16 @@
  *     array INDEX SLOTS BANDWIDTH_MIB_S          (INDEX: stable per array name, from 0)
  *     lun ARRAY_INDEX READ_MS WRITE_MS JITTER NAME   (NAME percent-encoded)
  *     end
+ *
+ * Two more lines, outside or inside a block, for the live calibration (lunlat/lab/daemon/calibration.py):
+ *
+ *     calib READ_MS WRITE_MS NAME    the LUN's measured overhead per op, in force at once (below 0:
+ *                                    none, the settings' overhead applies again)
+ *     stats                          the daemon writes `stat NAME READS READ_NS WRITES WRITE_NS` per
+ *                                    LUN on stdout, then `end`: how many reads and writes of the LUN
+ *                                    it served and their summed service time, cumulative, from the
+ *                                    callback receiving the I/O to its reply (slot wait, pread/pwrite
+ *                                    and hold included)
  *
  * Replaced settings are kept, not freed (an I/O may still read them): a few hundred bytes per
  * change, and changes come from people and calibration. When stdin closes (its supervisor is
@@ -337,6 +347,92 @@ static void lognormal(double mean, double cv, double *mu, double *sigma)
 	*sigma = sqrt(sigma2);
 }
 
+/* --- live calibration: per-LUN service totals and measured overheads ------------------------ */
+
+#define MAX_STATS 4096
+
+struct lunstat {
+	char name[NAME_MAX_LEN + 1];
+	_Atomic int64_t count[2], elapsed_ns[2]; /* [0] read, [1] write: cumulative */
+	_Atomic int64_t overhead_ns[2];          /* below 0: none measured, the settings' applies */
+};
+
+static struct lunstat lunstats[MAX_STATS];
+static _Atomic int nlunstats;
+static pthread_mutex_t lunstats_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The LUN's entry, created when `create` (NULL when the table is full): entries are only appended,
+ * and each is complete before the count that publishes it, so lookups take no lock. */
+static struct lunstat *lunstat_of(const char *name, int create)
+{
+	int n = atomic_load_explicit(&nlunstats, memory_order_acquire);
+	for (int i = 0; i < n; i++)
+		if (strcmp(lunstats[i].name, name) == 0)
+			return &lunstats[i];
+	if (!create)
+		return NULL;
+	pthread_mutex_lock(&lunstats_lock);
+	struct lunstat *found = NULL;
+	n = atomic_load_explicit(&nlunstats, memory_order_relaxed);
+	for (int i = 0; i < n && found == NULL; i++)
+		if (strcmp(lunstats[i].name, name) == 0)
+			found = &lunstats[i];
+	if (found == NULL && n < MAX_STATS) {
+		found = &lunstats[n];
+		snprintf(found->name, sizeof found->name, "%s", name);
+		for (int op = 0; op < 2; op++)
+			atomic_store(&found->overhead_ns[op], -1);
+		atomic_store_explicit(&nlunstats, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&lunstats_lock);
+	return found;
+}
+
+static void write_stats(FILE *out)
+{
+	int n = atomic_load_explicit(&nlunstats, memory_order_acquire);
+	for (int i = 0; i < n; i++) {
+		struct lunstat *st = &lunstats[i];
+		fputs("stat ", out);
+		for (const char *c = st->name; *c; c++) /* percent-encoded, as names arrive */
+			if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+			    *c == '-' || *c == '_' || *c == '.' || *c == '~')
+				fputc(*c, out);
+			else
+				fprintf(out, "%%%02X", (unsigned char)*c);
+		fprintf(out, " %lld %lld %lld %lld\n", (long long)atomic_load(&st->count[0]),
+			(long long)atomic_load(&st->elapsed_ns[0]), (long long)atomic_load(&st->count[1]),
+			(long long)atomic_load(&st->elapsed_ns[1]));
+	}
+	fputs("end\n", out);
+	fflush(out);
+}
+
+static int percent_decode(const char *in, char *out, size_t cap);
+
+/* `calib` and `stats` lines: 1 when `line` was one (and done), 0 otherwise. */
+static int control_line(char *line)
+{
+	char name[3 * NAME_MAX_LEN + 1], decoded[NAME_MAX_LEN + 1];
+	double r, w;
+	int n = 0;
+	if (strcmp(line, "stats\n") == 0 || strcmp(line, "stats") == 0) {
+		write_stats(stdout);
+		return 1;
+	}
+	if (sscanf(line, "calib %lf %lf %767s%n", &r, &w, name, &n) == 3 && (line[n] == '\0' || line[n] == '\n')) {
+		struct lunstat *st = percent_decode(name, decoded, sizeof decoded) == 0 ? lunstat_of(decoded, 1) : NULL;
+		if (st == NULL) {
+			logline("warn", "msg=\"calibration line rejected\" line=\"%.80s\"", line);
+			return 1;
+		}
+		atomic_store(&st->overhead_ns[0], r < 0 ? -1 : (int64_t)(r * 1e6));
+		atomic_store(&st->overhead_ns[1], w < 0 ? -1 : (int64_t)(w * 1e6));
+		return 1;
+	}
+	return 0;
+}
+
 struct pending {
 	struct settings *s;
 	int cap;
@@ -430,6 +526,8 @@ static int read_block(FILE *in, struct pending *p)
 	size_t cap = 0;
 	int bad = 0, r = 0;
 	while (getline(&line, &cap, in) >= 0) {
+		if (control_line(line))
+			continue;
 		r = parse_line(p, line);
 		if (r < 0 && !bad) {
 			bad = 1;
@@ -473,7 +571,10 @@ static void *settings_reader(void *arg)
 
 /* --- the service model of one I/O ----------------------------------------------------------- */
 
-static int64_t service_ns(const struct settings *s, const struct lun_setting *l, int op, size_t nbytes)
+/* `overhead_ns`: the LUN's live measured overhead for this op, below 0 when none; it replaces both
+ * the settings' fixed and per-MiB overhead, as it was measured on this LUN's own I/O sizes. */
+static int64_t service_ns(const struct settings *s, const struct lun_setting *l, int op, size_t nbytes,
+			  int64_t overhead_ns)
 {
 	double mean = l->mean_ms[op], latency = 0;
 	if (mean > 0)
@@ -481,17 +582,22 @@ static int64_t service_ns(const struct settings *s, const struct lun_setting *l,
 	double bandwidth = s->bandwidth[l->array];
 	double mib = (double)nbytes / MIB;
 	double transfer = bandwidth > 0 ? mib / bandwidth * 1000 : 0;
-	double ms = latency + transfer - (s->overhead_ms[op] + s->overhead_ms_per_mib[op] * mib);
+	double overhead = overhead_ns >= 0 ? (double)overhead_ns / 1e6
+					   : s->overhead_ms[op] + s->overhead_ms_per_mib[op] * mib;
+	double ms = latency + transfer - overhead;
 	return ms > 0 ? (int64_t)(ms * 1e6) : 0;
 }
 
 struct handle {
 	int fd;
 	char lun[NAME_MAX_LEN + 1]; /* "" when the file is not <lun>.img */
+	struct lunstat *stat;       /* the LUN's totals and live overhead; NULL when lun is "" */
 };
 
-/* Runs io(fd) inside the I/O's service time on its array; a file without settings gets none. */
-static ssize_t serve(const struct handle *h, int op, size_t nbytes, ssize_t (*io)(void *), void *ctx)
+/* Runs io(fd) inside the I/O's service time on its array; a file without settings gets none.
+ * `received`: when the callback got the I/O, the start of what the daemon's totals count. */
+static ssize_t serve(const struct handle *h, int op, size_t nbytes, ssize_t (*io)(void *), void *ctx,
+		     int64_t received)
 {
 	struct settings *s = atomic_load_explicit(&current, memory_order_acquire);
 	const struct lun_setting *l = h->lun[0] ? find_lun(s, h->lun) : NULL;
@@ -503,11 +609,16 @@ static ssize_t serve(const struct handle *h, int op, size_t nbytes, ssize_t (*io
 	/* Sampled once the slot is held: a change made while the I/O queued applies to it. */
 	s = atomic_load_explicit(&current, memory_order_acquire);
 	l = find_lun(s, h->lun);
-	int64_t hold = l ? service_ns(s, l, op, nbytes) : 0;
+	int64_t over = h->stat ? atomic_load_explicit(&h->stat->overhead_ns[op], memory_order_relaxed) : -1;
+	int64_t hold = l ? service_ns(s, l, op, nbytes, over) : 0;
 	ssize_t result = io(ctx);
 	if (hold > 0)
 		until(start + hold);
 	slot_release(q);
+	if (h->stat) {
+		atomic_fetch_add_explicit(&h->stat->count[op], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&h->stat->elapsed_ns[op], now_ns() - received, memory_order_relaxed);
+	}
 	return result;
 }
 
@@ -766,6 +877,7 @@ static void lab_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	size_t len = strlen(name), suffix = strlen(IMAGE_SUFFIX);
 	if (len > suffix && strcmp(name + len - suffix, IMAGE_SUFFIX) == 0 && len - suffix <= NAME_MAX_LEN)
 		memcpy(h->lun, name, len - suffix);
+	h->stat = h->lun[0] ? lunstat_of(h->lun, 1) : NULL;
 	struct open_out out = {
 		.fh = (uint64_t)(uintptr_t)h,
 		.open_flags = FOPEN_DIRECT_IO_FLAG | FOPEN_PARALLEL_DIRECT_WRITES_FLAG,
@@ -812,6 +924,7 @@ static __thread size_t read_cap;
 static void lab_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)ino;
+	int64_t received = now_ns();
 	const struct handle *h = (const struct handle *)(uintptr_t)fi->fh;
 	if (size > read_cap) {
 		free(read_buf);
@@ -823,7 +936,7 @@ static void lab_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
 		}
 	}
 	struct rw rw = {.fd = h->fd, .buf = read_buf, .size = size, .off = off};
-	ssize_t n = serve(h, 0, size, do_pread, &rw);
+	ssize_t n = serve(h, 0, size, do_pread, &rw, received);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -834,9 +947,10 @@ static void lab_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 		      struct fuse_file_info *fi)
 {
 	(void)ino;
+	int64_t received = now_ns();
 	const struct handle *h = (const struct handle *)(uintptr_t)fi->fh;
 	struct rw rw = {.fd = h->fd, .buf = (void *)buf, .size = size, .off = off};
-	ssize_t n = serve(h, 1, size, do_pwrite, &rw);
+	ssize_t n = serve(h, 1, size, do_pwrite, &rw, received);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

@@ -1,0 +1,244 @@
+"""Live calibration: each LUN's overhead per op, measured continuously from the kernel's own counters.
+
+The daemon holds each I/O for target + transfer - overhead, where the overhead is what an I/O costs
+outside the daemon's hold (FUSE round trip, wake-ups, the loop driver). `lab up` measures one figure
+for all LUNs; it varies from one `up` to the next and with each LUN's rate and I/O kind (a 5 IOPS
+reader pays idle wake-ups, an O_SYNC writer less). So the supervisor measures it per (LUN, op):
+
+    overhead = diskstats' mean latency - the daemon's mean service time, over the same window
+
+The daemon's service time runs from its callback receiving the I/O to its reply, so it includes the
+wait for the array's slots and the hold: everything the array model means to show. The difference is
+therefore only what lies outside the daemon, and subtracting it does not feed the measured latency
+back onto the target: queueing in the array model stays in the daemon's time, is not part of the
+estimate, and still shows in diskstats. (Anything queued outside the daemon, in the loop driver or
+the FUSE request queue, is counted as overhead and removed: it is the lab's artifact, not the model.)
+
+Windows: a (LUN, op) closes a window once it has MIN_IOS completions, or MAX_WINDOW_S seconds with
+at least MIN_IOS_SLOW (the 5 IOPS log readers: 100 I/Os in 20 s). Long windows because diskstats
+counts time in whole milliseconds: a window's mean is off by up to 1 ms / its I/Os (0.05 ms at 20
+I/Os, which is what windows of 20 gave the 5 and 20 IOPS LUNs in `lab scenario --reference`); a window whose kernel and daemon counts disagree by
+more than COUNT_MISMATCH (the loop driver split the I/Os) is dropped, and so is one whose I/Os
+average more than LARGE_IO_BYTES: the outside cost of a large transfer grows with its size (the
+settings' per-MiB overhead), and a snapshot copy's 1 MiB writes would otherwise set the figure
+its 8K OLTP writes get. Each window's figure moves an
+EWMA (ALPHA), bounded to [0, MAX_MS]; before its first window a (LUN, op) keeps `lab up`'s figure,
+which the daemon applies from the settings. Only the native engine measures and applies it (the
+Python engine keeps `lab up`'s single figure).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lunlat import logs
+from lunlat.lab import measure, system
+from lunlat.lab.native import ServiceTotals
+from lunlat.lab.state import write_live
+from lunlat.sources.diskstats import READ_SECTORS, SECTOR_BYTES, WRITE_SECTORS, parse
+
+log = logs.get("lunlat.lab.daemon")
+
+OPS = ("read", "write")
+POLL_SECONDS = 1.0
+MIN_IOS = 100
+MIN_IOS_SLOW = 20
+MAX_WINDOW_S = 30.0
+ALPHA = 0.3
+MAX_MS = 2.0
+COUNT_MISMATCH = 0.25
+LARGE_IO_BYTES = 128 * 1024
+IMAGE_SUFFIX = ".img"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Cumulative counters of one (LUN, op) at one moment: the kernel's and the daemon's."""
+
+    at: float  # monotonic seconds
+    disk_ios: float
+    disk_seconds: float
+    daemon_ios: int
+    daemon_ns: int
+    disk_bytes: float = 0.0
+
+
+class Estimator:
+    """The smoothed overhead per (LUN, op), in ms, from successive cumulative samples."""
+
+    def __init__(
+        self,
+        min_ios: int = MIN_IOS,
+        min_ios_slow: int = MIN_IOS_SLOW,
+        max_window_s: float = MAX_WINDOW_S,
+        alpha: float = ALPHA,
+        max_ms: float = MAX_MS,
+    ) -> None:
+        self.min_ios, self.min_ios_slow, self.max_window_s = min_ios, min_ios_slow, max_window_s
+        self.alpha, self.max_ms = alpha, max_ms
+        self._start: dict[tuple[str, str], Sample] = {}
+        self.values: dict[tuple[str, str], float] = {}  # only (LUN, op)s measured at least once
+        self.windows: dict[tuple[str, str], int] = {}
+
+    def observe(self, lun: str, op: str, sample: Sample, initial: float) -> bool:
+        """One sample; True when it closed a window and the estimate changed. `initial`: the value
+        the EWMA starts from (`lab up`'s figure)."""
+        key = (lun, op)
+        start = self._start.get(key)
+        if start is None or sample.disk_ios < start.disk_ios or sample.daemon_ios < start.daemon_ios:
+            self._start[key] = sample  # first sight, or counters reset (new device, new daemon)
+            return False
+        disk_ios = sample.disk_ios - start.disk_ios
+        daemon_ios = sample.daemon_ios - start.daemon_ios
+        elapsed = sample.at - start.at
+        if not (disk_ios >= self.min_ios or (elapsed >= self.max_window_s and disk_ios >= self.min_ios_slow)):
+            if elapsed >= self.max_window_s and disk_ios == 0:
+                self._start[key] = sample  # idle: the next window starts when I/O does
+            return False
+        self._start[key] = sample
+        if daemon_ios <= 0 or abs(daemon_ios - disk_ios) > COUNT_MISMATCH * disk_ios:
+            return False
+        if (sample.disk_bytes - start.disk_bytes) / disk_ios > LARGE_IO_BYTES:
+            return False
+        disk_ms = (sample.disk_seconds - start.disk_seconds) / disk_ios * 1000
+        daemon_ms = (sample.daemon_ns - start.daemon_ns) / daemon_ios / 1e6
+        measured = disk_ms - daemon_ms
+        if not math.isfinite(measured):
+            return False
+        previous = self.values.get(key, initial)
+        windows = self.windows.get(key, 0)
+        # The first windows weigh as a running mean with `initial` as one sample (1/2, 1/3), then
+        # alpha: a short scenario phase converges in a few windows, a long run stays smooth.
+        alpha = max(self.alpha, 1 / (windows + 2))
+        value = min(max(previous + alpha * (measured - previous), 0.0), self.max_ms)
+        self.values[key] = value
+        self.windows[key] = windows + 1
+        return True
+
+    def reset(self) -> None:
+        """Forget the estimates (not the windows' starts): a new `lab up` figure starts them over."""
+        self.values.clear()
+        self.windows.clear()
+
+    def overheads(self) -> dict[str, dict[str, float]]:
+        """The measured estimates by LUN and op (ms)."""
+        result: dict[str, dict[str, float]] = {}
+        for (lun, op), value in sorted(self.values.items()):
+            result.setdefault(lun, {})[op] = value
+        return result
+
+
+def lun_devices(mountpoint: Path, sysfs: Path = Path("/sys")) -> dict[str, str]:
+    """Kernel device name (loopN) by LUN, for the loop devices on `<mountpoint>/<lun>.img`."""
+    found = {}
+    for device, backing in system.loops_under(mountpoint, sysfs).items():
+        name = Path(backing).name
+        if Path(backing).parent == mountpoint and name.endswith(IMAGE_SUFFIX):
+            found[name.removesuffix(IMAGE_SUFFIX)] = Path(device).name
+    return found
+
+
+def samples(
+    at: float,
+    devices: dict[str, str],
+    disk: dict[str, measure.Counters],
+    daemon: dict[str, ServiceTotals],
+    disk_bytes: dict[str, tuple[float, float]] | None = None,
+) -> dict[tuple[str, str], Sample]:
+    """The (LUN, op) samples for the LUNs known to both the kernel and the daemon. `disk_bytes`:
+    bytes read and written so far by device (disk_bytes())."""
+    result = {}
+    for lun, device in devices.items():
+        counters, totals = disk.get(device), daemon.get(lun)
+        if counters is None or totals is None:
+            continue
+        read_b, write_b = (disk_bytes or {}).get(device, (0.0, 0.0))
+        result[(lun, "read")] = Sample(
+            at, counters.reads, counters.read_seconds, totals.reads, totals.read_ns, read_b
+        )
+        result[(lun, "write")] = Sample(
+            at, counters.writes, counters.write_seconds, totals.writes, totals.write_ns, write_b
+        )
+    return result
+
+
+def disk_bytes(procfs: Path = Path("/proc")) -> dict[str, tuple[float, float]]:
+    """Bytes read and written so far by device, from /proc/diskstats."""
+    table, _ = parse((procfs / "diskstats").read_bytes())
+    c = table.columns
+    return {
+        name: (c[READ_SECTORS][i] * SECTOR_BYTES, c[WRITE_SECTORS][i] * SECTOR_BYTES)
+        for i, name in enumerate(table.names)
+    }
+
+
+class LiveCalibrator:
+    """Every POLL_SECONDS: the daemon's totals, then /proc/diskstats; the estimates that changed are
+    sent to the daemon and all of them written to `live_file` for `lab status`."""
+
+    def __init__(
+        self,
+        mountpoint: Path,
+        live_file: Path,
+        stats: Callable[[], dict[str, ServiceTotals] | None],
+        send: Callable[[dict[str, dict[str, float]]], None],
+        initial: Callable[[], dict[str, float]],
+        interval: float = POLL_SECONDS,
+    ) -> None:
+        self.mountpoint, self.live_file = mountpoint, live_file
+        self._stats, self._send, self._initial = stats, send, initial
+        self._interval = interval
+        self.estimator = Estimator()
+        self._initial_seen: dict[str, float] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll(self) -> bool:
+        """One round; True when an estimate changed."""
+        devices = lun_devices(self.mountpoint)
+        if not devices:
+            return False
+        daemon = self._stats()
+        if daemon is None:
+            return False
+        disk = measure.from_diskstats()
+        sizes = disk_bytes()
+        initial = self._initial()
+        if self._initial_seen is not None and initial != self._initial_seen and self.estimator.values:
+            # A new calibrated figure (`lab up` writes it once its probe is done): start from it.
+            forgotten = self.estimator.overheads()
+            self.estimator.reset()
+            self._send({lun: {op: -1.0 for op in OPS} for lun in forgotten})
+            write_live(self.live_file, {})
+        self._initial_seen = initial
+        changed: set[str] = set()
+        for (lun, op), sample in samples(time.monotonic(), devices, disk, daemon, sizes).items():
+            if self.estimator.observe(lun, op, sample, initial.get(op, 0.0)):
+                changed.add(lun)
+        if not changed:
+            return False
+        overheads = self.estimator.overheads()
+        self._send({lun: overheads[lun] for lun in sorted(changed)})
+        write_live(self.live_file, overheads)
+        return True
+
+    def run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.poll()
+            except Exception:  # calibration must never stop the daemon serving
+                log.error("live calibration error", exc_info=True)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="live-calibration", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2 * self._interval + 1)
