@@ -12,6 +12,7 @@ from lunlat.lab.daemon import calibration
 from lunlat.lab.daemon.calibration import Estimator, Sample, lun_devices, samples
 from lunlat.lab.native import ServiceTotals
 from lunlat.lab.state import read_live, write_live
+from lunlat.sources import biolatency
 
 
 def _sample(at: float, ios: int, disk_ms: float, daemon_ms: float, daemon_ios: int | None = None) -> Sample:
@@ -130,7 +131,7 @@ def test_the_calibrator_sends_what_changed_and_starts_over_on_a_new_lab_up_figur
     initial = {"read": 0.1, "write": 0.1}
     sent: list[dict[str, dict[str, float]]] = []
     monkeypatch.setattr(calibration, "lun_devices", lambda mountpoint: {"a": "loop0"})
-    monkeypatch.setattr(measure, "from_diskstats", lambda: disk)
+    monkeypatch.setattr(calibration.KernelTimes, "read", lambda self, devices: disk)  # ms sums
     cal = calibration.LiveCalibrator(tmp_path, tmp_path / "overhead.json", lambda: daemon, sent.append,
                                      lambda: initial)  # fmt: skip
     assert not cal.poll()  # opens the windows
@@ -155,3 +156,15 @@ def test_windows_of_large_ios_are_dropped() -> None:
     assert est.observe("snap", "write", Sample(2, 20, 10 * 1.5e-3 + 10 * 1.2e-3, 20, 20 * 1_000_000,
                                                10 * 1048576.0 + 10 * 8192.0), initial=0.1)  # fmt: skip
     assert est.values[("snap", "write")] == pytest.approx(0.2)
+
+
+def test_kernel_times_fall_back_to_diskstats_where_bpf_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    disk = {"loop0": measure.Counters(3, 0.003, 1, 0.001)}
+    monkeypatch.setattr(measure, "from_diskstats", lambda: disk)
+    monkeypatch.setattr(biolatency.Engine, "load", lambda self: "needs root (a stand-in cause)")
+    kernel = calibration.KernelTimes()
+    try:
+        assert kernel.read(["loop0"]) == disk
+        assert not kernel.nanoseconds  # so the estimator keeps its long, ms-safe windows
+    finally:
+        kernel.close()
