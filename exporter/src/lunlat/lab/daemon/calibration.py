@@ -15,13 +15,12 @@ estimate, and still shows in diskstats. (Anything queued outside the daemon, in 
 the FUSE request queue, is counted as overhead and removed: it is the lab's artifact, not the model.)
 
 Windows: a (LUN, op) closes a window once it has MIN_IOS completions, or MAX_WINDOW_S seconds with
-at least MIN_IOS_SLOW (the 5 IOPS log readers: 100 I/Os in 20 s). Long windows because diskstats
-counts time in whole milliseconds: a window's mean is off by up to 1 ms / its I/Os (0.05 ms at 20
-I/Os, which is what windows of 20 gave the 5 and 20 IOPS LUNs in `lab scenario --reference`); a window whose kernel and daemon counts disagree by
-more than COUNT_MISMATCH (the loop driver split the I/Os) is dropped, and so is one whose I/Os
-average more than LARGE_IO_BYTES: the outside cost of a large transfer grows with its size (the
-settings' per-MiB overhead), and a snapshot copy's 1 MiB writes would otherwise set the figure
-its 8K OLTP writes get. Each window's figure moves an
+at least MIN_IOS_SLOW. The kernel's side comes from KernelTimes: nanosecond sums from the BPF engine
+where it loads (then short windows, NS_*), else diskstats, whose sums are whole milliseconds (then
+long windows: a window's mean is off by up to 1 ms / its I/Os, 0.05 ms at 20). A window whose kernel
+and daemon counts disagree by more than COUNT_MISMATCH (the loop driver split the I/Os) is dropped,
+and so is one whose I/Os average more than LARGE_IO_BYTES: a snapshot copy's 1 MiB writes cost more
+outside the daemon than the 8K OLTP writes that follow them. Each window's figure moves an
 EWMA (ALPHA), bounded to [0, MAX_MS]; before its first window a (LUN, op) keeps `lab up`'s figure,
 which the daemon applies from the settings. Only the native engine measures and applies it (the
 Python engine keeps `lab up`'s single figure).
