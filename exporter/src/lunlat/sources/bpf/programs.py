@@ -188,19 +188,20 @@ def _counters_or_out(p: asm.Program, o: Offsets, rq: _Request, devices_fd: int, 
     p.alu(asm.LSH, R1, MINORBITS)
     p.load(4, R2, R10, minor_at)
     p.alu_reg(asm.OR, R1, R2)
-    p.store(4, R10, _DEV_KEY, R1)
-    p.map_fd(R1, devices_fd)
-    p.mov(R2, R10)
-    p.alu(asm.ADD, R2, _DEV_KEY)
-    p.call(MAP_LOOKUP_ELEM)
-    p.jump(JEQ, R0, 0, "out")
+    _lookup_or_out(p, devices_fd, _DEV_KEY, R1)
     p.load(4, R1, R0, 0)  # the device's slot
     p.alu(asm.MUL, R1, OPS_PER_DEVICE)
     p.alu_reg(asm.ADD, R1, R9)
-    p.store(4, R10, _STATS_KEY, R1)
-    p.map_fd(R1, stats_fd)
+    _lookup_or_out(p, stats_fd, _STATS_KEY, R1)
+
+
+def _lookup_or_out(p: asm.Program, map_fd: int, slot: int, key: int) -> None:
+    """R0 = the element of map `map_fd` whose u32 key is in register `key` (stored at `slot`); to
+    `out` when there is none."""
+    p.store(4, R10, slot, key)
+    p.map_fd(R1, map_fd)
     p.mov(R2, R10)
-    p.alu(asm.ADD, R2, _STATS_KEY)
+    p.alu(asm.ADD, R2, slot)
     p.call(MAP_LOOKUP_ELEM)
     p.jump(JEQ, R0, 0, "out")
 
