@@ -168,7 +168,8 @@ DEVICE_IO_LATENCY = MetricSpec(
 DEVICE_IO_QUEUE_TIME = MetricSpec(
     "lunlat_device_io_queue_time_seconds_total",
     "counter",
-    "Time the LUN's issued block requests waited in the host's queue (insert to issue), summed, "
+    "Time the LUN's issued block requests waited in the host's queue (from the request's start, where "
+    "diskstats' time starts, to issue), summed, "
     "by op: the host's share of the latency histogram's sum; the rest is the device's.",
     BIO_LABELS,
 )
