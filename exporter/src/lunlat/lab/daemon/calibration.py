@@ -198,6 +198,7 @@ class KernelTimes:
         self._sysfs = sysfs
         self._engine: Engine | None = None
         self._tried = False
+        self._numbers: dict[str, int] = {}
 
     @property
     def nanoseconds(self) -> bool:
@@ -219,13 +220,7 @@ class KernelTimes:
             self._load()
         if self._engine is None:
             return measure.from_diskstats()
-        numbers = {}
-        for name in devices:
-            try:
-                major, minor = (self._sysfs / "block" / name / "dev").read_text().split(":")
-            except (OSError, ValueError):
-                continue
-            numbers[name] = kernel_dev(int(major), int(minor))
+        numbers = {name: dev for name in devices if (dev := self._number(name)) is not None}
         self._engine.sync(list(numbers.values()))
         counters = self._engine.counters()
         result = {}
@@ -237,6 +232,16 @@ class KernelTimes:
                 float(sum(read.buckets)), read.ns / 1e9, float(sum(write.buckets)), write.ns / 1e9
             )
         return result
+
+    def _number(self, name: str) -> int | None:
+        """The kernel dev_t of block device `name`, read from sysfs once: a loopN's number is fixed."""
+        if name not in self._numbers:
+            try:
+                major, minor = (self._sysfs / "block" / name / "dev").read_text().split(":")
+            except (OSError, ValueError):
+                return None
+            self._numbers[name] = kernel_dev(int(major), int(minor))
+        return self._numbers[name]
 
     def close(self) -> None:
         if self._engine is not None:
