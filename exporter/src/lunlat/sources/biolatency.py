@@ -180,10 +180,6 @@ class Engine:
     def config(self) -> BiolatencyConfig:
         return self._config
 
-    @property
-    def loaded(self) -> bool:
-        return bool(self._programs)
-
     def load(self) -> str | None:
         """Load and attach unless done; the cause when it cannot (kept until the next try)."""
         with self._lock:
