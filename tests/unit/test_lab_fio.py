@@ -97,6 +97,7 @@ def test_oltp_is_random_mixed_io_capped_in_total_per_job_at_its_mix() -> None:
         "numjobs": "2",
         # rate_iops=200 alone would cap reads and writes at 200 each (400 in all, mix 50/50).
         "rate_iops": "150,50",
+        "rate_process": "poisson",
         "time_based": None,
         "runtime": "2500ms",
     }
@@ -112,6 +113,7 @@ def test_log_is_small_sequential_synchronous_writes() -> None:
         "iodepth": "1",
         "numjobs": "1",
         "rate_iops": "100",
+        "rate_process": "poisson",
         "time_based": None,
         "runtime": "1000ms",
     }
@@ -127,6 +129,7 @@ def test_archive_reads_the_log_sequentially_one_at_a_time() -> None:
         "iodepth": "1",
         "numjobs": "1",
         "rate_iops": "5",
+        "rate_process": "poisson",
         "time_based": None,
         "runtime": "1000ms",
     }
@@ -187,6 +190,7 @@ def test_no_rate_cap_when_the_workload_has_none_and_single_direction_mixes_use_o
     })  # fmt: skip
     text = jobs.job_file(config, ["free", "reads", "writes"], DEVICES, 1)
     assert "rate_iops" not in options(text, "free@data")
+    assert "rate_process" not in options(text, "free@data")
     assert options(text, "reads@log")["rate_iops"] == "50"
     assert options(text, "writes@snap")["rate_iops"] == "50"
 

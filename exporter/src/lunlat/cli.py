@@ -283,6 +283,14 @@ def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="ENGINE",
         help="the FUSE daemon: native (C, libfuse 3 low-level; the default) or python (mfusepy)",
     )
+    up.add_argument(
+        "--log.level",
+        dest="log_level",
+        choices=tuple(logs.LEVELS),
+        default="info",
+        help="the lab daemon's log level in DIR/fuse.log; debug adds each live-calibration window "
+        "(kernel and daemon mean per LUN and op)",
+    )
     exporter_config = actions.add_parser(
         "exporter-config",
         help="write the exporter's config for the lab's LUNs (or, with --check, compare it)",
@@ -371,7 +379,7 @@ def run_lab(args: argparse.Namespace) -> int:
                 engine = parse_engine(args.engine or DEFAULT_ENGINE)
             except ValueError as exc:
                 raise LabError(str(exc)) from None
-            commands.up(args.config, args.state_dir, engine)
+            commands.up(args.config, args.state_dir, engine, log_level=args.log_level)
         elif args.lab_command == "down":
             done = commands.down(args.state_dir)
             print("\n".join(done) if done else f"nothing to clean in {args.state_dir}")

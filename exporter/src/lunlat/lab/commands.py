@@ -52,10 +52,14 @@ def _say(text: str) -> None:
 
 
 def up(
-    config_path: Path, state_dir: Path, engine: Engine = DEFAULT_ENGINE, spin_us: float | None = None
+    config_path: Path,
+    state_dir: Path,
+    engine: Engine = DEFAULT_ENGINE,
+    spin_us: float | None = None,
+    log_level: str = "info",
 ) -> LabState:
     """Bring the lab up. `spin_us`: the native daemon's spin at the end of each delay (default its
-    own; bench/lab_daemon.py compares)."""
+    own; bench/lab_daemon.py compares). `log_level`: the daemon's, in fuse.log."""
     system.require_host(engine)
     lab = load_lab(config_path)
     leftovers = _leftovers(state_dir)
@@ -71,7 +75,8 @@ def up(
         directory.mkdir(parents=True, exist_ok=True)
     state.save()
     try:
-        _bring_up(state, lab, [] if spin_us is None else ["--spin-us", repr(spin_us)])
+        spin = [] if spin_us is None else ["--spin-us", repr(spin_us)]
+        _bring_up(state, lab, [*spin, "--log.level", log_level])
     except BaseException:
         _say("up failed: undoing what it did")
         down(state_dir)

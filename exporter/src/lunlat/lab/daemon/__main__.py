@@ -50,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"I/Os served at once over all arrays (default {DEFAULT_MAX_INFLIGHT})",
     )
     parser.add_argument(
+        "--log.level",
+        dest="log_level",
+        choices=tuple(logs.LEVELS),
+        default="info",
+        help="debug logs each live-calibration window (kernel and daemon means) to fuse.log",
+    )
+    parser.add_argument(
         "--spin-us",
         type=float,
         default=DEFAULT_SPIN_US,
@@ -60,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logs.setup("info", "logfmt")
+    logs.setup(args.log_level, "logfmt")
     # Absolute: libfuse changes the working directory when it mounts.
     backing, mountpoint, settings_file = (p.absolute() for p in (args.backing, args.mount, args.settings))
     problems = [f"{flag} {path} is not a directory" for flag, path in
