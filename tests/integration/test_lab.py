@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -154,7 +155,7 @@ def test_dss_on_the_shared_array_raises_oltp_latency_and_stopping_it_lowers_it(
 
 
 def test_set_latency_changes_a_lun_at_run_time(tmp_path: Path, lab_dir: Path) -> None:
-    state = commands.up(write_lab(tmp_path / "lab.yaml", INTERFERENCE_LAB), lab_dir)
+    state = commands.up(write_lab(tmp_path / "lab.yaml", INTERFERENCE_LAB), lab_dir, log_level="debug")
     commands.phase(lab_dir, "oltp")
     time.sleep(1)
     base = oltp_read_ms(state.loops["oltp_data"], 4)
@@ -169,6 +170,16 @@ def test_set_latency_changes_a_lun_at_run_time(tmp_path: Path, lab_dir: Path) ->
     (row,) = [r for r in rows if r.lun == "oltp_data"]
     assert (row.set_read_ms, row.set_write_ms) == (3.0, 3.0)
     assert row.live.read_ms is not None and row.live.read_ms > 2
+    # At debug the live calibration logs each window it measured: the kernel's and the daemon's mean
+    # for the LUN and op, the daemon's at least its hold (3 ms less the estimated overhead).
+    windows = [
+        dict(re.findall(r"(\w+)=(\S+)", line))
+        for line in (lab_dir / "fuse.log").read_text().splitlines()
+        if 'msg="calibration window"' in line and "lun=oltp_data op=read " in line
+    ]
+    assert windows
+    assert max(float(w["daemon_ms"]) for w in windows) > 2
+    assert all(float(w["kernel_ms"]) > 0 and int(w["ios"]) > 0 for w in windows)
 
 
 def _lab_leftovers(state_dir: Path) -> list[str]:

@@ -119,8 +119,9 @@ class Estimator:
         previous = self.values.get(key, initial)
         windows = self.windows.get(key, 0)
         log.debug(
-            "calibration window", lun=lun, op=op, ios=int(disk_ios), seconds=round(elapsed, 2),
-            kernel_ms=round(disk_ms, 4), daemon_ms=round(daemon_ms, 4), estimate_ms=round(previous, 4),
+            "calibration window", lun=lun, op=op, ios=int(disk_ios), daemon_ios=daemon_ios,
+            seconds=round(elapsed, 2), kernel_ms=round(disk_ms, 4), daemon_ms=round(daemon_ms, 4),
+            estimate_ms=round(previous, 4),
         )  # fmt: skip
         # The first windows weigh as a running mean with `initial` as one sample (1/2, 1/3), then
         # alpha: a short scenario phase converges in a few windows, a long run stays smooth.
