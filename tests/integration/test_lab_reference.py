@@ -27,12 +27,13 @@ pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "deploy" / "lab" / "lab.yaml"
 REFERENCE = REPO / "deploy" / "lab" / "reference.csv"
-# Short phases: the warm-up covers the snapshot copy (lab/fio/jobs.py, 4 s at its capped rate). The
+# Short phases: the warm-up covers the snapshot copy (lab/fio/jobs.py, 4 s at its capped rate) and
+# the live calibration's first windows on the snapshot LUNs, which only start once it is done. The
 # log readers run at 5 IOPS in lab.yaml (below the alerts' idle guard, for the paging tests): 100
 # I/Os in a 20 s phase, whose mean swings by more than 0.03 ms with the host's wake-ups. This short
 # version runs them at LOG_READ_IOPS, so every cell's mean rests on 400+ I/Os; the cells, targets and
 # tolerance are the reference's.
-WARMUP_S = 5.0
+WARMUP_S = 8.0
 MEASURED_S = 20.0
 LOG_READ_IOPS = 20
 # The report's cells are Prometheus' increase() over the phase rounded to whole seconds, from the

@@ -168,3 +168,70 @@ def test_kernel_times_fall_back_to_diskstats_where_bpf_cannot_load(monkeypatch: 
         assert not kernel.nanoseconds  # so the estimator keeps its long, ms-safe windows
     finally:
         kernel.close()
+
+
+def test_one_spiked_window_does_not_move_the_estimate_but_a_lasting_change_does() -> None:
+    est = Estimator(min_ios=10, alpha=1.0)
+    est.observe("log", "read", _sample(0, 0, 0, 0), initial=0.1)
+    at, ios, disk_s, daemon_ns = 0, 0, 0.0, 0
+
+    def window(outside_ms: float) -> float:
+        """Ten more I/Os, 0.2 ms in the daemon and `outside_ms` outside it; the estimate after."""
+        nonlocal at, ios, disk_s, daemon_ns
+        at, ios = at + 1, ios + 10
+        disk_s += 10 * (0.2 + outside_ms) / 1000
+        daemon_ns += 10 * 200_000
+        assert est.observe("log", "read", Sample(at, ios, disk_s, ios, daemon_ns), initial=0.1)
+        return est.values[("log", "read")]
+
+    assert window(0.05) == pytest.approx(0.05)
+    assert window(0.05) == pytest.approx(0.05)
+    # One I/O stalled 35 ms on the host: its window's mean is 3.5 ms over. Held off by the median.
+    assert window(3.55) == pytest.approx(0.05)
+    assert window(0.05) == pytest.approx(0.05)
+    assert window(0.05) == pytest.approx(0.05)
+    # The load changed for good: the estimate follows from the second window on.
+    assert window(0.12) == pytest.approx(0.05)
+    assert window(0.12) == pytest.approx(0.12)
+
+
+def test_a_lun_first_measured_late_starts_from_the_other_luns_estimates_for_the_op() -> None:
+    est = Estimator(min_ios=10, alpha=0.3)
+    for lun, outside_ms in (("a", 0.06), ("b", 0.07), ("c", 0.08)):
+        est.observe(lun, "write", _sample(0, 0, 0, 0), initial=0.11)
+        for n in range(1, 30):  # long enough to forget the initial figure
+            est.observe(lun, "write", _sample(n, 10 * n, 0.2 + outside_ms, 0.2), initial=0.11)
+    assert est.values[("b", "write")] == pytest.approx(0.07, abs=1e-4)
+    # `late`'s first window (0.065 outside) is averaged with the others' low median (0.07), not 0.11.
+    est.observe("late", "write", _sample(0, 0, 0, 0), initial=0.11)
+    est.observe("late", "write", _sample(1, 10, 0.265, 0.2), initial=0.11)
+    assert est.values[("late", "write")] == pytest.approx((0.07 + 0.065) / 2, abs=1e-4)
+    # No other LUN measured for reads: `lab up`'s figure.
+    est.observe("late", "read", _sample(0, 0, 0, 0), initial=0.11)
+    est.observe("late", "read", _sample(1, 10, 0.265, 0.2), initial=0.11)
+    assert est.values[("late", "read")] == pytest.approx((0.11 + 0.065) / 2)
+
+
+def test_windows_of_large_ios_are_dropped_and_a_dss_mix_is_kept() -> None:
+    est = Estimator(min_ios=10, alpha=1.0, median_of=1)
+    kib = 1024
+
+    def sample(at: float, ios: int, outside_ms: float, size: float) -> Sample:
+        return Sample(at, ios, ios * (0.2 + outside_ms) / 1000, ios, ios * 200_000, ios * size)
+
+    est.observe("snap", "write", sample(0, 0, 0, 0), initial=0.1)
+    assert est.observe("snap", "write", sample(1, 20, 0.07, 8 * kib), initial=0.1)
+    # A snapshot copy: 32 1 MiB writes beside 20 8K ones, 0.3 ms outside on average: dropped.
+    copy_bytes = 20 * 8 * kib + 32 * 1024 * kib
+    start = sample(1, 20, 0.07, 8 * kib)
+    during = Sample(2, 72, start.disk_seconds + 52 * 0.5e-3, 72, start.daemon_ns + 52 * 200_000,
+                    start.disk_bytes + copy_bytes)  # fmt: skip
+    assert copy_bytes / 52 > calibration.LARGE_IO_BYTES
+    assert not est.observe("snap", "write", during, initial=0.1)
+    assert est.values[("snap", "write")] == pytest.approx(0.07)
+    # A DSS LUN's reads: 40 512K scans beside 120 8K reads a second, their average kept.
+    est.observe("data", "read", sample(0, 0, 0, 0), initial=0.1)
+    dss_mix = (40 * 512 + 120 * 8) * kib / 160
+    assert dss_mix < calibration.LARGE_IO_BYTES
+    assert est.observe("data", "read", sample(1, 160, 0.09, dss_mix), initial=0.1)
+    assert est.values[("data", "read")] == pytest.approx(0.09)
