@@ -48,14 +48,6 @@ def _lab_host() -> None:
         pytest.skip(reason)
 
 
-# Not met yet on this 2-core host, so marked and reported rather than hidden: with the live
-# calibration on the kernel's nanosecond sums, runs gave 37 and 38 of the 44 cells within tolerance;
-# the misses (up to 0.08 ms, different cells each run, most in the busiest phase) move with the load
-# of ten LUNs, fio, the exporter and Prometheus on two cores. The report-vs-scenario check also
-# misses by a few per cent in some runs. Issue 19 stays open on this.
-@pytest.mark.xfail(
-    reason="37-38 of 44 cells within 0.03 ms or 5 % on this 2-core host (issue 19)", strict=False
-)
 def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> None:
     base = Path(tempfile.mkdtemp(prefix="lunlat-reference-", dir=memory_backed_dir()))
     lab_dir, output = base / "lab", tmp_path / "out"

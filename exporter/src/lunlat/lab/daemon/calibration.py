@@ -5,14 +5,16 @@ outside the daemon's hold (FUSE round trip, wake-ups, the loop driver). `lab up`
 for all LUNs; it varies from one `up` to the next and with each LUN's rate and I/O kind (a 5 IOPS
 reader pays idle wake-ups, an O_SYNC writer less). So the supervisor measures it per (LUN, op):
 
-    overhead = diskstats' mean latency - the daemon's mean service time, over the same window
+    overhead = diskstats' mean latency - the daemon's mean modelled service time, over the same window
 
-The daemon's service time runs from its callback receiving the I/O to its reply, so it includes the
-wait for the array's slots and the hold: everything the array model means to show. The difference is
-therefore only what lies outside the daemon, and subtracting it does not feed the measured latency
-back onto the target: queueing in the array model stays in the daemon's time, is not part of the
-estimate, and still shows in diskstats. (Anything queued outside the daemon, in the loop driver or
-the FUSE request queue, is counted as overhead and removed: it is the lab's artifact, not the model.)
+The daemon's modelled service time runs from its callback receiving the I/O to its slot, plus the
+hold the model asked for (labd.c serve()): the wait for the array's slots and the hold, everything
+the array model means to show, and nothing else. The difference is therefore only the lab's own
+cost, and subtracting it does not feed the measured latency back onto the target: queueing in the
+array model stays in the daemon's time, is not part of the estimate, and still shows in diskstats.
+What is counted as overhead and removed: the FUSE round trip, the loop driver, anything queued
+outside the daemon, and, inside it, a wake-up later than its deadline or a pread/pwrite longer than
+its hold (counting the clock's time there left the busiest phases about 0.03 ms high).
 
 Windows: a (LUN, op) closes a window once it has MIN_IOS completions, or MAX_WINDOW_S seconds with
 at least MIN_IOS_SLOW. The kernel's side comes from KernelTimes: nanosecond sums from the BPF engine

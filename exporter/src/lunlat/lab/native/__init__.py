@@ -132,8 +132,8 @@ STATS_REQUEST = "stats\n"
 
 @dataclass(frozen=True, slots=True)
 class ServiceTotals:
-    """What the daemon served of one LUN since it started: I/Os and their summed service time (from
-    its callback receiving each to its reply, slot wait and hold included), per op."""
+    """What the daemon served of one LUN since it started: I/Os and their summed modelled service
+    time (from its callback receiving each to its slot, plus the hold asked for), per op."""
 
     reads: int
     read_ns: int
