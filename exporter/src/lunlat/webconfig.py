@@ -7,8 +7,21 @@ web/handler.go, docs/web-configuration.md), so a file written for node_exporter 
   client_allowed_sans, min_version/max_version (TLS10…TLS13, default TLS12…TLS13), cipher_suites by
   their Go names, prefer_server_cipher_suites (default true). TLS is on when any of cert_file,
   key_file, client_ca_file, client_ca or client_auth_type is set (toolkit `TLSConfig.IsEnabled`).
-- `basic_auth_users`: user → bcrypt hash. Successful and failed checks are cached, as the toolkit
-  does (web/cache.go), so a scrape every 15 s costs one hash lookup, not a bcrypt run (~70 ms at cost 10).
+- `basic_auth_users`: user → bcrypt hash. Checks are cached as in the toolkit (web/cache.go), so a
+  scrape every 15 s costs one hash lookup, not a bcrypt run (~70 ms at cost 10). The cache holds
+  SHA-256 digests of (user, hash, password), never a password.
+- A flood of wrong passwords cannot starve an authenticated scraper. bcrypt runs one at a time, as
+  the toolkit's bcryptMtx (web/handler.go): it is CPU-bound. The toolkit keeps one cache of 100 for
+  both outcomes, drops ~10% of it at random whenever it is full (web/cache.go makeRoom), and lets
+  every uncached request wait on the mutex. Here successes and failures are kept in separate LRUs of
+  AUTH_CACHE_SIZE each, so no number of failures evicts a success, and a cached answer never waits
+  for bcrypt; at most AUTH_PENDING_MAX uncached checks are in flight in total (one running bcrypt,
+  the others waiting for it) and a check past that is refused (401) at once, without bcrypt, with a
+  warning at most once a minute. The cost: a client with no cached success (the exporter just
+  started, or a new password) may get 401 while a flood lasts; Prometheus retries each scrape.
+- Passwords are bytes, as Go's Request.BasicAuth hands them over (any encoding), and only the first
+  72 are checked, as the toolkit's x/crypto bcrypt.CompareHashAndPassword does (the most bcrypt
+  uses); Python's bcrypt 5 would raise on longer ones instead.
 - `http_server_config.headers`: only the toolkit's five security headers (web/handler.go
   `extraHTTPHeaders`), X-Frame-Options and X-Content-Type-Options with their fixed values.
 
@@ -33,6 +46,7 @@ import re
 import ssl
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +121,23 @@ _BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")
 
 # How often the files behind the running config are compared with what was loaded.
 RECHECK_SECONDS = 1.0
-# Distinct (user, hash, password) checks remembered; web/cache.go keeps 100 too.
+# Distinct (user, hash, password) checks remembered, successes and failures each; web/cache.go keeps
+# 100 of both together.
 AUTH_CACHE_SIZE = 100
+# Uncached password checks in flight at once: one running bcrypt, the others waiting for it. At cost 10
+# (~70 ms) the last one waits ~0.3 s; past it a check is refused without bcrypt. The toolkit has no
+# such bound (web/handler.go: every request waits on bcryptMtx).
+AUTH_PENDING_MAX = 4
+# The bytes of a password bcrypt uses: golang/crypto bcrypt/bcrypt.go (v0.54.0, the toolkit's go.mod)
+# CompareHashAndPassword passes the whole password to blowfish.ExpandKey, which reads 18 32-bit words
+# of it (blowfish/block.go) and never a byte past 72; only GenerateFromPassword refuses longer ones
+# (ErrPasswordTooLong, since v0.5.0, commit "bcrypt: reject passwords longer than 72 bytes"). pyca/bcrypt
+# 5.0.0 checkpw raises ValueError past 72 bytes (CHANGELOG.rst 5.0.0, src/_bcrypt/src/lib.rs hashpw).
+BCRYPT_PASSWORD_BYTES = 72
+# The password behind the hash unknown users are checked against (in the source: no secret).
+FAKE_PASSWORD = b"lunlat-no-such-user"
+# At most one "refused without bcrypt" warning per this many seconds, counting the refusals between.
+SHED_LOG_SECONDS = 60.0
 
 
 class TLSServerConfig(Strict):
@@ -328,18 +357,70 @@ def _stamp(paths: tuple[Path, ...]) -> tuple[tuple[int, int, int], ...]:
 
 
 def basic_credentials(header: str | None) -> tuple[str, str] | None:
-    """User and password of an `Authorization: Basic …` header, as Go's Request.BasicAuth reads it."""
+    """User and password of an `Authorization: Basic …` header, as Go's Request.BasicAuth reads it.
+
+    Go keeps the decoded bytes as they are (golang/go src/net/http/request.go parseBasicAuth): bytes
+    that are not UTF-8 are kept as surrogate escapes, so `_raw` gives back the exact bytes."""
     if not header:
         return None
     scheme, _, encoded = header.strip().partition(" ")
     if scheme.lower() != "basic":
         return None
     try:
-        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8", "surrogateescape")
+    except binascii.Error:
         return None
     user, sep, password = decoded.partition(":")
     return (user, password) if sep else None
+
+
+def _raw(text: str) -> bytes:
+    """The bytes `basic_credentials` decoded `text` from."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _digest(*parts: bytes) -> bytes:
+    """SHA-256 of the parts, each length-prefixed so that no two different tuples collide."""
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(len(part).to_bytes(8, "big"))
+        sha.update(part)
+    return sha.digest()
+
+
+def _bcrypt_ok(password: bytes, hashed: bytes) -> bool:
+    """bcrypt.checkpw for a password already cut to BCRYPT_PASSWORD_BYTES (longer ones raise)."""
+    try:
+        return bcrypt.checkpw(password, hashed)
+    except ValueError:  # a hash bcrypt cannot read: refused, as Go's CompareHashAndPassword errors
+        return False
+
+
+class _Verdicts:
+    """Digests of checked (user, hash, password), successes and failures in separate LRUs, so that no
+    number of failures evicts a success. The caller holds a lock around every call."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._kinds: dict[bool, OrderedDict[bytes, None]] = {True: OrderedDict(), False: OrderedDict()}
+
+    def get(self, key: bytes) -> bool | None:
+        for verdict, seen in self._kinds.items():
+            if key in seen:
+                seen.move_to_end(key)
+                return verdict
+        return None
+
+    def put(self, key: bytes, verdict: bool) -> None:
+        seen = self._kinds[verdict]
+        seen[key] = None
+        seen.move_to_end(key)
+        if len(seen) > self._size:
+            seen.popitem(last=False)
+
+    def clear(self) -> None:
+        for seen in self._kinds.values():
+            seen.clear()
 
 
 class WebGate:
@@ -352,10 +433,13 @@ class WebGate:
         self._lock = threading.Lock()
         self._failed: tuple[tuple[int, int, int], ...] | None = None
         self._auth_lock = threading.Lock()  # one bcrypt at a time: it is CPU-bound (web/handler.go)
-        self._cache: dict[bytes, bool] = {}
+        self._pending = threading.BoundedSemaphore(AUTH_PENDING_MAX)
+        self._cache = _Verdicts(AUTH_CACHE_SIZE)
         self._cache_lock = threading.Lock()
+        self._shed_count = 0
+        self._shed_logged = float("-inf")
         # Unknown users are checked against a hash too, so timing does not tell which users exist.
-        self._fake = bcrypt.hashpw(b"lunlat-no-such-user", bcrypt.gensalt(10)) if config.users else b""
+        self._fake = bcrypt.hashpw(FAKE_PASSWORD, bcrypt.gensalt(10)) if config.users else b""
 
     @classmethod
     def load(cls, path: Path) -> WebGate:
@@ -391,14 +475,15 @@ class WebGate:
                 return self._config
             self._config, self._stamps, self._failed = fresh, _stamp(fresh.watched), None
             if fresh.users and not self._fake:
-                self._fake = bcrypt.hashpw(b"lunlat-no-such-user", bcrypt.gensalt(10))
+                self._fake = bcrypt.hashpw(FAKE_PASSWORD, bcrypt.gensalt(10))
             with self._cache_lock:
                 self._cache.clear()
             log.info("web config reloaded", file=str(fresh.path), tls=fresh.tls, users=len(fresh.users))
             return fresh
 
     def authorized(self, config: WebConfig, header: str | None) -> bool:
-        """Basic auth as the toolkit's webHandler: no users = open; otherwise a valid user and password."""
+        """Basic auth as the toolkit's webHandler: no users = open; otherwise a valid user and password.
+        A cached answer is given without waiting for bcrypt; see the module docstring for the bounds."""
         if not config.users:
             return True
         credentials = basic_credentials(header)
@@ -408,21 +493,48 @@ class WebGate:
         hashed = config.users.get(user)
         known = hashed is not None
         hashed = hashed if hashed is not None else self._fake
-        # The cache holds a digest, never the password itself.
-        key = hashlib.sha256(b"\0".join((user.encode(), hashed, password.encode()))).digest()
+        # Bytes past the 72nd change nothing in bcrypt, so they are not part of the key either.
+        secret = _raw(password)[:BCRYPT_PASSWORD_BYTES]
+        key = _digest(_raw(user), hashed, secret)
         with self._cache_lock:
-            cached = self._cache.get(key)
-        if cached is None:
+            verdict = self._cache.get(key)
+        if verdict is None:
+            verdict = self._check(key, secret, hashed, known)
+        return verdict
+
+    def _check(self, key: bytes, secret: bytes, hashed: bytes, known: bool) -> bool:
+        """Run bcrypt for a check not in the cache, or refuse it at once past AUTH_PENDING_MAX."""
+        if not self._pending.acquire(blocking=False):
+            self._shed()
+            return False
+        try:
             with self._auth_lock:
-                try:
-                    cached = bcrypt.checkpw(password.encode(), hashed)
-                except ValueError:
-                    cached = False
-            with self._cache_lock:
-                if len(self._cache) >= AUTH_CACHE_SIZE:
-                    self._cache.clear()
-                self._cache[key] = cached
-        return known and cached
+                with self._cache_lock:
+                    verdict = self._cache.get(key)  # the same check may have run while this one waited
+                if verdict is None:
+                    # Unknown users run bcrypt too (against the fake hash) so timing does not tell which
+                    # users exist, but never count as a success: the fake's password is no secret.
+                    verdict = _bcrypt_ok(secret, hashed) and known
+                    with self._cache_lock:
+                        self._cache.put(key, verdict)
+        finally:
+            self._pending.release()
+        return verdict
+
+    def _shed(self) -> None:
+        """Count a check refused without bcrypt; warn at most once per SHED_LOG_SECONDS."""
+        now = time.monotonic()
+        with self._cache_lock:
+            self._shed_count += 1
+            if now - self._shed_logged < SHED_LOG_SECONDS:
+                return
+            refused, self._shed_count, self._shed_logged = self._shed_count, 0, now
+        log.warning(
+            "basic auth: password checks refused without bcrypt, too many were waiting for it "
+            "(a flood of wrong passwords?)",
+            pending=AUTH_PENDING_MAX,
+            refused=refused,
+        )
 
     @staticmethod
     def san_allowed(config: WebConfig, peer: Mapping[str, object] | None) -> bool:
