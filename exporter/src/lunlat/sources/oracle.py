@@ -138,6 +138,14 @@ def connect_oracledb(target: OracleTarget) -> Callable[[], OracleConnection]:
         import oracledb  # noqa: PLC0415 - optional dependency, only for configured Oracle targets
     except ImportError:
         raise BuildError("the oracle source needs python-oracledb: pip install 'lunlat[oracle]'") from None
+    # python-oracledb settles thin or thick mode at the first connect of the process, and until that
+    # connect ends every other connect waits for it (oracle/python-oracledb, src/oracledb/driver_mode.py,
+    # get_manager: a thread that finds the mode being chosen waits on the condition; connection.py,
+    # Connection.__init__, holds that choice open for its whole connect). A first login
+    # that hangs (a listener that accepts and never answers) would hold up every other Oracle target.
+    # lunlat only uses thin mode (no Instant Client, no init_oracle_client), so it fixes the mode here,
+    # before any connect: then no connect waits for another (a no-op once thin mode is set).
+    oracledb.enable_thin_mode()  # type: ignore[no-untyped-call]  # the driver does not annotate it
 
     def connect() -> OracleConnection:
         try:
