@@ -184,6 +184,28 @@ def test_a_path_with_an_unpaired_surrogate_keeps_its_series_escaped_and_drops_no
     assert len([r for r in caplog.records if "unpaired UTF-16 surrogate" in r.getMessage()]) == 1
 
 
+def test_files_with_the_same_labels_are_summed_into_one_series_counted_and_said_once(
+    server: TdsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two files of one database that the labels cannot tell apart (the same physical_name) would
+    be two samples of one series: Prometheus refuses the whole page for that."""
+    twice = "/var/opt/mssql/data/twice.ndf"
+    server.state.attach("sales", [(0, twice), (0, twice)])
+    server.state.advance(60, LOAD)
+    source = source_for(server)
+    for _ in range(2):
+        result = source.collect()
+        assert result.errors == Counter({"duplicate_row": 1})
+        for family in result.families:
+            keys = [labels.text for _, labels, _ in family.all_samples()]
+            assert len(keys) == len(set(keys)), family.spec.name
+        reads = values(result, contract.MSSQL_FILE_READS)
+        key = key_of(reads, db="sales", file=twice)
+        files = [f for f in server.state.files if f.physical_name == twice]
+        assert len(files) == 2 and reads[key] == sum(f.reads for f in files)
+    assert len([r for r in caplog.records if "same labels" in r.getMessage()]) == 1
+
+
 def scrape_both(host: FakeHost, source: MssqlSource) -> tuple[dict[str, bool], dict[tuple[str, str], float]]:
     scraper = Scraper([DiskstatsSource(host.procfs, host.sysfs, DiskstatsConfig()), source])
     try:

@@ -392,7 +392,7 @@ class MssqlSource(DbSource[Connection]):
             )
             return labels, counts
 
-        for labels, counts in self._rows(rows, query, errors, parse):
+        for labels, counts in self._summed(self._rows(rows, query, errors, parse), query, errors):
             for family, value in zip(families, counts, strict=True):
                 family.add(labels, value)
         self._publish_lun_labels(
@@ -405,7 +405,7 @@ class MssqlSource(DbSource[Connection]):
         waited = Family(contract.MSSQL_WAIT_TIME, exponent=-3)
         signal = Family(contract.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
 
-        def parse(row: Any) -> tuple[LabelSet, int, int, int]:
+        def parse(row: Any) -> tuple[LabelSet, tuple[int, int, int]]:
             wait_type = text_value(row[0], "wait_type")
             labels = self._label_set(
                 contract.MSSQL_WAIT_LABELS,
@@ -418,9 +418,10 @@ class MssqlSource(DbSource[Connection]):
             # the resource wait is the rest, the I/O without the wait for a CPU after it.
             if signalled > total:
                 raise ValueError(f"signal_wait_time_ms {signalled} > wait_time_ms {total}")
-            return labels, count_value(row[1], "waiting_tasks_count"), total - signalled, signalled
+            return labels, (count_value(row[1], "waiting_tasks_count"), total - signalled, signalled)
 
-        for labels, count, resource_ms, signal_ms in self._rows(rows, query, errors, parse):
+        parsed = self._rows(rows, query, errors, parse)
+        for labels, (count, resource_ms, signal_ms) in self._summed(parsed, query, errors):
             waits.add(labels, count)
             waited.add(labels, resource_ms)
             signal.add(labels, signal_ms)
