@@ -159,9 +159,9 @@ def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
         )
         # Applies to cursors created from now on (pyodbc sets SQL_ATTR_QUERY_TIMEOUT per statement).
         conn.timeout = max(1, round(target.timeout_seconds))
-        # Wide text through wide_text: with a converter pyodbc reads the value as SQL_C_BINARY and
-        # hands over its bytes (src/getdata.cpp, GetDataUser), which for character data are the data
-        # unconverted ("SQL to C: Character", SQL_C_BINARY, ODBC Programmer's Reference), UTF-16LE.
+        # Wide text through _wide_text_of: with a converter pyodbc reads the value as SQL_C_BINARY and
+        # hands over its bytes (mkleehammer/pyodbc src/getdata.cpp, GetDataUser), for character data the
+        # data unconverted ("SQL to C: Character", SQL_C_BINARY, ODBC Programmer's Reference): UTF-16LE.
         for sqltype in (pyodbc.SQL_WCHAR, pyodbc.SQL_WVARCHAR, pyodbc.SQL_WLONGVARCHAR):
             conn.add_output_converter(sqltype, convert)
         return conn  # type: ignore[no-any-return]
