@@ -324,7 +324,8 @@ class Column:
                 return b"\xff\xff"
             if not isinstance(value, str):
                 raise TypeError(f"{self.name}: {value!r} is not text")
-            data = value.encode("utf-16-le")
+            # Code units as they are: NVARCHAR stores 16-bit values and accepts an unpaired surrogate.
+            data = value.encode("utf-16-le", "surrogatepass")
             if len(data) > 2 * self.size:
                 raise ValueError(f"{self.name}: {value!r} longer than nvarchar({self.size})")
             return struct.pack("<H", len(data)) + data

@@ -18,6 +18,7 @@ import pytest
 from lunlat import contract
 from lunlat.config import DiskstatsConfig
 from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.exposition import render
 from lunlat.model import Family
 from lunlat.scrape import Scraper
 from lunlat.sources import mssql_sql as sql
@@ -152,6 +153,57 @@ def test_offline_files_are_left_out_and_an_attached_database_appears(server: Tds
     server.state.attach("reporting", [(0, "/var/opt/mssql/data/reporting.mdf")])
     dbs = {k[FILES.index("db")] for k in values(source.collect(), contract.MSSQL_FILE_READS)}
     assert "reporting" in dbs
+
+
+def test_a_path_with_an_unpaired_surrogate_keeps_its_series_escaped_and_drops_nothing(
+    server: TdsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NVARCHAR holds any 16-bit code units, a lone surrogate too (a Windows file name may have
+    one); pyodbc decodes wide text strictly and raises on it, which failed the whole file query."""
+    odd = "/var/opt/mssql/data/sales\udc80.mdf"
+    server.state.detach("sales")
+    server.state.attach("sales", [(0, odd), (1, "/var/opt/mssql/log/sales_log.ldf")])
+    server.state.advance(60, LOAD)
+    source = source_for(server)
+    result = source.collect()
+    assert not result.errors
+    reads = values(result, contract.MSSQL_FILE_READS)
+    files = {(k[FILES.index("db")], k[FILES.index("file")]) for k in reads}
+    # The code unit escaped as Python writes it: valid UTF-8, and the admin can find the file.
+    assert ("sales", "/var/opt/mssql/data/sales\\udc80.mdf") in files
+    assert ("sales", "/var/opt/mssql/log/sales_log.ldf") in files
+    assert ("sales_snap", "/var/opt/mssql/data/sales_snap.mdf") in files
+    assert ("master", "/var/opt/mssql/data/master.mdf") in files
+    render(result.families).encode("utf-8")  # the page the scrape serves encodes
+    said = [r for r in caplog.records if "unpaired UTF-16 surrogate" in r.getMessage()]
+    assert len(said) == 1, said
+    # A supplementary character (a valid surrogate pair) is text like any other: no escape.
+    server.state.attach("emoji", [(0, "/var/opt/mssql/data/\U0001f600.mdf")])
+    paths = {k[FILES.index("file")] for k in values(source.collect(), contract.MSSQL_FILE_READS)}
+    assert "/var/opt/mssql/data/\U0001f600.mdf" in paths
+    assert len([r for r in caplog.records if "unpaired UTF-16 surrogate" in r.getMessage()]) == 1
+
+
+def test_files_with_the_same_labels_are_summed_into_one_series_counted_and_said_once(
+    server: TdsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two files of one database that the labels cannot tell apart (the same physical_name) would
+    be two samples of one series: Prometheus refuses the whole page for that."""
+    twice = "/var/opt/mssql/data/twice.ndf"
+    server.state.attach("sales", [(0, twice), (0, twice)])
+    server.state.advance(60, LOAD)
+    source = source_for(server)
+    for _ in range(2):
+        result = source.collect()
+        assert result.errors == Counter({"duplicate_row": 1})
+        for family in result.families:
+            keys = [labels.text for _, labels, _ in family.all_samples()]
+            assert len(keys) == len(set(keys)), family.spec.name
+        reads = values(result, contract.MSSQL_FILE_READS)
+        key = key_of(reads, db="sales", file=twice)
+        files = [f for f in server.state.files if f.physical_name == twice]
+        assert len(files) == 2 and reads[key] == sum(f.reads for f in files)
+    assert len([r for r in caplog.records if "same labels" in r.getMessage()]) == 1
 
 
 def scrape_both(host: FakeHost, source: MssqlSource) -> tuple[dict[str, bool], dict[tuple[str, str], float]]:

@@ -7,6 +7,7 @@ restarts; RAC and CDB; ASM; and every fault while the host layer keeps being ser
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -638,6 +639,75 @@ def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
     assert result.errors == Counter({"bad_row": 3})  # two event rows, one datafile row
     files = {k[contract.ORACLE_FILE_LABELS.index("file")] for k in values(result, contract.ORACLE_FILE_READS)}
     assert "file#1" in files and len([f for f in files if f.startswith("/u02/")]) >= 2
+
+
+class Duplicating:
+    """A connection whose answers to the statements naming `views` carry their first row twice."""
+
+    def __init__(self, inner: EmulatedConnection, views: tuple[str, ...]) -> None:
+        self._inner = inner
+        self._views = views
+        self.call_timeout = 0
+        self.version = inner.version
+
+    def cursor(self) -> Any:
+        inner = self._inner.cursor()
+        outer = self
+
+        class Cursor:
+            arraysize = 100
+
+            def execute(self, statement: str) -> None:
+                outer._inner.call_timeout = outer.call_timeout
+                self._twice = any(
+                    re.search(rf"\bfrom\s+{re.escape(v)}\b", statement, re.I) for v in outer._views
+                )
+                inner.execute(statement)
+
+            def fetchall(self) -> list[Any]:
+                rows: list[Any] = inner.fetchall()
+                return [rows[0], *rows] if self._twice and rows else rows
+
+            def close(self) -> None:
+                inner.close()
+
+        return Cursor()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def one_sample_per_series(result: SourceResult) -> None:
+    """What Prometheus requires of a page: no two samples with the same name and labels."""
+    for family in result.families:
+        keys = [(suffix, labels.text) for suffix, labels, _ in family.all_samples()]
+        assert len(keys) == len(set(keys)), family.spec.name
+
+
+def test_rows_with_the_same_labels_are_summed_into_one_series_counted_and_said_once(
+    host: FakeHost, emu: OracleEmulation, caplog: pytest.LogCaptureFixture
+) -> None:
+    emu.advance(10, DATA_READ)
+    files, events = emu.query(sql.IOSTAT_FILE.sql), emu.query(sql.SYSTEM_EVENT.sql)
+    views = ("gv$iostat_file", "gv$con_system_event", "gv$con_event_histogram_micro")
+    source = source_for(emu, host, connect=lambda: Duplicating(emu.connect(), views))  # type: ignore[arg-type,return-value]
+    clean = source_for(emu, host).collect()
+    results = [source.collect(), source.collect()]
+    for result in results:
+        one_sample_per_series(result)
+        assert result.errors == Counter({"duplicate_row": 3})  # a file row, an event row, a bucket row
+    # Every row's I/O is in its series, whichever row came first: the duplicated ones twice.
+    reads, clean_reads = (
+        values(results[0], contract.ORACLE_FILE_READS),
+        values(clean, contract.ORACLE_FILE_READS),
+    )
+    assert len(reads) == len(clean_reads) == len({r[:4] for r in files})
+    assert sum(reads.values()) == sum(clean_reads.values()) + files[0][4]
+    waits, clean_waits = values(results[0], contract.ORACLE_WAITS), values(clean, contract.ORACLE_WAITS)
+    assert len(waits) == len(clean_waits) == len(events)
+    assert sum(waits.values()) == sum(clean_waits.values()) + events[0][3]
+    said = [r for r in caplog.records if "same labels" in r.getMessage()]
+    assert len(said) == 3, [r.getMessage() for r in said]  # once per duplicated series, not per scrape
 
 
 # --- what the login can read ---------------------------------------------------------------------

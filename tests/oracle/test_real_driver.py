@@ -8,7 +8,10 @@ mode has no handshake timeout of its own), and that the password never reaches a
 from __future__ import annotations
 
 import gc
+import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -83,6 +86,30 @@ def test_a_missing_password_variable_is_named_not_guessed(monkeypatch: pytest.Mo
         source(sockets.closed_port()).collect()
     assert caught.value.reason == "connect_failed"
     assert "LUNLAT_TEST_REAL_DRIVER_PASSWORD is not set" in str(caught.value)
+
+
+def test_a_hung_first_login_does_not_hold_up_another_targets_connect() -> None:
+    """python-oracledb chooses thin or thick mode at the first connect of a process and makes every
+    other connect wait until that one ends (oracledb/driver_mode.py, get_manager): a first login
+    that hangs would make every other Oracle target time out. Run in a fresh process, where no
+    connect has chosen the mode yet."""
+    root = Path(__file__).resolve().parents[2]
+    with sockets.silent_listener() as hung_port:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.oracle.two_targets", str(hung_port), str(sockets.closed_port())],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    hung, refused = (json.loads(line) for line in done.stdout.splitlines())
+    assert hung["reason"] == "connect_timeout", hung
+    # Its own failure, at once: the refusal (DPY-6005 ... Connection refused), not a wait for the
+    # hung login until its own 5 s timeout.
+    assert refused["reason"] == "connect_failed", refused
+    assert "DPY-6005" in refused["message"] and "refused" in refused["message"].lower(), refused
 
 
 def connect_threads() -> list[threading.Thread]:

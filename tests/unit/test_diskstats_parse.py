@@ -198,6 +198,52 @@ def test_a_field_wider_than_32_bits_going_down_is_a_reset() -> None:
     assert resets == ["sda"] and _values(out)["sda"][READ_MS] == 7
 
 
+def _scrape(u: Unwrapper, *lines: bytes) -> tuple[dict[str, tuple[int, ...]], list[str]]:
+    table, bad = parse(b"\n".join(lines) + b"\n")
+    assert bad == []
+    out, resets = u.apply(table)
+    return _values(out), resets
+
+
+def test_a_field_once_wider_than_32_bits_is_never_unwrapped_later() -> None:
+    """A time field of 2**32 or more shows this kernel prints it wider than `%u`: when it later goes
+    down, from a value under 2**32 too (after a reset of the device's stats), that is a reset of a
+    counter that does not wrap at 2**32, never a wrap that adds 49.7 days of latency."""
+    u = Unwrapper()
+    wide = WRAP + 5
+    _scrape(u, line("sda", [1, 0, 8, wide, 1, 0, 8, 3, 0, 4, 4]))
+    _, resets = _scrape(u, line("sda", [1, 0, 8, 7, 1, 0, 8, 3, 0, 4, 4]))  # went down from >= 2**32
+    assert resets == ["sda"]
+    _scrape(u, line("sda", [2, 0, 16, 20, 1, 0, 8, 3, 0, 5, 5]))
+    got, resets = _scrape(u, line("sda", [3, 0, 24, 10, 1, 0, 8, 3, 0, 6, 6]))
+    assert resets == ["sda"]
+    assert got["sda"][READ_MS] == 10  # the raw value: Prometheus sees a reset, no 2**32 jump
+
+
+def test_a_field_seen_wider_than_32_bits_on_one_device_is_wide_on_every_device() -> None:
+    """diskstats_show prints every line with one format string (block/genhd.c): a field wider than
+    32 bits on one device is as wide on the others; its memory is one flag per field."""
+    u = Unwrapper()
+    _scrape(
+        u,
+        line("sda", [1, 0, 8, 4000, 1, 0, 8, 3, 0, 4, 4]),
+        line("sdb", [1, 0, 8, WRAP + 9, 0, 0, 0, 0, 0, 1, 1]),
+    )
+    got, resets = _scrape(
+        u,
+        line("sda", [2, 0, 16, 100, 1, 0, 8, 3, 0, 5, 5]),
+        line("sdb", [2, 0, 16, WRAP + 19, 0, 0, 0, 0, 0, 2, 2]),
+    )
+    assert resets == ["sda"] and got["sda"][READ_MS] == 100
+    # A field never seen that wide still unwraps as before.
+    got, resets = _scrape(
+        u,
+        line("sda", [3, 0, 24, 200, 2, 0, 16, 1, 0, 6, 6]),
+        line("sdb", [3, 0, 24, WRAP + 29, 0, 0, 0, 0, 0, 3, 3]),
+    )
+    assert resets == [] and got["sda"][WRITE_MS] == WRAP + 1
+
+
 # --- properties ---------------------------------------------------------------------------------
 
 counts = st.integers(min_value=0, max_value=2**40)

@@ -6,6 +6,7 @@ Driver specifics come from the subclass: its `classify` (what an exception means
 
 from __future__ import annotations
 
+import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -76,6 +77,7 @@ class DbSource(Generic[Conn]):
         "no_grant",
         "query_failed",
         "bad_row",
+        "duplicate_row",
     )
     grants_hint = ""  # where a missing grant is explained (deploy/…/grants.sql)
     _target: _DatabaseTarget  # the target's config, set by each engine's source
@@ -279,6 +281,40 @@ class DbSource(Generic[Conn]):
                 errors["bad_row"] += 1
                 self._warn_once(query.name, str(exc), "skipping row", f"{exc} in {row!r}"[:300])
         return out
+
+    def _summed(
+        self, parsed: Iterable[tuple[LabelSet, tuple[float, ...]]], query: Query, errors: Counter[str]
+    ) -> list[tuple[LabelSet, tuple[float, ...]]]:
+        """One entry per label set, in the order first seen.
+
+        Two samples with the same name and labels make the page invalid and Prometheus drops the
+        whole scrape, so rows that share every label become one series. Their values are summed:
+        each is a counter of I/O the labels cannot tell apart (two files with one path, a row a view
+        answers twice), and the sum is that label set's counter whatever order the rows arrive in (no
+        statement has an ORDER BY; keeping "the first" could switch rows between scrapes and fake a
+        counter reset). Latency, time over count, is the rows' weighted mean. Counted as
+        `duplicate_row`, said once per series.
+        """
+        merged: dict[LabelSet, tuple[float, ...]] = {}
+        for labels, values in parsed:
+            before = merged.get(labels)
+            if before is None:
+                merged[labels] = values
+                continue
+            merged[labels] = tuple(map(operator.add, before, values))
+            self._duplicate(query, labels.text, errors)
+        return list(merged.items())
+
+    def _duplicate(self, query: Query, key: str, errors: Counter[str]) -> None:
+        """A row whose labels an earlier row of the same answer had: counted, said once per key."""
+        errors["duplicate_row"] += 1
+        if self._warned.first(("duplicate_row", query.name, key)):
+            log.warning(
+                "rows with the same labels summed into one series",
+                source=self.name,
+                query=query.name,
+                labels=key[:300],
+            )
 
     def _label_set(self, names: tuple[str, ...], values: tuple[str, ...]) -> LabelSet:
         key = (names, values)

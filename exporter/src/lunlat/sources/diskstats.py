@@ -5,7 +5,9 @@ Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_sho
   the discard fields are 12-15 (completed, merged, sectors, ms), the flush fields 16-17 (completed, ms);
 - the six time fields (read, write, I/O, weighted, discard and flush ms) are printed as 32-bit
   unsigned milliseconds (`%u`) and wrap after ~49.7 days of summed latency; the count fields are
-  64-bit (`%lu`) on 64-bit kernels and do not wrap;
+  64-bit (`%lu`) on 64-bit kernels and do not wrap. A time field at 2**32 or more was printed wider
+  than `%u` (a kernel that does): that field does not wrap at 2**32, and from then on its going down
+  is a reset, never a wrap (Unwrapper);
 - field 9 (I/Os in flight) is a gauge.
 
 Nothing the kernel does not print is believed: diskstats_show (torvalds/linux, block/genhd.c)
@@ -210,6 +212,9 @@ class Unwrapper:
     """Turns raw tables into monotonic counters per device across calls.
 
     - A 32-bit ms field lower than last time while no 64-bit count went down: it wrapped, add 2**32.
+    - Unless that field was ever seen at 2**32 or more, on any device: this kernel prints it wider
+      than `%u` (diskstats_show prints every line with one format string), so it does not wrap at
+      2**32 and going down is a reset, however long ago the wide value was.
     - A count lower than last time, or a new major:minor: the device was re-created or its stats
       were reset; the raw values pass through so Prometheus sees a counter reset.
     - Devices that vanish are forgotten (no state grows with loop/dm churn).
@@ -220,6 +225,7 @@ class Unwrapper:
 
     def __init__(self) -> None:
         self._memory: _Memory | None = None
+        self._wide: set[int] = set()  # ms fields seen at 2**32 or more: never unwrapped
 
     def apply(self, table: Table) -> tuple[Table, list[str]]:
         """Return the unwrapped table and the names of the devices that were reset."""
@@ -239,10 +245,20 @@ class Unwrapper:
             return _with_offsets(table, memory.offsets), []
         return self._by_device(table)
 
+    def _note_wide(self, table: Table) -> None:
+        """Remember the ms fields this table shows at 2**32 or more. Only the device-by-device path
+        needs to look: the column-wise path takes a table only when nothing went down, so a wide
+        value it passed on is still (at least as) wide in the table this path gets as the old one."""
+        for i in MS_FIELDS:
+            if i not in self._wide and max(table.columns[i], default=0) >= WRAP:
+                self._wide.add(i)
+
     def _by_device(self, table: Table) -> tuple[Table, list[str]]:
         previous: dict[str, tuple[int, int, tuple[int, ...], tuple[int, ...]]] = {}
+        self._note_wide(table)
         if self._memory is not None:
             old = self._memory.table
+            self._note_wide(old)
             old_offsets = [self._memory.offsets.get(i) for i in range(KEPT_FIELDS)]
             for j, (name, major, minor, raw) in enumerate(old.rows(every_column=True)):
                 offs = tuple(o[j] if o is not None else 0 for o in old_offsets)
@@ -257,7 +273,7 @@ class Unwrapper:
                 if (prev[0], prev[1]) != (major, minor):
                     resets.append(name)
                 else:
-                    followed = _follow(prev[2], prev[3], raw)
+                    followed = _follow(prev[2], prev[3], raw, self._wide)
                     if followed is None:
                         resets.append(name)
                     else:
@@ -269,15 +285,16 @@ class Unwrapper:
 
 
 def _follow(
-    old_raw: tuple[int, ...], old_offsets: tuple[int, ...], raw: tuple[int, ...]
+    old_raw: tuple[int, ...], old_offsets: tuple[int, ...], raw: tuple[int, ...], wide: set[int]
 ) -> tuple[int, ...] | None:
-    """New wrap offsets of one device, or None when its stats were reset."""
+    """New wrap offsets of one device, or None when its stats were reset. `wide`: the ms fields
+    seen at 2**32 or more (old_raw's among them), which cannot wrap there."""
     if any(raw[i] < old_raw[i] for i in COUNT_FIELDS):
         return None  # a 64-bit count went down: the stats were reset
     offsets = list(old_offsets)
     for i in MS_FIELDS:
         if raw[i] < old_raw[i]:
-            if old_raw[i] >= WRAP:  # wider than 32 bits on this kernel: it cannot have wrapped
+            if i in wide:  # wider than 32 bits on this kernel: it cannot have wrapped
                 return None
             offsets[i] += WRAP
     return tuple(offsets)

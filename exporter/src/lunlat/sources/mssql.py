@@ -98,6 +98,43 @@ def connection_string(target: MssqlTarget, password: str) -> str:
     return ";".join(parts)
 
 
+def escaped_utf16(raw: bytes) -> str:
+    """UTF-16LE bytes that do not decode strictly, with each unpaired surrogate written as Python's
+    escape (\\udc80): a label value must be UTF-8, and the admin can still find the file."""
+    units = raw.decode("utf-16-le", "surrogatepass" if len(raw) % 2 == 0 else "backslashreplace")
+    return units.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _wide_text_of(source: str) -> Callable[[bytes | None], str | None]:
+    """pyodbc's output converter for wide text on `source`'s connections.
+
+    NVARCHAR holds any 16-bit code units ("nchar and nvarchar store each character as a 16-bit
+    value", SQL Server 2008 R2 docs, Supplementary Characters, ms180942; SUBSTRING and the like "may
+    split any surrogate pairs"), and a Windows file name may hold an unpaired surrogate. pyodbc
+    decodes wide text with "strict" (mkleehammer/pyodbc, src/textenc.cpp, TextBufferToObject), so
+    one such value failed the whole query and every file of the instance went unpublished. Here it
+    is escaped (escaped_utf16) and said once per value.
+    """
+    said = logs.Once()
+
+    def convert(raw: bytes | None) -> str | None:
+        if raw is None:
+            return None
+        try:
+            return raw.decode("utf-16-le")
+        except UnicodeDecodeError:
+            text = escaped_utf16(raw)
+        if said.first(text):
+            log.warning(
+                "text from the server holds an unpaired UTF-16 surrogate: published with it escaped",
+                source=source,
+                text=text[:300],
+            )
+        return text
+
+    return convert
+
+
 def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
     """A connect function for `target` through pyodbc; BuildError without the driver."""
     try:
@@ -108,6 +145,7 @@ def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
         ) from None
     # Pooled connections outlive close(): a dead one would come back from the pool.
     pyodbc.pooling = False
+    convert = _wide_text_of(f"mssql:{target.name}")
 
     def connect() -> Connection:
         try:
@@ -121,6 +159,11 @@ def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
         )
         # Applies to cursors created from now on (pyodbc sets SQL_ATTR_QUERY_TIMEOUT per statement).
         conn.timeout = max(1, round(target.timeout_seconds))
+        # Wide text through _wide_text_of: with a converter pyodbc reads the value as SQL_C_BINARY and
+        # hands over its bytes (mkleehammer/pyodbc src/getdata.cpp, GetDataUser), for character data the
+        # data unconverted ("SQL to C: Character", SQL_C_BINARY, ODBC Programmer's Reference): UTF-16LE.
+        for sqltype in (pyodbc.SQL_WCHAR, pyodbc.SQL_WVARCHAR, pyodbc.SQL_WLONGVARCHAR):
+            conn.add_output_converter(sqltype, convert)
         return conn  # type: ignore[no-any-return]
 
     return connect
@@ -349,7 +392,7 @@ class MssqlSource(DbSource[Connection]):
             )
             return labels, counts
 
-        for labels, counts in self._rows(rows, query, errors, parse):
+        for labels, counts in self._summed(self._rows(rows, query, errors, parse), query, errors):
             for family, value in zip(families, counts, strict=True):
                 family.add(labels, value)
         self._publish_lun_labels(
@@ -362,7 +405,7 @@ class MssqlSource(DbSource[Connection]):
         waited = Family(contract.MSSQL_WAIT_TIME, exponent=-3)
         signal = Family(contract.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
 
-        def parse(row: Any) -> tuple[LabelSet, int, int, int]:
+        def parse(row: Any) -> tuple[LabelSet, tuple[int, int, int]]:
             wait_type = text_value(row[0], "wait_type")
             labels = self._label_set(
                 contract.MSSQL_WAIT_LABELS,
@@ -375,9 +418,10 @@ class MssqlSource(DbSource[Connection]):
             # the resource wait is the rest, the I/O without the wait for a CPU after it.
             if signalled > total:
                 raise ValueError(f"signal_wait_time_ms {signalled} > wait_time_ms {total}")
-            return labels, count_value(row[1], "waiting_tasks_count"), total - signalled, signalled
+            return labels, (count_value(row[1], "waiting_tasks_count"), total - signalled, signalled)
 
-        for labels, count, resource_ms, signal_ms in self._rows(rows, query, errors, parse):
+        parsed = self._rows(rows, query, errors, parse)
+        for labels, (count, resource_ms, signal_ms) in self._summed(parsed, query, errors):
             waits.add(labels, count)
             waited.add(labels, resource_ms)
             signal.add(labels, signal_ms)

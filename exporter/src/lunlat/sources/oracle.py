@@ -138,6 +138,14 @@ def connect_oracledb(target: OracleTarget) -> Callable[[], OracleConnection]:
         import oracledb  # noqa: PLC0415 - optional dependency, only for configured Oracle targets
     except ImportError:
         raise BuildError("the oracle source needs python-oracledb: pip install 'lunlat[oracle]'") from None
+    # python-oracledb settles thin or thick mode at the first connect of the process, and until that
+    # connect ends every other connect waits for it (oracle/python-oracledb, src/oracledb/driver_mode.py,
+    # get_manager: a thread that finds the mode being chosen waits on the condition; connection.py,
+    # Connection.__init__, holds that choice open for its whole connect). A first login
+    # that hangs (a listener that accepts and never answers) would hold up every other Oracle target.
+    # lunlat only uses thin mode (no Instant Client, no init_oracle_client), so it fixes the mode here,
+    # before any connect: then no connect waits for another (a no-op once thin mode is set).
+    oracledb.enable_thin_mode()  # type: ignore[no-untyped-call]  # the driver does not annotate it
 
     def connect() -> OracleConnection:
         try:
@@ -401,7 +409,7 @@ class OracleSource(DbSource[OracleConnection]):
         sync_reads = Family(contract.ORACLE_FILE_SYNC_READS)
         sync_read_time = Family(contract.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
 
-        def parse(row: Any) -> tuple[LabelSet, int, int, int, int, int, int]:
+        def parse(row: Any) -> tuple[LabelSet, tuple[int, ...]]:
             inst, con, file_no = (
                 id_value(row[0], "inst_id"),
                 id_value(row[1], "con_id"),
@@ -429,9 +437,10 @@ class OracleSource(DbSource[OracleConnection]):
                     lun,
                 ),
             )
-            return (labels, *values)
+            return labels, values
 
-        for labels, r, w, rms, wms, sr, srms in self._rows(rows, sql.IOSTAT_FILE, errors, parse):
+        parsed = self._rows(rows, sql.IOSTAT_FILE, errors, parse)
+        for labels, (r, w, rms, wms, sr, srms) in self._summed(parsed, sql.IOSTAT_FILE, errors):
             reads.add(labels, r)
             writes.add(labels, w)
             read_time.add(labels, rms)
@@ -470,11 +479,12 @@ class OracleSource(DbSource[OracleConnection]):
         waits = Family(contract.ORACLE_WAITS)
         time_waited = Family(contract.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
 
-        def parse(row: Any) -> tuple[LabelSet, int, int]:
+        def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
             labels = self._event_labels(row)
-            return labels, count_value(row[3], "total_waits"), count_value(row[4], "time_waited_micro")
+            return labels, (count_value(row[3], "total_waits"), count_value(row[4], "time_waited_micro"))
 
-        for labels, count, micro in self._rows(rows, sql.SYSTEM_EVENT, errors, parse):
+        parsed = self._rows(rows, sql.SYSTEM_EVENT, errors, parse)
+        for labels, (count, micro) in self._summed(parsed, sql.SYSTEM_EVENT, errors):
             waits.add(labels, count)
             time_waited.add(labels, micro)
         return [waits, time_waited]
@@ -506,6 +516,8 @@ class OracleSource(DbSource[OracleConnection]):
         buckets: dict[LabelSet, dict[int, int]] = {}
         for labels, bound, count in self._rows(rows, self._histogram, errors, parse):
             per_bound = buckets.setdefault(labels, {})
+            if bound in per_bound:  # summed like the other families' rows (DbSource._summed)
+                self._duplicate(self._histogram, f"{labels.text} wait_time_micro={bound}", errors)
             per_bound[bound] = per_bound.get(bound, 0) + count
         for labels, per_bound in buckets.items():
             cumulative = 0
@@ -531,7 +543,7 @@ class OracleSource(DbSource[OracleConnection]):
         write_time = Family(contract.ORACLE_ASM_WRITE_TIME)
         disks: set[tuple[int, str]] = set()
 
-        def parse(row: Any) -> tuple[LabelSet, int, int, float, float]:
+        def parse(row: Any) -> tuple[LabelSet, tuple[float, ...]]:
             group = id_value(row[1], "group_number")
             path = text_value(row[4], "path")
             disks.add((group, path))
@@ -546,15 +558,15 @@ class OracleSource(DbSource[OracleConnection]):
                     self._locate(path).lun,
                 ),
             )
-            return (
-                labels,
+            return labels, (
                 count_value(row[5], "reads"),
                 count_value(row[6], "writes"),
                 seconds_value(row[7], "read_time"),
                 seconds_value(row[8], "write_time"),
             )
 
-        for labels, r, w, rt, wt in self._rows(rows, sql.ASM_DISK, errors, parse):
+        parsed = self._rows(rows, sql.ASM_DISK, errors, parse)
+        for labels, (r, w, rt, wt) in self._summed(parsed, sql.ASM_DISK, errors):
             reads.add(labels, r)
             writes.add(labels, w)
             read_time.add(labels, rt)
