@@ -47,7 +47,7 @@ sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # the sibling bench scripts and 
 from concurrent_scrapes import p99  # noqa: E402
 from scrape_vs_node_exporter import Host, mib, node_exporter_binary  # noqa: E402
 
-from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterError, ExporterProcess  # noqa: E402
+from tests.procs import LOOPBACK, NODE_EXPORTER_PORT, ExporterError, ExporterProcess  # noqa: E402
 
 ATTACKS = ("headers", "idle", "slowloris", "slowread", "auth")
 USER = "prometheus"
@@ -543,7 +543,7 @@ def start_pair(setup: Setup, attack: str) -> tuple[ExporterProcess, ExporterProc
     lunlat = ExporterProcess(
         [*limit, *setup.lunlat, *lunlat_flags, *setup.lunlat_extra],
         setup.root / f"lunlat-{attack}.log",
-        port_pattern=LUNLAT_PORT,
+        port_pattern=None,  # the port it listens on (psutil), whatever its log level or format
         name="lunlat",
         start_timeout=60,
     )
