@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from lunlat.alerting.goals import load_goals, parse_goals
-from lunlat.config import ConfigError, parse_config
+from lunlat.config import CONFIG_MAX_BYTES, SECRET_MAX_BYTES, ConfigError, parse_config
 from lunlat.yamlmodel import MAX_PROBLEMS
+from tests.hostile import PROMPTLY, lunlat_argv, make_fifo
 
 # Billion laughs: nine levels of nine aliases, 9**10 strings once expanded, in 350 bytes. The 4th
 # line passes the alias limit (the 3rd expands to 820 nodes, the 4th to 9 times that).
@@ -241,3 +242,73 @@ def test_check_config_passes_readable_password_sources_without_printing_them(tmp
         env=env,
     )
     assert result.returncode == 0 and "secret-value" not in result.stdout + result.stderr
+
+
+# --- what stands where the file should be --------------------------------------------------------
+
+
+def check_path(path: Path, *flags: str) -> tuple[int, str]:
+    """`lunlat check-config PATH` with a heap ceiling: a regression that reads /dev/zero to the end
+    fails here with MemoryError instead of taking the machine's memory."""
+    result = subprocess.run(
+        lunlat_argv("check-config", *flags, str(path)), capture_output=True, timeout=PROMPTLY, check=False
+    )
+    return result.returncode, result.stderr.decode("utf-8", "replace")
+
+
+def _hostile(tmp_path: Path, kind: str) -> Path:
+    """A path that is no regular file: a FIFO nobody writes, a symlink to /dev/zero, a directory."""
+    path = tmp_path / f"hostile-{kind}"
+    if kind == "fifo":
+        return make_fifo(path)
+    if kind == "zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    return path
+
+
+HOSTILE = {"fifo": "is a FIFO (named pipe)", "zero": "is a character device", "dir": "is a directory"}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_a_config_that_is_no_regular_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    path = _hostile(tmp_path, kind)
+    code, stderr = check_path(path)
+    assert code == 2
+    message = one_line(stderr)
+    assert message.startswith(f"lunlat: config error: {path}: {HOSTILE[kind]}, not a regular file"), message
+    assert "must be a regular file" in message
+
+
+def test_a_config_larger_than_the_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.yml"
+    with path.open("w") as out:  # valid YAML all the way: only its size is wrong
+        out.write("luns: []\n")
+        out.write(("#" * 99 + "\n") * (CONFIG_MAX_BYTES // 100 + 1))
+    code, stderr = check_path(path)
+    assert code == 2
+    message = one_line(stderr)
+    assert f"{path}: is {path.stat().st_size:,} bytes, more than the 1 MiB a config file may be" in message
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_check_config_refuses_a_password_file_that_is_no_regular_file(tmp_path: Path, kind: str) -> None:
+    secret = _hostile(tmp_path, kind)
+    config = tmp_path / "lunlat.yml"
+    config.write_bytes(_secret_config(tmp_path, f"password_file: {secret}"))
+    code, stderr = check_path(config)
+    assert code == 2
+    message = one_line(stderr)
+    assert f"lunlat.yml:5: oracle[0].password_file: cannot read {secret}: {HOSTILE[kind]}" in message
+    assert check_path(config, "--syntax-only") == (0, "")
+
+
+def test_check_config_refuses_a_password_file_larger_than_a_secret(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_bytes(b"x" * (SECRET_MAX_BYTES + 1))
+    config = tmp_path / "lunlat.yml"
+    config.write_bytes(_secret_config(tmp_path, f"password_file: {secret}"))
+    code, stderr = check_path(config)
+    assert code == 2
+    assert "oracle[0].password_file: cannot read" in one_line(stderr) and "64 KiB" in stderr

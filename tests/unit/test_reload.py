@@ -5,6 +5,7 @@ for GET, 500 with the reason when the new file is bad)."""
 from __future__ import annotations
 
 import http.client
+import logging
 import os
 import signal
 import threading
@@ -20,8 +21,9 @@ from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import Source, SourceError, SourceResult
 from lunlat.sources.factory import Settings
-from lunlat.sources.registry import build_sources
+from lunlat.sources.registry import Built, build_sources
 from tests.fakesys import FakeHost, Stats
+from tests.hostile import PROMPTLY, finishes, make_fifo, release
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.unit.test_scrape import FakeSource, samples
 from tests.waiting import wait_until
@@ -39,8 +41,8 @@ RELOADED = "lunlat_config_last_reload_successful"
 RELOADED_AT = "lunlat_config_last_reload_success_timestamp_seconds"
 
 
-def post(port: int, path: str = "/-/reload", method: str = "POST") -> tuple[int, str]:
-    conn = http.client.HTTPConnection(LOOPBACK, port, timeout=30)
+def post(port: int, path: str = "/-/reload", method: str = "POST", timeout: float = 30) -> tuple[int, str]:
+    conn = http.client.HTTPConnection(LOOPBACK, port, timeout=timeout)
     try:
         conn.request(method, path)
         resp = conn.getresponse()
@@ -236,3 +238,176 @@ def test_the_diskstats_wrap_offsets_survive_a_reload(tmp_path: Path) -> None:
         assert samples(scraper.scrape(5))[read_time] == (2**32 + 1500) / 1000, "the wrap was forgotten"
     finally:
         scraper.close()
+
+
+# --- a reload that cannot hang -------------------------------------------------------------------
+
+
+def _records(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "lunlat.reload" and r.levelno >= level]
+
+
+def _fields(record: logging.LogRecord) -> dict[str, object]:
+    fields = getattr(record, "kv", {})
+    return fields if isinstance(fields, dict) else {}
+
+
+def test_a_config_replaced_by_a_fifo_is_refused_at_once_and_a_good_file_loads_after(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    host = FakeHost(tmp_path)
+    host.add_virtio("vda")
+    host.write()
+    config = tmp_path / "lunlat.yaml"
+    config.write_text("luns:\n  - {match: {device: vda}, role: data}\n")
+    settings = Settings(host.procfs, host.sysfs)
+    scraper = Scraper(build_sources(load_config(config), settings).sources)
+    reloader = Reloader(config, settings, scraper)
+    try:
+        make_fifo(config)
+        with caplog.at_level(logging.INFO, logger="lunlat"):
+            problem = finishes(reloader.reload, config)
+        assert (
+            problem
+            == f"{config}: is a FIFO (named pipe), not a regular file: the config file must be a "
+            + ("regular file (a symlink to one is fine)")
+        )
+        assert samples(scraper.scrape(5))[(RELOADED, ())] == 0
+        (logged,) = _records(caplog, logging.WARNING)
+        assert _fields(logged)["file"] == str(config) and "FIFO" in str(_fields(logged)["err"])
+        config.unlink()
+        config.write_text("luns:\n  - {match: {device: vda}, role: log}\n")
+        assert finishes(reloader.reload) is None
+        text = scraper.scrape(5)
+        assert samples(text)[(RELOADED, ())] == 1 and 'role="log"' in text
+    finally:
+        scraper.close()
+
+
+def test_a_reload_that_hangs_is_cut_at_its_deadline_and_reloads_do_not_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whatever blocks (a file on a hung NFS mount, a driver import): the caller gets an answer
+    within the deadline, the metric says 0, and the reloads that come meanwhile answer at once."""
+    gate = threading.Event()
+    built: list[Closable] = []
+
+    def build(*_args: object) -> Built:
+        source = Closable(f"new{len(built)}")
+        built.append(source)
+        if len(built) == 1:
+            gate.wait(30)  # the first build hangs until the test lets it go
+        return Built(sources=[source])
+
+    monkeypatch.setattr(reload_module, "build_sources", build)
+    scraper = Scraper([FakeSource("kept")])
+    reloader = Reloader(None, Settings(tmp_path, tmp_path), scraper, deadline_seconds=0.5)
+    try:
+        with caplog.at_level(logging.INFO, logger="lunlat"):
+            problem = finishes(reloader.reload)
+            assert problem is not None and "did not finish within 0.5 s" in problem
+            assert samples(scraper.scrape(5))[(RELOADED, ())] == 0
+            (wedged,) = _records(caplog, logging.WARNING)
+            assert _fields(wedged)["file"] == "(embedded default)"
+            for _ in range(3):  # no new worker each time: an answer at once
+                again = finishes(reloader.reload, timeout=0.4)
+                assert again is not None and again.startswith("a reload is still running since ")
+            assert len(built) == 1
+            gate.set()  # the stuck reload ends: too late, its sources are closed unused
+            assert built[0].closed.wait(5)
+            assert [s.name for s in scraper.sources] == ["kept"]
+            wait_until(lambda: reloader.reload() is None, "a reload works again")
+        assert [s.name for s in scraper.sources] == [built[-1].name]
+        assert samples(scraper.scrape(5))[(RELOADED, ())] == 1
+    finally:
+        gate.set()
+        scraper.close()
+
+
+def test_a_reload_that_drops_database_targets_names_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file cut short (a half-written copy, a bad merge) can still parse: the targets it lost are
+    named, so the removal is not silent."""
+    host = FakeHost(tmp_path)
+    host.write()
+    targets = "".join(
+        f"  - {{name: {name}, dsn: '127.0.0.1:1/ORCL', user: u, password_env: LUNLAT_TEST_RELOAD_NOT_SET}}\n"
+        for name in ("ORCL", "CDB2", "HR")
+    )
+    config = tmp_path / "lunlat.yaml"
+    config.write_text("oracle:\n" + targets)
+    settings = Settings(host.procfs, host.sysfs)
+    scraper = Scraper(build_sources(load_config(config), settings).sources)
+    reloader = Reloader(config, settings, scraper)
+    try:
+        config.write_text("oracle:\n" + targets.splitlines(keepends=True)[0])  # truncated after one
+        with caplog.at_level(logging.INFO, logger="lunlat"):
+            assert reloader.reload() is None
+        (dropped,) = _records(caplog, logging.WARNING)
+        assert dropped.getMessage() == "config reload removes database targets"
+        assert _fields(dropped)["targets"] == "oracle:CDB2,oracle:HR"
+        assert _fields(dropped)["file"] == str(config)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="lunlat"):  # nothing dropped, nothing said
+            assert reloader.reload() is None
+        assert _records(caplog, logging.WARNING) == []
+    finally:
+        scraper.close()
+
+
+def test_post_reload_of_a_config_that_became_a_fifo_answers_at_once(
+    tmp_path: Path, exporter_files: tuple[Path, list[str]]
+) -> None:
+    config, flags = exporter_files
+    argv = lunlat_serve(*flags, "--web.enable-lifecycle")
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
+        make_fifo(config)
+        try:
+            status, body = post(exporter.port, timeout=PROMPTLY)
+        finally:
+            release(config)
+        assert status == 500 and f"{config}: is a FIFO (named pipe)" in body
+        assert samples(exporter.scrape().text)[(RELOADED, ())] == 0
+        os.kill(exporter.pid, signal.SIGHUP)  # by SIGHUP: the same, and nothing stuck
+        wait_until(lambda: exporter.log_text().count("config reload failed") == 2, "the SIGHUP refusal")
+        config.unlink()
+        config.write_text(TWO_LUNS)
+        assert post(exporter.port, timeout=PROMPTLY) == (200, "")
+        assert lun_db(exporter.scrape().text, "sdb") == "B"
+        log = exporter.log_text()
+    refusals = [line for line in log.splitlines() if "config reload failed" in line]
+    assert len(refusals) == 2 and all(f"file={config}" in line and "FIFO" in line for line in refusals)
+
+
+def test_a_second_reload_waits_for_the_one_under_way_then_runs_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two reloads at once (a SIGHUP and a POST): the second reads the file after the first."""
+    first_started, gate = threading.Event(), threading.Event()
+    built: list[str] = []
+
+    def build(*_args: object) -> Built:
+        built.append(f"new{len(built)}")
+        if len(built) == 1:
+            first_started.set()
+            gate.wait(10)
+        return Built(sources=[FakeSource(built[-1])])
+
+    monkeypatch.setattr(reload_module, "build_sources", build)
+    scraper = Scraper([FakeSource("kept")])
+    reloader = Reloader(None, Settings(tmp_path, tmp_path), scraper, deadline_seconds=10)
+    answers: list[str | None] = []
+    first = threading.Thread(target=lambda: answers.append(reloader.reload()))
+    first.start()
+    assert first_started.wait(5)
+    second = threading.Thread(target=lambda: answers.append(reloader.reload()))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive() and built == ["new0"], "the second must wait, not build alongside"
+    gate.set()
+    first.join(5)
+    second.join(5)
+    assert answers == [None, None] and built == ["new0", "new1"]
+    assert [s.name for s in scraper.sources] == ["new1"]
+    scraper.close()

@@ -15,6 +15,8 @@ import pytest
 
 from lunlat import cli, webconfig
 from lunlat.webconfig import TLS12_CIPHERS, WebGate, basic_credentials
+from lunlat.yamlmodel import ConfigError
+from tests.hostile import finishes, make_fifo
 from tests.web import certs
 
 
@@ -91,7 +93,7 @@ def test_bad_web_config_exits_2_naming_the_key(
         (
             "tls_server_config:\n  cert_file: nope.crt\n  key_file: nope.key\n",
             "tls_server_config.cert_file",
-            "no such file",
+            "No such file or directory",
         ),
     ],
 )
@@ -191,3 +193,64 @@ def test_a_changed_web_config_is_picked_up_and_a_bad_one_keeps_the_old(
         time.sleep(webconfig.RECHECK_SECONDS + 0.1)
         config = gate.current()
         assert not config.tls and gate.authorized(config, two)
+
+
+# --- files that are no regular files, or too large ------------------------------------------------
+
+
+def _tls_files(tmp_path: Path, pki: certs.Pki) -> Path:
+    """A web config with TLS and mutual TLS whose files are copies in tmp_path (to be replaced)."""
+    for name in ("server.crt", "server.key", "ca.crt"):
+        shutil.copy(pki.dir / name, tmp_path / name)
+    path = tmp_path / "web.yml"
+    path.write_text(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+        "  client_ca_file: ca.crt\n  client_auth_type: RequireAndVerifyClientCert\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("server.crt", "cert_file"), ("server.key", "key_file"), ("ca.crt", "client_ca_file")],
+)
+@pytest.mark.parametrize("kind", ["fifo", "zero", "large"])
+def test_a_tls_file_that_is_no_regular_file_or_too_large_is_refused_at_once(
+    tmp_path: Path, pki: certs.Pki, name: str, key: str, kind: str
+) -> None:
+    path = _tls_files(tmp_path, pki)
+    file = tmp_path / name
+    file.unlink()
+    if kind == "fifo":
+        make_fifo(file)
+    elif kind == "zero":
+        file.symlink_to("/dev/zero")
+    else:
+        with file.open("wb") as out:  # sparse: costs no disk
+            out.truncate(64 * 1024 * 1024)
+    with pytest.raises(ConfigError) as err:
+        finishes(lambda: webconfig.load(path), file)
+    (problem,) = err.value.problems
+    assert problem.key == f"tls_server_config.{key}", problem
+    words = {
+        "fifo": "is a FIFO (named pipe), not a regular file",
+        "zero": "is a character device, not a regular file",
+        "large": "is 67,108,864 bytes, more than the 1 MiB a",
+    }
+    assert f"({file}): {words[kind]}" in problem.message, problem.message
+
+
+def test_a_web_config_replaced_by_a_fifo_keeps_the_running_one(tmp_path: Path, pki: certs.Pki) -> None:
+    path = _tls_files(tmp_path, pki)
+    gate = WebGate.load(path)
+    running = gate.current()
+    for victim in (tmp_path / "ca.crt", path):  # rotation of the CA, then of the web config itself
+        make_fifo(victim)
+        time.sleep(webconfig.RECHECK_SECONDS + 0.1)
+        assert finishes(gate.current, victim) is running
+        victim.unlink()
+        if victim == path:
+            _tls_files(tmp_path, pki)
+        else:
+            shutil.copy(pki.ca_crt, victim)

@@ -20,7 +20,7 @@ from types import FrameType
 from lunlat import __version__, logs
 from lunlat import top as top_command
 from lunlat.alerting.goals import DEFAULT_GOALS_FILE
-from lunlat.config import Config, ConfigError, load_config
+from lunlat.config import Config, ConfigError, MssqlTarget, OracleTarget, load_config
 from lunlat.files import write_atomic
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
@@ -429,6 +429,12 @@ def _load(path: Path | None, check_secrets: bool = False) -> Config:
         raise SystemExit(EXIT_USAGE) from None
 
 
+def _target_name(config: Config, loc: tuple[int | str, ...]) -> str:
+    """The `name` of the database target at key path `loc` (("oracle", 0, …))."""
+    targets: list[OracleTarget] | list[MssqlTarget] = config.oracle if loc[0] == "oracle" else config.mssql
+    return targets[int(loc[1])].name
+
+
 def serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
     if not args.telemetry_path.startswith("/"):
@@ -448,8 +454,14 @@ def serve(args: argparse.Namespace) -> int:
     config = _load(args.config_file)
     # A password file may be mounted after the exporter starts (a Kubernetes secret, a Vault agent):
     # warn and start; the target reports up 0 until the secret can be read (README, "Configuration").
+    # A FIFO or /dev/zero there is refused at once (files.read_regular), so this never blocks.
     for loc, problem in config.secret_problems():
-        log.warning("database password not readable yet", key=key_path(loc), err=problem)
+        log.warning(
+            "database password not readable yet",
+            target=_target_name(config, loc),
+            key=key_path(loc),
+            err=problem,
+        )
     built = build_sources(config, source_settings(args))
     if built.problems:
         built.close()

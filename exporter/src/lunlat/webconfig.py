@@ -56,6 +56,7 @@ import bcrypt
 from pydantic import Field, field_validator, model_validator
 
 from lunlat import logs
+from lunlat.files import FileRefusedError, MiB, read_regular
 from lunlat.yamlmodel import ConfigError, ConfigProblem, Strict, load_model
 
 log = logs.get(__name__)
@@ -118,6 +119,12 @@ UNSUPPORTED = {
 
 # A bcrypt hash as htpasswd -B and Go's x/crypto/bcrypt write it: $2a$/$2b$/$2y$, cost 04-31, 53 chars.
 _BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")
+
+# Files of a web config are read whole; past these sizes they are refused unread (files.read_regular).
+# The largest real ones are CA bundles: the whole system bundle (Debian's ca-certificates.crt, ~220 KB)
+# as client_ca_file, or inline as client_ca. A certificate chain or key is a few KB.
+WEB_CONFIG_MAX_BYTES = MiB
+CERT_MAX_BYTES = MiB
 
 # How often the files behind the running config are compared with what was loaded.
 RECHECK_SECONDS = 1.0
@@ -263,6 +270,20 @@ def _problem(path: Path, key: str, message: str) -> ConfigError:
     return ConfigError([ConfigProblem(str(path), None, key, message)])
 
 
+def _check_file(path: Path, name: str, file: Path) -> None:
+    """Refuse a certificate, key or CA file that is no regular file of at most CERT_MAX_BYTES, before
+    ssl opens it: OpenSSL would block on a FIFO for good (an open for reading waits for a writer,
+    fifo(7)), and that under WebGate's lock, wedging every new connection. The check and ssl's own
+    open are two opens: a file swapped for a FIFO in between still blocks, a race that needs write
+    access to the files the exporter trusts anyway."""
+    try:
+        read_regular(file, CERT_MAX_BYTES, "certificate or key file")
+    except FileRefusedError as exc:
+        raise _problem(
+            path, f"tls_server_config.{name}", f"failed to read {name} ({file}): {exc.reason}"
+        ) from None
+
+
 def _context(path: Path, tls: TLSServerConfig) -> tuple[ssl.SSLContext, tuple[Path, ...]]:
     base = path.parent
     cert, key = _resolve(base, tls.cert_file), _resolve(base, tls.key_file)
@@ -271,9 +292,8 @@ def _context(path: Path, tls: TLSServerConfig) -> tuple[ssl.SSLContext, tuple[Pa
     context.maximum_version = TLS_VERSIONS[tls.max_version]
     # HTTP/1.1 only: a client offering h2 over ALPN is told so in the handshake.
     context.set_alpn_protocols(["http/1.1"])
-    for name, file in (("cert_file", cert), ("key_file", key)):
-        if not file.is_file():
-            raise _problem(path, f"tls_server_config.{name}", f"failed to read {name} ({file}): no such file")
+    _check_file(path, "cert_file", cert)
+    _check_file(path, "key_file", key)
     try:
         context.load_cert_chain(cert, key)
     except (ssl.SSLError, OSError) as exc:
@@ -305,6 +325,7 @@ def _client_ca(path: Path, tls: TLSServerConfig, context: ssl.SSLContext) -> lis
     try:
         if tls.client_ca_file:
             ca = _resolve(path.parent, tls.client_ca_file)
+            _check_file(path, "client_ca_file", ca)
             context.load_verify_locations(cafile=ca)
             return [ca]
         if tls.client_ca:
@@ -320,7 +341,9 @@ def _client_ca(path: Path, tls: TLSServerConfig, context: ssl.SSLContext) -> lis
 
 def load(path: Path) -> WebConfig:
     """Read and check the web config at `path` and every file it names; raise ConfigError."""
-    model = load_model(path, WebConfigFile, _explain_extra)
+    model = load_model(
+        path, WebConfigFile, _explain_extra, max_bytes=WEB_CONFIG_MAX_BYTES, what="web config file"
+    )
     context: ssl.SSLContext | None = None
     watched: tuple[Path, ...] = (path,)
     if model.tls_server_config.enabled:

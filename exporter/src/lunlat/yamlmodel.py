@@ -16,6 +16,8 @@ from typing import Any, TypeVar, cast
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from lunlat.files import FileRefusedError, MiB, read_regular
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -49,6 +51,9 @@ MAX_ALIAS_NODES = 1_000
 # Nesting deeper than this is no config: PyYAML composes and constructs by recursion, so 50,000
 # levels end in RecursionError.
 MAX_DEPTH = 64
+# A file is read whole before it is parsed: past this size it is refused unread (the exporter's
+# config says why 1 MiB is plenty: config.CONFIG_MAX_BYTES).
+MAX_FILE_BYTES = MiB
 
 
 def clip(text: str, limit: int = QUOTE_CHARS) -> str:
@@ -303,12 +308,15 @@ def load_model(
     model: type[Model],
     explain_extra: Callable[[tuple[int | str, ...]], str] = _unknown_key,
     check: Check[Model] | None = None,
+    max_bytes: int = MAX_FILE_BYTES,
+    what: str = "config file",
 ) -> Model:
-    """`parse_model` on the file at `path`; an unreadable file is a ConfigError too."""
+    """`parse_model` on the file at `path`; a file that cannot be read, is no regular file or is
+    larger than `max_bytes` is a ConfigError too (files.read_regular)."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError([ConfigProblem(str(path), None, "", f"cannot read: {exc}")]) from None
+        data = read_regular(path, max_bytes, what)
+    except FileRefusedError as exc:
+        raise ConfigError([ConfigProblem(str(path), None, "", exc.reason)]) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
