@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.diskstats import UNMATCHED_NAMED, DiskstatsSource
 from tests.clock import FakeClock
 from tests.fakesys import FakeHost, Stats
 
@@ -465,3 +466,41 @@ def test_paths_shown_with_show_paths_carry_no_path_health_of_their_own(host: Fak
     got = collect(source(host, DiskstatsConfig(show_paths=True)))
     assert "sdb" in got.devices()
     assert set(paths_of(got)) == {"dm-3"}
+
+
+# --- luns: entries that match no device ----------------------------------------------------------
+
+
+def _unmatched_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "lunlat.sources.diskstats" and "no device (yet)" in r.msg]
+
+
+def _missing(count: int) -> list[LunEntry]:
+    return [LunEntry(match=LunMatch(alias=f"gone_{i:05d}"), role="data") for i in range(count)]
+
+
+def test_many_unmatched_entries_are_named_a_few_then_counted_in_one_line(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A config of 24,000 entries matching nothing logged 24,000 lines at start and at every reload."""
+    caplog.set_level(logging.INFO)
+    collect(source(host, luns=_missing(500)))
+    lines = _unmatched_lines(caplog)
+    assert len(lines) == UNMATCHED_NAMED + 1
+    summary = lines[-1].kv  # type: ignore[attr-defined]
+    assert summary["more"] == 500 - UNMATCHED_NAMED
+
+
+def test_a_reloaded_source_does_not_name_the_same_unmatched_entries_again(
+    host: FakeHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    before = source(host, luns=_missing(3))
+    collect(before)
+    assert len(_unmatched_lines(caplog)) == 3
+    caplog.clear()
+    after = source(host, luns=_missing(4))
+    after.carry_over(before)
+    collect(after)
+    lines = _unmatched_lines(caplog)
+    assert [r.kv["match"] for r in lines] == ["alias=gone_00003"]  # type: ignore[attr-defined]

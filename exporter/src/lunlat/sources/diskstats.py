@@ -50,6 +50,8 @@ from lunlat.topology import (
 )
 
 log = logs.get(__name__)
+# luns: entries that match no device named one by one in the log; past this, one line with the count.
+UNMATCHED_NAMED = 20
 
 # Indexes into the stats fields (0-based, after major, minor and name). A table always has all 17
 # columns; a kernel that prints fewer (11 before 4.18, 15 before 5.5) leaves the rest 0 and the
@@ -364,9 +366,11 @@ class DiskstatsSource:
         self._warned_unmatched: set[str] = set()
 
     def carry_over(self, previous: object) -> None:
-        """After a reload: keep unwrapping from where the previous source was (base.CarriesState)."""
+        """After a reload: keep unwrapping from where the previous source was (base.CarriesState), and
+        do not name again the unmatched luns: entries already named."""
         if isinstance(previous, DiskstatsSource):
             self._unwrapper = previous._unwrapper
+            self._warned_unmatched = previous._warned_unmatched  # said once, not again per reload
 
     def collect(self) -> SourceResult:
         path = self._procfs / "diskstats"
@@ -538,9 +542,19 @@ class DiskstatsSource:
         return self._devices
 
     def _warn_unmatched(self, unmatched: list[LunEntry]) -> None:
+        """Name each newly unmatched entry once, at most UNMATCHED_NAMED of them, then one line with
+        the count: a config of 24,000 entries that matched nothing logged 24,000 lines at start and
+        again at every reload."""
         described = {e.match.describe() for e in unmatched}
-        for what in sorted(described - self._warned_unmatched):
+        new = sorted(described - self._warned_unmatched)
+        for what in new[:UNMATCHED_NAMED]:
             log.warning("config luns entry matches no device (yet)", match=what)
+        if len(new) > UNMATCHED_NAMED:
+            log.warning(
+                "config luns entries match no device (yet), not named one by one",
+                more=len(new) - UNMATCHED_NAMED,
+                unmatched=len(described),
+            )
         self._warned_unmatched = described
 
 
