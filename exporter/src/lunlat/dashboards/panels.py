@@ -208,11 +208,17 @@ def count_thresholds() -> dash.ThresholdsConfig:
     )
 
 
+# A count or rate with no goal: Grafana's palette blue, neither good (green) nor bad (red). Not the
+# theme's "text": Grafana resolves it from the theme at draw time (grafana/grafana
+# packages/grafana-data/src/themes/createVisualizationColors.ts), other renderers refuse it.
+NEUTRAL = "blue"
+
+
 def neutral_thresholds() -> dash.ThresholdsConfig:
     return (
         dash.ThresholdsConfig()
         .mode(model.ThresholdsMode.ABSOLUTE)
-        .steps([model.Threshold(value=None, color="text")])
+        .steps([model.Threshold(value=None, color=NEUTRAL)])
     )
 
 
