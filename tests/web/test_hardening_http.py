@@ -1,0 +1,147 @@
+"""`lunlat serve` as a user runs it, against clients that try to take it down without a password:
+oversized request heads, more idle connections than the open-file limit, a low soft limit.
+
+The exporter runs as a child process (tests/procs.py); its RLIMIT_NOFILE is set before it starts by a
+small exec wrapper, as a unit file or a shell's `ulimit -n` would.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
+
+MiB = 1 << 20
+# The issue's attack: 100 header lines of 64 KiB (what http.client's parser accepts), 6.5 MB a request.
+HUGE_HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"".join(
+    b"X-Pad-%02d: %s\r\n" % (i, b"a" * 65_000) for i in range(99)
+)
+
+
+def with_nofile(soft: int, hard: int, argv: Sequence[str]) -> list[str]:
+    """`argv` run with RLIMIT_NOFILE set to (soft, hard) first."""
+    wrapper = (
+        "import os, resource, sys; "
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2]))); "
+        "os.execv(sys.argv[3], sys.argv[3:])"
+    )
+    return [sys.executable, "-c", wrapper, str(soft), str(hard), *argv]
+
+
+@contextmanager
+def exporter(tmp_path: Path, argv: Sequence[str]) -> Iterator[ExporterProcess]:
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT, name="lunlat") as process:
+        yield process
+
+
+def nofile(pid: int) -> tuple[int, int]:
+    """The process's (soft, hard) open-file limit, from /proc/PID/limits."""
+    text = Path(f"/proc/{pid}/limits").read_text(encoding="utf-8")
+    match = re.search(r"^Max open files\s+(\d+)\s+(\d+)", text, re.MULTILINE)
+    assert match, text
+    return int(match.group(1)), int(match.group(2))
+
+
+def send_huge_head(port: int, answered: threading.Barrier, release: threading.Event) -> None:
+    """One oversized request (the server may hang up while it is still being sent); the connection is
+    held open, as the issue's clients did, until `release`."""
+    with socket.socket() as sock:
+        try:
+            sock.settimeout(20)
+            sock.connect((LOOPBACK, port))
+            sock.sendall(HUGE_HEAD)
+            sock.settimeout(5)
+            while sock.recv(65536):  # until the server closes, or 5 s of silence (kept alive)
+                pass
+        except OSError:
+            pass
+        answered.wait(60)
+        release.wait(60)
+
+
+def test_ten_concurrent_6_mb_heads_leave_memory_where_it_was(tmp_path: Path) -> None:
+    """Each cost +47 MiB before the password was even checked; 10 at once took RSS from 40 to 321 MiB,
+    and it stayed there after they closed. The head is now cut at 1 MiB (431) and read into at most that."""
+    with exporter(tmp_path, lunlat_serve()) as process:
+        for _ in range(3):  # warm: lazy imports and the first scrape's buffers
+            process.scrape()
+        start = peak = process.rss()
+        answered, release = threading.Barrier(11), threading.Event()
+        senders = [
+            threading.Thread(target=send_huge_head, args=(process.port, answered, release)) for _ in range(10)
+        ]
+        for sender in senders:
+            sender.start()
+        while answered.n_waiting < 10 and any(sender.is_alive() for sender in senders):
+            peak = max(peak, process.rss())
+            time.sleep(0.02)
+        held = process.rss()
+        answered.wait(60)
+        release.set()
+        for sender in senders:
+            sender.join()
+        time.sleep(0.5)
+        assert process.scrape().status == 200
+        end = process.rss()
+    for when, rss in (("peak", peak), ("held open", held), ("after", end)):
+        assert rss - start < 30 * MiB, f"RSS {start / MiB:.0f} MiB at start, {rss / MiB:.0f} MiB {when}"
+
+
+def test_a_head_over_1_mib_is_refused_with_431_by_the_running_exporter(tmp_path: Path) -> None:
+    head = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * (2 * MiB) + b"\r\n\r\n"
+    with exporter(tmp_path, lunlat_serve()) as process:
+        with socket.create_connection((LOOPBACK, process.port), timeout=20) as sock:
+            sock.sendall(head)
+            answer = sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"), answer[:200]
+
+
+def test_serve_raises_the_soft_open_file_limit_to_the_hard_limit(tmp_path: Path) -> None:
+    """As Go does at start (golang/go src/syscall/rlimit.go): a 1024 soft limit is a compatibility
+    default for select(), which lunlat does not use."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard <= 1024:
+        pytest.skip(f"the hard open-file limit here is {hard}: nothing to raise")
+    argv = with_nofile(1024, hard, lunlat_serve("--log.level=debug"))
+    with exporter(tmp_path, argv) as process:
+        assert nofile(process.pid) == (hard, hard)
+        assert "open-file limit raised" in process.log_text()
+
+
+def test_serve_never_lowers_the_open_file_limit(tmp_path: Path) -> None:
+    limit = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 2048)
+    with exporter(tmp_path, with_nofile(limit, limit, lunlat_serve())) as process:
+        assert nofile(process.pid) == (limit, limit)
+
+
+@pytest.mark.parametrize("hard", ["above", "1024"])
+def test_1100_idle_connections_under_a_1024_soft_limit_do_not_stop_a_scrape(
+    tmp_path: Path, hard: str
+) -> None:
+    """~1,020 idle connections used to make every scrape time out while the accept loop spun. Now the
+    limit is raised where the hard limit allows, connections are capped (--web.max-connections) below
+    what is left, and past the cap the longest idle connection makes room for the new one."""
+    ours_soft, ours_hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if ours_soft < 1300:  # this test's own 1,100 sockets
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(ours_hard, 4096), ours_hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1300:
+        pytest.skip("this process cannot open 1,100 sockets")
+    limit = ours_hard if hard == "above" else 1024
+    if hard == "above" and limit <= 1024:
+        pytest.skip(f"the hard open-file limit here is {limit}: nothing to raise")
+    with exporter(tmp_path, with_nofile(1024, limit, lunlat_serve())) as process, ExitStack() as held:
+        for _ in range(1100):
+            held.enter_context(socket.create_connection((LOOPBACK, process.port), timeout=10))
+        answer = scrape(process.port, timeout=30)
+        assert answer.status == 200 and "lunlat_build_info" in answer.text
+        assert process.scrape().status == 200
