@@ -7,9 +7,12 @@ small exec wrapper, as a unit file or a shell's `ulimit -n` would.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import re
 import resource
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -19,7 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from lunlat.scrape import Scraper
+from lunlat.server import Limits, ListenAddress, Server
+from lunlat.webconfig import WebGate
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
+from tests.web import certs
 
 MiB = 1 << 20
 # The attack: 100 header lines of 64 KiB (what http.client's parser accepts), 6.5 MB a request.
@@ -145,3 +152,84 @@ def test_1100_idle_connections_under_a_1024_soft_limit_do_not_stop_a_scrape(
         answer = scrape(process.port, timeout=30)
         assert answer.status == 200 and "lunlat_build_info" in answer.text
         assert process.scrape().status == 200
+
+
+# --- the same limits over TLS (the handshake runs in the connection's thread; the socket changes) ---
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> certs.Pki:
+    return certs.make(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path, pki: certs.Pki) -> Iterator[Server]:
+    config = tmp_path / "web.yml"
+    config.write_text(f"tls_server_config:\n  cert_file: {pki.server_crt}\n  key_file: {pki.server_key}\n")
+    limits = Limits(header_timeout=1.0, max_connections=2)
+    srv = Server(ListenAddress(LOOPBACK, 0), Scraper([]), "/metrics", web=WebGate.load(config), limits=limits)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def tls_connect(port: int, pki: certs.Pki) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=str(pki.ca_crt))
+    return context.wrap_socket(
+        socket.create_connection((LOOPBACK, port), timeout=5), server_hostname="localhost"
+    )
+
+
+def tls_read_all(sock: ssl.SSLSocket, seconds: float) -> bytes:
+    sock.settimeout(seconds)
+    chunks = []
+    try:
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    except (ssl.SSLError, ConnectionError):
+        pass
+    return b"".join(chunks)
+
+
+def test_over_tls_a_trickled_head_is_cut_at_the_header_deadline(tls_server: Server, pki: certs.Pki) -> None:
+    with tls_connect(tls_server.port, pki) as sock:
+        started = time.monotonic()
+        with pytest.raises((OSError, AssertionError)):  # a write fails, or the read below sees the close
+            for byte in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+                sock.send(bytes([byte]))
+                sock.settimeout(0.2)
+                with contextlib.suppress(TimeoutError):
+                    assert sock.recv(1) != b"", "closed"
+        assert time.monotonic() - started < 4.0
+
+
+def test_over_tls_a_get_body_is_not_read_as_a_request(tls_server: Server, pki: certs.Pki) -> None:
+    smuggled = b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"
+    with tls_connect(tls_server.port, pki) as sock:
+        sock.sendall(
+            b"GET /-/ready HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(smuggled), smuggled)
+        )
+        sock.sendall(b"GET /-/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answers = tls_read_all(sock, 5.0)
+    assert answers.count(b"HTTP/1.1 200 OK") == 2 and b"Healthy" not in answers
+
+
+def test_over_tls_a_head_over_1_mib_is_431(tls_server: Server, pki: certs.Pki) -> None:
+    with tls_connect(tls_server.port, pki) as sock:
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * (2 * MiB) + b"\r\n\r\n")
+        answer = tls_read_all(sock, 5.0)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:100]
+
+
+def test_over_tls_the_longest_idle_connection_makes_room(tls_server: Server, pki: certs.Pki) -> None:
+    with tls_connect(tls_server.port, pki) as oldest, tls_connect(tls_server.port, pki) as newer:
+        newer.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")  # served, then idle: newer than `oldest`
+        response = http.client.HTTPResponse(newer)
+        response.begin()
+        assert response.read() == b"Healthy\n"
+        with tls_connect(tls_server.port, pki) as scraper:
+            scraper.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert tls_read_all(scraper, 5.0).startswith(b"HTTP/1.1 200 OK")
+        assert tls_read_all(oldest, 1.0) == b""  # closed to make room
