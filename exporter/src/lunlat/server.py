@@ -38,6 +38,7 @@ descriptors, or keeps a scrape slot (none of it needs a password, so it all come
 
 from __future__ import annotations
 
+import email.parser
 import errno
 import gzip
 import html
@@ -130,7 +131,7 @@ BUSY_ANSWER = (
     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(BUSY_TEXT), BUSY_TEXT)
 )
 # A version as Go's ParseHTTPVersion takes it (golang/go src/net/http/request.go): HTTP/major.minor.
-HTTP_VERSION = re.compile(r"HTTP/(\d{1,6})\.(\d{1,6})")
+HTTP_VERSION = re.compile(r"HTTP/([0-9]{1,6})\.([0-9]{1,6})")
 
 
 class ListenAddressError(ValueError):
@@ -433,17 +434,18 @@ class RequestReader:
         while line in (b"\r\n", b"\n"):  # empty lines before a request line are ignored (RFC 9112 2.2)
             line = self._line(HTTPStatus.REQUEST_URI_TOO_LONG)
         lines = [line]
-        while line not in (b"\r\n", b"\n"):
+        while True:
             if not line.endswith(b"\n"):
-                return None  # closed mid-line
-            if len(lines) > MAX_HEADERS:
+                return None  # the client closed mid-head
+            line = self._line(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
+            if line in (b"\r\n", b"\n"):
+                return lines
+            if len(lines) > MAX_HEADERS:  # the request line and MAX_HEADERS headers are in already
                 raise HeadTooLargeError(
                     HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
                     f"431 more than {MAX_HEADERS} request header lines\n",
                 )
-            line = self._line(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
             lines.append(line)
-        return lines[:-1]
 
     def skip(self, size: int) -> None:
         """Read and drop `size` bytes (a small body)."""
@@ -802,6 +804,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             return reader.head()
         except HeadTooLargeError as refused:
+            reader.release()  # before lingering: what it drew is of no use any more
             self._refuse(refused.status, refused.text)
         except (OSError, ValueError) as exc:  # timeouts, resets, TLS errors: no answer, as Go
             log.debug("request not read", client=self.client_address[0], err=_reason(exc))
@@ -843,7 +846,10 @@ class Handler(BaseHTTPRequestHandler):
                 "505 HTTP Version Not Supported: unsupported protocol version\n",
             )
         self.command, self.path, self.request_version = method, target, version
-        self.headers = http.client.parse_headers(io.BytesIO(b"".join([*lines[1:], b"\r\n"])))
+        # What http.client.parse_headers does once it has the lines (its own reading counts the
+        # empty line against _MAXHEADERS too, so it would refuse 100 headers).
+        fields = b"".join([*lines[1:], b"\r\n"]).decode("iso-8859-1")
+        self.headers = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(fields)
         tokens = {token.strip().lower() for token in self.headers.get("Connection", "").split(",")}
         # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it.
         self.close_connection = "close" in tokens or (int(match.group(2)) == 0 and "keep-alive" not in tokens)
@@ -981,6 +987,7 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         body: bytes | None = None
+        failure = ""
         compress = _wants_gzip(self.headers.get("Accept-Encoding", ""))
         try:
             timeout = _scrape_timeout(self.headers.get("X-Prometheus-Scrape-Timeout-Seconds"))
