@@ -13,6 +13,7 @@ import re
 import resource
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -152,6 +153,21 @@ def test_1100_idle_connections_under_a_1024_soft_limit_do_not_stop_a_scrape(
         answer = scrape(process.port, timeout=30)
         assert answer.status == 200 and "lunlat_build_info" in answer.text
         assert process.scrape().status == 200
+
+
+def test_the_connection_cap_flag_is_checked_and_applied(tmp_path: Path) -> None:
+    refused = subprocess.run(
+        [*lunlat_serve("--web.max-connections=0")], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert refused.returncode == 2 and "--web.max-connections" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    with exporter(tmp_path, lunlat_serve("--web.max-connections=2")) as process, ExitStack() as held:
+        oldest = held.enter_context(socket.create_connection((LOOPBACK, process.port), timeout=10))
+        held.enter_context(socket.create_connection((LOOPBACK, process.port), timeout=10))
+        time.sleep(0.2)  # both accepted and counted
+        assert process.scrape().status == 200
+        oldest.settimeout(5)
+        assert oldest.recv(1) == b""  # closed to make room for the scrape
 
 
 # --- the same limits over TLS (the handshake runs in the connection's thread; the socket changes) ---
