@@ -609,3 +609,26 @@ def test_large_heads_draw_on_a_budget_shared_by_all_connections(source: Empty) -
             exchange(srv.port, b"GET /-/healthy HTTP/1.1\r\n" + pad + b"Connection: close\r\n\r\n")
         )
         assert status == 200 and body == b"Healthy\n"
+
+
+def test_connections_stuck_writing_to_a_client_that_reads_nothing_make_room_too(source: Empty) -> None:
+    """A client can pipeline thousands of requests and read none of the answers: its connection is then
+    busy writing until the write deadline. At the cap, the one writing longest makes room."""
+    srv = Server(
+        ListenAddress("127.0.0.1", 0), Scraper([source]), "/metrics", limits=Limits(max_connections=2)
+    )
+    stuck: list[socket.socket] = []
+    with serving(srv):
+        try:
+            for _ in range(2):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.connect(("127.0.0.1", srv.port))
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 20_000)  # 12 MB of answers
+                stuck.append(sock)
+            wait_for(lambda: srv.connections.writing_now == 2, seconds=30)
+            status, _, body = request(srv, "GET", "/metrics")
+            assert status == 200 and b"lunlat_build_info" in body
+        finally:
+            for sock in stuck:
+                sock.close()

@@ -7,7 +7,8 @@ handshake runs in the connection's own thread, so a slow or silent client never 
 accept loop.
 
 Nothing a client sends, or fails to read, makes the exporter hold unbounded memory, threads or file
-descriptors, or keeps a scrape slot (none of it needs a password, so it all comes before one):
+descriptors, or keeps a scrape slot; all of it holds before the password check, for clients that
+have none:
 
 - Request heads are read here, not by http.server, whose parser took 100 lines of 64 KiB into an email
   message before anything could refuse them. The request line and headers together may have 1 MiB
@@ -19,19 +20,21 @@ descriptors, or keeps a scrape slot (none of it needs a password, so it all come
   ReadHeaderTimeout; a kept-alive connection waits 6 min for its next request, longer than
   Prometheus keeps an idle one, so the scraper, not lunlat, ends it; an answer must be written
   within 120 s, the longest scrape timeout lunlat accepts, or the connection is closed.
-- At most --web.max-connections connections (512: at this default every descriptor stays below 1024,
-  the most select() takes, should a database driver's C library still use it). Past the cap a new
+- At most --web.max-connections connections (512: at this default descriptor numbers stay well below
+  1024, the most select() takes, should a database driver's C library still use it). Past the cap a new
   connection closes the one that has waited longest for a request (never used, or idle between
-  requests; never one being answered). Idle connections cost nothing to open: refusing new ones
-  would let a few hundred of them lock every scraper out, closing the oldest lets a scraper in at
-  once. Only when every connection is being answered does a new one get 503 and a close. `serve`
+  requests), or else the one that has been writing an answer longest (a client that pipelines
+  requests and reads no answer). Idle connections cost nothing to open: refusing new ones would let
+  a few hundred of them lock every scraper out, closing the oldest lets a scraper in at once. Only
+  when every connection is busy with a request (a scrape collecting, at most --web.max-requests of
+  those) does a new one get 503 and a close. `serve`
   raises the soft open-file limit to the hard one first, as Go does, and the cap is lowered to fit
   what that limit leaves. Out of descriptors anyway (EMFILE), the accept loop closes the longest idle
   connection and backs off (5 ms doubling to 1 s, as Go's) instead of spinning.
 - A scrape slot is held while the body is collected and rendered, and let go before it is written: a
-  slow reader holds only its connection. Answers being written are bounded by --web.max-requests
-  too: past it the one writing longest is cut off, so slow readers can neither pin more bodies in
-  memory than scrapes could nor make a real scrape wait.
+  slow reader holds only its connection. Scrape bodies being written are bounded by
+  --web.max-requests too: past it the one written longest is cut off, so slow readers can neither pin
+  more bodies in memory than scrapes could nor make a real scrape wait.
 - A GET or HEAD with a body has up to 4 KiB of it read and dropped (after the password check); a
   larger or chunked one is answered and the connection closed, so no body is read as a request.
 """
@@ -95,7 +98,7 @@ GZIP_LEVEL = 1
 # DefaultMaxHeaderBytes, 1 << 20, "including the request line").
 MAX_HEADER_BYTES = 1 << 20
 # One line of the head, and the number of header lines: CPython's Lib/http/client.py _MAXLINE and
-# _MAXHEADERS, what http.server allowed. A longer request line is 414, anything else over is 431.
+# _MAXHEADERS, the limits of the parser http.server used. A longer request line is 414, the rest 431.
 MAX_LINE = 65536
 MAX_HEADERS = 100
 # Bytes of a head that are its own; past them it draws on HEAD_BUDGET, shared by all connections.
@@ -105,9 +108,10 @@ HEAD_BUDGET = 16 << 20
 # end of its head and small body, as Go's ReadHeaderTimeout measures a whole head rather than each
 # read. Scrapers send their request as soon as they are connected; HANDSHAKE_TIMEOUT likewise.
 HEADER_TIMEOUT = 10.0
-# Seconds a kept-alive connection waits for its next request: above the 5 minutes Prometheus' client
-# keeps an idle connection (prometheus/common config/http_config.go, idleConnTimeout "typically above
-# the maximum sane scrape interval"), so the scraper closes first and never loses a reused connection.
+# Seconds a kept-alive connection waits for its next request: above the 5 minutes Prometheus keeps an
+# idle one (its scrape pools' clients come from prometheus/common config/http_config.go
+# NewClientFromConfig, whose default idleConnTimeout is 5 min, "typically above the maximum sane
+# scrape interval"), so the scraper closes first and never finds a reused connection gone.
 IDLE_TIMEOUT = 360.0
 # Seconds to write a whole answer: no scraper waits longer than the 120 s scrape timeout lunlat accepts.
 WRITE_TIMEOUT = MAX_SCRAPE_TIMEOUT
@@ -249,8 +253,9 @@ class Limits:
 def raise_open_file_limit() -> None:
     """The soft RLIMIT_NOFILE up to the hard limit, never down, as Go does for itself at start
     (golang/go src/syscall/rlimit.go init: the low soft limit is there for programs using select(),
-    which Go does not use). Neither does lunlat: socketserver waits with poll. `serve` starts no child
-    process that would inherit the higher limit."""
+    which Go does not use). Neither does lunlat's own code (socketserver waits with poll), and a
+    driver's C library that still did would see a descriptor past 1024 only with that many open:
+    --web.max-connections keeps well below. `serve` starts no child that would inherit the limit."""
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError) as exc:
@@ -277,7 +282,7 @@ def connection_cap(wanted: int) -> int:
     room = max(soft - FD_RESERVE, soft // 2, 1)
     if wanted > room:
         log.warning(
-            "fewer connections than --web.max-connections: the open-file limit leaves room for these",
+            "--web.max-connections lowered to fit the open-file limit",
             max_connections=room,
             open_file_limit=soft,
         )
@@ -323,21 +328,32 @@ class Connections:
     under the lock while it is in: a descriptor number reused by a new connection is never touched.
     """
 
-    def __init__(self, cap: int, writers: int) -> None:
+    def __init__(self, cap: int, bodies: int) -> None:
         self.cap = cap
-        self._writers = writers  # answers being written at once; 0: no bound
+        self._bodies = bodies  # scrape bodies being written at once; 0: no bound
         self._open: dict[socket.socket, Connection] = {}
-        self._writing: set[Connection] = set()
+        self._writing: set[Connection] = set()  # answers being written
+        self._scrapes: set[Connection] = set()  # of which scrape bodies
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._open)
 
+    @property
+    def writing_now(self) -> int:
+        return len(self._writing)
+
     def admit(self, accepted: socket.socket) -> bool:
-        """Count a new connection in; past the cap the longest idle one makes room. False when every
-        connection is being answered."""
+        """Count a new connection in. Past the cap the one waiting longest for a request makes room,
+        else the one writing an answer longest (a client that pipelines requests and reads none would
+        otherwise hold its connection for the write deadline). False when every connection is busy
+        with a request (collecting a scrape, at most --web.max-requests of them)."""
         with self._lock:
-            if len(self._open) >= self.cap and not self._evict_idle():
+            if (
+                len(self._open) >= self.cap
+                and not self._evict_idle()
+                and not self._evict_longest(self._writing)
+            ):
                 return False
             self._open[accepted] = Connection(accepted, accepted, time.monotonic())
             return True
@@ -368,19 +384,23 @@ class Connections:
             conn.waiting_since = time.monotonic()
 
     @contextmanager
-    def writing(self, conn: Connection) -> Iterator[None]:
-        """An answer is being written; past the bound the one writing longest is cut off."""
+    def writing(self, conn: Connection, scrape: bool) -> Iterator[None]:
+        """An answer is being written. Scrape bodies are bounded too: past the bound the one written
+        longest is cut off, so that slow readers cannot pin more of them in memory."""
         with self._lock:
-            if self._writers and len(self._writing) >= self._writers:
-                self._evict(min(self._writing, key=lambda c: c.writing_since or 0.0))
+            if scrape and self._bodies and len(self._scrapes) >= self._bodies:
+                self._evict_longest(self._scrapes)
             conn.writing_since = time.monotonic()
             self._writing.add(conn)
+            if scrape:
+                self._scrapes.add(conn)
         try:
             yield
         finally:
             with self._lock:
                 conn.writing_since = None
                 self._writing.discard(conn)
+                self._scrapes.discard(conn)
 
     def forget(self, accepted: socket.socket) -> None:
         with self._lock:
@@ -388,6 +408,7 @@ class Connections:
             if conn is not None:
                 conn.closed = True
                 self._writing.discard(conn)
+                self._scrapes.discard(conn)
 
     def _evict_idle(self) -> bool:
         idle = [c for c in self._open.values() if c.waiting_since is not None]
@@ -396,10 +417,17 @@ class Connections:
         self._evict(min(idle, key=lambda c: c.waiting_since or 0.0))
         return True
 
+    def _evict_longest(self, writers: set[Connection]) -> bool:
+        if not writers:
+            return False
+        self._evict(min(writers, key=lambda c: c.writing_since or 0.0))
+        return True
+
     def _evict(self, conn: Connection) -> None:
         # Shut down, not closed: the connection's own thread wakes from its read or write and closes it.
         self._open.pop(conn.accepted, None)
         self._writing.discard(conn)
+        self._scrapes.discard(conn)
         conn.closed = True
         with suppress(OSError):
             conn.sock.shutdown(socket.SHUT_RDWR)
@@ -881,18 +909,24 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def _send(
-        self, status: HTTPStatus, body: bytes, content_type: str, extra: dict[str, str] | None = None
+        self,
+        status: HTTPStatus,
+        body: bytes,
+        content_type: str,
+        extra: dict[str, str] | None = None,
+        scrape: bool = False,
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (extra or {}).items():
-            self.send_header(key, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        with self.server.connections.writing(self.conn, scrape):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for key, value in (extra or {}).items():
+                self.send_header(key, value)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
 
     def _text(self, status: HTTPStatus, text: str, extra: dict[str, str] | None = None) -> None:
         self._send(status, text.encode(), "text/plain; charset=utf-8", extra)
@@ -1003,5 +1037,6 @@ class Handler(BaseHTTPRequestHandler):
         if body is None:
             self._text(HTTPStatus.INTERNAL_SERVER_ERROR, failure)
             return
-        with self.server.connections.writing(self.conn):
-            self._send(HTTPStatus.OK, body, CONTENT_TYPE, {"Content-Encoding": "gzip"} if compress else {})
+        self._send(
+            HTTPStatus.OK, body, CONTENT_TYPE, {"Content-Encoding": "gzip"} if compress else {}, scrape=True
+        )
