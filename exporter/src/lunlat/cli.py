@@ -117,8 +117,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help="connections open at once; past it the longest idle one is closed, or 503 when none is idle "
-        f"(default {DEFAULT_MAX_CONNECTIONS})",
+        help="connections open at once; past it the longest idle one is closed (503 when every one is "
+        f"busy with a request; default {DEFAULT_MAX_CONNECTIONS})",
     )
     serve.add_argument(
         "--web.enable-lifecycle",

@@ -651,8 +651,9 @@ class Server(ThreadingHTTPServer):
         try:
             request.setblocking(False)
             request.send(BUSY_ANSWER)
-            while request.recv(65536):
-                pass
+            for _ in range(16):  # what has arrived, up to 1 MiB: the accept loop does not linger
+                if not request.recv(65536):
+                    break
         except OSError:
             pass
 
