@@ -5,10 +5,14 @@ from __future__ import annotations
 import gzip
 import http.client
 import logging
+import os
+import resource
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -20,6 +24,7 @@ from lunlat.server import (
     MAX_SCRAPE_TIMEOUT,
     MIN_SCRAPE_TIMEOUT,
     EncodedBodies,
+    Limits,
     ListenAddress,
     ListenAddressError,
     Server,
@@ -272,3 +277,358 @@ def test_the_server_header_names_lunlat_not_the_python_version(server: Server) -
     response.read()
     conn.close()
     assert response.getheader("Server", "").strip() == f"lunlat/{__version__}"
+
+
+# --- bounded requests, deadlines, connection cap (issue 25) ---------------------------------------
+
+
+@contextmanager
+def serving(srv: Server) -> Iterator[Server]:
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def exchange(port: int, data: bytes, wait: float = 5.0) -> bytes:
+    """Send `data` on a fresh connection, then read until the server closes (or `wait` passes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        sock.sendall(data)
+        return read_until_closed(sock, wait)
+
+
+def read_until_closed(sock: socket.socket, wait: float) -> bytes:
+    """Everything the peer sends until it closes; raises TimeoutError if it keeps the connection open."""
+    sock.settimeout(wait)
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def responses(raw: bytes) -> list[tuple[int, dict[str, str], bytes]]:
+    """The HTTP responses in a byte stream (each with a Content-Length), in order."""
+    found = []
+    while raw:
+        head, sep, raw = raw.partition(b"\r\n\r\n")
+        assert sep, f"no end of head in {head[:200]!r}"
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        assert status_line.startswith("HTTP/1.1 "), status_line
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+        length = int(headers["content-length"])
+        found.append((int(status_line.split()[1]), headers, raw[:length]))
+        raw = raw[length:]
+    return found
+
+
+def test_headers_over_1_mib_are_431_plain_text_and_the_connection_closes(server: Server) -> None:
+    """http.server took 100 lines of 64 KiB (6.5 MB) into memory; Go's limit is 1 MiB for the head."""
+    head = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"".join(
+        b"X-Pad-%d: %s\r\n" % (i, b"a" * 50_000) for i in range(40)
+    )
+    ((status, headers, body),) = responses(exchange(server.port, head + b"\r\n"))
+    assert status == 431 and headers["content-type"] == "text/plain; charset=utf-8"
+    assert headers["connection"] == "close" and b"1048576" in body
+
+
+def test_more_than_100_header_lines_are_431_plain_text(server: Server) -> None:
+    head = b"GET /metrics HTTP/1.1\r\n" + b"X-A: b\r\n" * 101
+    ((status, headers, body),) = responses(exchange(server.port, head + b"\r\n"))
+    assert status == 431 and headers["content-type"] == "text/plain; charset=utf-8" and b"100" in body
+    # 100 are fine, as http.client's parser takes them.
+    head = b"GET /-/healthy HTTP/1.1\r\nConnection: close\r\n" + b"X-A: b\r\n" * 99
+    assert responses(exchange(server.port, head + b"\r\n"))[0][:1] == (200,)
+
+
+def test_a_request_line_over_64_kib_is_414_plain_text(server: Server) -> None:
+    line = b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n"
+    ((status, headers, body),) = responses(exchange(server.port, line + b"Host: x\r\n\r\n"))
+    assert status == 414 and headers["content-type"] == "text/plain; charset=utf-8" and b"65536" in body
+
+
+@pytest.mark.parametrize(
+    ("line", "status", "says"),
+    [
+        (b"GET / HTTP/9.9", 505, b"unsupported protocol version"),
+        (b"GET / HTTP/2.0", 505, b"unsupported protocol version"),
+        (b"GET / FOO", 400, b"malformed HTTP version"),
+        (b"GET / HTTP/1", 400, b"malformed HTTP version"),
+        (b"GET /", 400, b"malformed request line"),  # HTTP/0.9: no status line, no headers
+        (b"GARBAGE", 400, b"malformed request line"),
+    ],
+)
+def test_bad_request_lines_get_a_status_line_and_plain_text(
+    server: Server, line: bytes, status: int, says: bytes
+) -> None:
+    """http.server answered these as HTTP/0.9: an HTML page without any status line."""
+    raw = exchange(server.port, line + b"\r\nHost: x\r\n\r\n")
+    assert raw.startswith(b"HTTP/1.1 %d " % status), raw[:200]
+    ((_, headers, body),) = responses(raw)
+    assert headers["content-type"] == "text/plain; charset=utf-8" and says in body
+    assert headers["connection"] == "close"
+
+
+SMUGGLED = b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def test_a_get_with_a_small_body_is_answered_once_and_the_connection_kept(server: Server) -> None:
+    """The body used to be read as a second request: two answers to one request behind a proxy."""
+    first = b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(SMUGGLED), SMUGGLED)
+    second = b"GET /-/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    answers = responses(exchange(server.port, first + second))
+    assert [status for status, _, _ in answers] == [200, 200]
+    assert b"lunlat exporter" in answers[0][2] and answers[1][2] == b"Ready\n"
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(SMUGGLED), SMUGGLED),
+        b"Content-Length: 5000\r\n\r\n" + SMUGGLED + b"x" * (5000 - len(SMUGGLED)),
+    ],
+    ids=["chunked", "over-4-KiB"],
+)
+def test_a_get_with_a_body_too_large_to_skip_is_answered_then_closed(server: Server, framing: bytes) -> None:
+    answers = responses(exchange(server.port, b"GET /-/ready HTTP/1.1\r\nHost: x\r\n" + framing))
+    assert len(answers) == 1
+    status, headers, body = answers[0]
+    assert status == 200 and body == b"Ready\n" and headers["connection"] == "close"
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bool:
+    """True if the peer closes (EOF or reset) within `seconds`, reading and dropping what it sends."""
+    deadline = time.monotonic() + seconds
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if not sock.recv(65536):
+                return True
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+    return False
+
+
+@pytest.fixture
+def quick(source: Empty) -> Iterator[Server]:
+    """A server with short deadlines, so that tests can watch them pass."""
+    limits = Limits(header_timeout=1.0, idle_timeout=1.0, write_timeout=1.0, max_connections=3)
+    with serving(
+        Server(ListenAddress("127.0.0.1", 0), Scraper([source]), "/metrics", 2, limits=limits)
+    ) as srv:
+        yield srv
+
+
+def test_a_head_trickled_a_byte_at_a_time_is_cut_at_the_header_deadline(quick: Server) -> None:
+    """The old 60 s timeout applied to each recv: a byte every second kept a connection forever."""
+    with socket.create_connection(("127.0.0.1", quick.port), timeout=5) as sock:
+        started = time.monotonic()
+        cut = False
+        for byte in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+            try:
+                sock.send(bytes([byte]))
+            except OSError:
+                cut = True
+                break
+            if closed_within(sock, 0.2):
+                cut = True
+                break
+        assert cut and time.monotonic() - started < 4.0
+
+
+def test_a_connection_that_sends_nothing_is_closed_at_the_header_deadline(quick: Server) -> None:
+    with socket.create_connection(("127.0.0.1", quick.port), timeout=5) as sock:
+        assert closed_within(sock, 4.0)
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(quick: Server) -> None:
+    with socket.create_connection(("127.0.0.1", quick.port), timeout=5) as sock:
+        sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.read() == b"Healthy\n" and not response.will_close
+        assert closed_within(sock, 4.0)
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server: Server) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        for _ in range(3):
+            conn.request("GET", "/metrics")
+            response = conn.getresponse()
+            assert response.status == 200 and b"lunlat_build_info" in response.read()
+        assert conn.sock is not None  # one connection all along
+    finally:
+        conn.close()
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
+def test_past_the_connection_cap_the_longest_idle_connection_makes_room(quick: Server) -> None:
+    """Idle connections cost nothing to open: refusing new ones past the cap would let a few hundred of
+    them lock every scraper out. The connection waiting longest for a request is closed instead."""
+    idle = [socket.create_connection(("127.0.0.1", quick.port), timeout=5) for _ in range(3)]
+    try:
+        wait_for(lambda: len(quick.connections) == 3)
+        status, _, body = request(quick, "GET", "/metrics")
+        assert status == 200 and b"lunlat_build_info" in body
+        assert closed_within(idle[0], 0.5)  # the oldest made room
+        assert not closed_within(idle[2], 0.2)  # the newest is still open
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_past_the_connection_cap_with_every_connection_busy_a_new_one_gets_503(source: Empty) -> None:
+    source.gate = threading.Event()
+    limits = Limits(max_connections=2)
+    srv = Server(ListenAddress("127.0.0.1", 0), Scraper([source]), "/metrics", 2, limits=limits)
+    busy: list[socket.socket] = []
+    with serving(srv) as running:
+        try:
+            for _ in range(2):  # two scrapes wait in the gated collection: both connections are busy
+                busy.append(socket.create_connection(("127.0.0.1", running.port), timeout=5))
+                busy[-1].sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            wait_for(lambda: running.slots is not None and running.slots._value == 0)
+            ((status, headers, body),) = responses(exchange(running.port, b"GET /metrics HTTP/1.1\r\n\r\n"))
+            assert status == 503 and b"--web.max-connections" in body and headers["connection"] == "close"
+        finally:
+            source.gate.set()
+            for sock in busy:
+                sock.close()
+
+
+class Big(Scraper):
+    """A scraper whose body is larger than the kernel buffers a slow reader's connection can hold
+    (net.ipv4.tcp_wmem's 4 MiB at most, and the reader's small receive buffer)."""
+
+    BODY = "lunlat_padding_total 1\n" * 400_000  # 9.2 MB
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def scrape(self, timeout: float) -> str:
+        return self.BODY
+
+
+def slow_reader(port: int) -> socket.socket:
+    """A scrape whose client reads the status line, then nothing more."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+    sock.settimeout(5)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert sock.recv(12) == b"HTTP/1.1 200"
+    return sock
+
+
+def test_slow_readers_hold_no_scrape_slot_and_real_scrapes_get_their_body() -> None:
+    """A 12.7 MB body read at 512 B/s held a --web.max-requests slot for hours: 40 such clients and
+    every real scrape got 503. The slot is let go once the body is built; the slowest writer past the
+    bound is cut off, so slow readers cannot pin more bodies than scrapes could."""
+    srv = Server(ListenAddress("127.0.0.1", 0), Big(), "/metrics", max_requests=2)
+    with serving(srv):
+        slow = [slow_reader(srv.port) for _ in range(3)]
+        try:
+            for _ in range(3):
+                status, _, body = request(srv, "GET", "/metrics")
+                assert status == 200 and len(body) == len(Big.BODY)
+            # The third slow reader cut the first off, the first real scrape the second.
+            assert closed_within(slow[0], 2.0) and closed_within(slow[1], 2.0)
+        finally:
+            for sock in slow:
+                sock.close()
+
+
+def test_an_answer_not_read_within_the_write_deadline_is_cut_off() -> None:
+    srv = Server(ListenAddress("127.0.0.1", 0), Big(), "/metrics", limits=Limits(write_timeout=1.0))
+    with serving(srv), slow_reader(srv.port) as sock:
+        time.sleep(2.0)  # past the deadline: the server gives up on this answer and closes
+        received = 12
+        with suppress(ConnectionError):
+            received += len(read_until_closed(sock, 5.0))
+        assert received < len(Big.BODY)
+
+
+def test_the_accept_loop_backs_off_instead_of_spinning_when_out_of_file_descriptors(server: Server) -> None:
+    """accept() failing with EMFILE left the listening socket readable: the loop spun at ~60 % of a
+    core. Go's accept loop sleeps 5 ms, doubling to 1 s (golang/go src/net/http/server.go Serve)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    client = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        time.sleep(0.1)
+        server.shutdown()  # accept nothing until the limit is down
+        pending = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        lowest_free = os.open(os.devnull, os.O_RDONLY)  # new descriptors take the lowest free number
+        os.close(lowest_free)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # accept() now fails with EMFILE
+        try:
+            thread.start()
+            cpu = time.process_time()
+            time.sleep(1.0)
+            spent = time.process_time() - cpu
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert spent < 0.3, f"the accept loop used {spent:.2f} s of CPU in 1 s"
+        pending.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert b"Healthy" in read_until_closed(pending, 5.0)
+        pending.close()
+    finally:
+        client.close()
+
+
+def test_large_heads_draw_on_a_budget_shared_by_all_connections(source: Empty) -> None:
+    """Every head may bring 16 KiB on its own; past that it draws on a shared budget, so a few hundred
+    connections sending 1 MiB heads at once cannot hold hundreds of MiB."""
+    srv = Server(
+        ListenAddress("127.0.0.1", 0), Scraper([source]), "/metrics", limits=Limits(head_budget=300_000)
+    )
+    pad = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 20_000) for i in range(10))  # 200 KB
+    with serving(srv):
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as first:
+            first.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n" + pad)  # not finished: it holds 184 KB
+            time.sleep(0.2)
+            ((status, _, body),) = responses(
+                exchange(srv.port, b"GET /-/healthy HTTP/1.1\r\n" + pad + b"\r\n")
+            )
+            assert status == 431 and b"retry" in body
+            first.sendall(b"Connection: close\r\n\r\n")
+            assert b"Healthy" in read_until_closed(first, 5.0)
+        # Given back when the head was done: the same large head passes now.
+        ((status, _, body),) = responses(
+            exchange(srv.port, b"GET /-/healthy HTTP/1.1\r\n" + pad + b"Connection: close\r\n\r\n")
+        )
+        assert status == 200 and body == b"Healthy\n"
+
+
+def test_connections_stuck_writing_to_a_client_that_reads_nothing_make_room_too(source: Empty) -> None:
+    """A client can pipeline thousands of requests and read none of the answers: its connection is then
+    busy writing until the write deadline. At the cap, the one writing longest makes room."""
+    srv = Server(
+        ListenAddress("127.0.0.1", 0), Scraper([source]), "/metrics", limits=Limits(max_connections=2)
+    )
+    stuck: list[socket.socket] = []
+    with serving(srv):
+        try:
+            for _ in range(2):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.connect(("127.0.0.1", srv.port))
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 20_000)  # 12 MB of answers
+                stuck.append(sock)
+            wait_for(lambda: srv.connections.writing_now == 2, seconds=30)
+            status, _, body = request(srv, "GET", "/metrics")
+            assert status == 200 and b"lunlat_build_info" in body
+        finally:
+            for sock in stuck:
+                sock.close()

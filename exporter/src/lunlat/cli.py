@@ -24,7 +24,14 @@ from lunlat.config import Config, ConfigError, MssqlTarget, OracleTarget, load_c
 from lunlat.files import write_atomic
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
-from lunlat.server import ListenAddress, ListenAddressError, Server
+from lunlat.server import (
+    DEFAULT_MAX_CONNECTIONS,
+    Limits,
+    ListenAddress,
+    ListenAddressError,
+    Server,
+    raise_open_file_limit,
+)
 from lunlat.sources.factory import HOST_SOURCES, Settings
 from lunlat.sources.registry import build_sources, close_sources
 from lunlat.webconfig import WebGate
@@ -62,6 +69,12 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number > 0")
+    return int(text)
+
+
 def _non_negative_int(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number >= 0")
@@ -97,6 +110,15 @@ def _parser() -> argparse.ArgumentParser:
         default=40,
         metavar="N",
         help="scrapes served at once; more get 503 (0 = no limit; default 40)",
+    )
+    serve.add_argument(
+        "--web.max-connections",
+        dest="max_connections",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="connections open at once; past it the longest idle one is closed (503 when every one is "
+        f"busy with a request; default {DEFAULT_MAX_CONNECTIONS})",
     )
     serve.add_argument(
         "--web.enable-lifecycle",
@@ -437,6 +459,7 @@ def _target_name(config: Config, loc: tuple[int | str, ...]) -> str:
 
 def serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
+    raise_open_file_limit()  # before anything opens files, as Go programs start (server.py)
     if not args.telemetry_path.startswith("/"):
         return _usage_error(f"--web.telemetry-path must start with /, got {args.telemetry_path!r}")
     try:
@@ -484,6 +507,7 @@ def serve(args: argparse.Namespace) -> int:
             args.max_requests,
             web,
             reload=reloader.reload if args.enable_lifecycle else None,
+            limits=Limits(max_connections=args.max_connections),
         )
     except OSError as exc:
         print(f"lunlat: error: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)

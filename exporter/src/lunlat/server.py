@@ -5,28 +5,71 @@ stdlib ThreadingHTTPServer: one thread per connection, a cap on scrapes in fligh
 --web.config.file (lunlat.webconfig) every endpoint is behind TLS and/or basic auth; the TLS
 handshake runs in the connection's own thread, so a slow or silent client never holds up the
 accept loop.
+
+Nothing a client sends, or fails to read, makes the exporter hold unbounded memory, threads or file
+descriptors, or keeps a scrape slot; all of it holds before the password check, for clients that
+have none:
+
+- Request heads are read here, not by http.server, whose parser took 100 lines of 64 KiB into an email
+  message before anything could refuse them. The request line and headers together may have 1 MiB
+  (Go's limit) in at most 100 lines (http.client's) of at most 64 KiB: past that 414 or 431, and the
+  connection is closed. A head's first 16 KiB are its own; beyond that it draws on a budget shared by
+  every connection (16 MiB), so hundreds of 1 MiB heads at once cannot hold hundreds of MiB.
+- Deadlines cover whole operations, not each recv or send: a request's head (and a small body) must
+  arrive within 10 s of its first byte (of the connection, for its first request), like Go's
+  ReadHeaderTimeout; a kept-alive connection waits 6 min for its next request, longer than
+  Prometheus keeps an idle one, so the scraper, not lunlat, ends it; an answer must be written
+  within 120 s, the longest scrape timeout lunlat accepts, or the connection is closed.
+- At most --web.max-connections connections (512: at this default descriptor numbers stay well below
+  1024, the most select() takes, should a database driver's C library still use it). Past the cap a new
+  connection closes the one that has waited longest for a request (never used, or idle between
+  requests), or else the one that has been writing an answer longest (a client that pipelines
+  requests and reads no answer). Idle connections cost nothing to open: refusing new ones would let
+  a few hundred of them lock every scraper out, closing the oldest lets a scraper in at once. Only
+  when every connection is busy with a request (a scrape collecting, at most --web.max-requests of
+  those) does a new one get 503 and a close. `serve`
+  raises the soft open-file limit to the hard one first, as Go does, and the cap is lowered to fit
+  what that limit leaves. Out of descriptors anyway (EMFILE), the accept loop closes the longest idle
+  connection and backs off (5 ms doubling to 1 s, as Go's) instead of spinning.
+- A scrape slot is held while the body is collected and rendered, and let go before it is written: a
+  slow reader holds only its connection. Scrape bodies being written are bounded by
+  --web.max-requests too: past it the one written longest is cut off, so slow readers can neither pin
+  more bodies in memory than scrapes could nor make a real scrape wait.
+- A GET or HEAD with a body has up to 4 KiB of it read and dropped (after the password check); a
+  larger or chunked one is answered and the connection closed, so no body is read as a request.
 """
 
 from __future__ import annotations
 
+import email.parser
 import errno
 import gzip
 import html
+import http.client
+import io
 import logging
+import re
+import resource
 import socket
 import ssl
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lunlat import __version__, logs
 from lunlat.exposition import CONTENT_TYPE
 from lunlat.scrape import Scraper
 from lunlat.webconfig import WebConfig, WebGate
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 log = logs.get(__name__)
 
@@ -49,6 +92,50 @@ PLAIN_HTTP_STARTS = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")
 PLAIN_HTTP_ANSWER = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 # Level 1 compresses exposition text ~7x at a fraction of the time of the default level 6.
 GZIP_LEVEL = 1
+
+# --- what a client may send and how long it may take (module docstring) ---
+# The request line and headers together: Go's limit (golang/go src/net/http/server.go
+# DefaultMaxHeaderBytes, 1 << 20, "including the request line").
+MAX_HEADER_BYTES = 1 << 20
+# One line of the head, and the number of header lines: CPython's Lib/http/client.py _MAXLINE and
+# _MAXHEADERS, the limits of the parser http.server used. A longer request line is 414, the rest 431.
+MAX_LINE = 65536
+MAX_HEADERS = 100
+# Bytes of a head that are its own; past them it draws on HEAD_BUDGET, shared by all connections.
+FREE_HEAD_BYTES = 16 << 10
+HEAD_BUDGET = 16 << 20
+# Seconds from a request's first byte (from the connection's start, for its first request) to the
+# end of its head and small body, as Go's ReadHeaderTimeout measures a whole head rather than each
+# read. Scrapers send their request as soon as they are connected; HANDSHAKE_TIMEOUT likewise.
+HEADER_TIMEOUT = 10.0
+# Seconds a kept-alive connection waits for its next request: above the 5 minutes Prometheus keeps an
+# idle one (its scrape pools' clients come from prometheus/common config/http_config.go
+# NewClientFromConfig, whose default idleConnTimeout is 5 min, "typically above the maximum sane
+# scrape interval"), so the scraper closes first and never finds a reused connection gone.
+IDLE_TIMEOUT = 360.0
+# Seconds to write a whole answer: no scraper waits longer than the 120 s scrape timeout lunlat accepts.
+WRITE_TIMEOUT = MAX_SCRAPE_TIMEOUT
+WRITE_CHUNK = 256 << 10  # bytes a send is given at a time, each under what is left of the deadline
+DEFAULT_MAX_CONNECTIONS = 512
+# Descriptors kept for everything but connections (sources, database sessions, BPF maps, logs) when
+# the open-file limit is what bounds the connections.
+FD_RESERVE = 256
+# Go's accept loop on a temporary error: sleep 5 ms, doubling up to 1 s (golang/go
+# src/net/http/server.go (*Server).Serve, tempDelay).
+ACCEPT_BACKOFF = (0.005, 1.0)
+# After refusing a request still being sent: close the write side, then read what keeps coming for
+# this long before closing, so the client sees the answer rather than a reset (golang/go
+# src/net/http/server.go rstAvoidanceDelay, 500 ms, closeWriteAndWait).
+LINGER = 0.5
+# Seconds between two warnings of a condition that can repeat on every connection.
+WARN_EVERY = 60.0
+BUSY_TEXT = b"503 too many connections (--web.max-connections)\n"
+BUSY_ANSWER = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(BUSY_TEXT), BUSY_TEXT)
+)
+# A version as Go's ParseHTTPVersion takes it (golang/go src/net/http/request.go): HTTP/major.minor.
+HTTP_VERSION = re.compile(r"HTTP/([0-9]{1,6})\.([0-9]{1,6})")
 
 
 class ListenAddressError(ValueError):
@@ -152,6 +239,328 @@ class EncodedBodies:
             return self._gzip
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one client may cost (module docstring). The deadlines are settable for tests."""
+
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    header_timeout: float = HEADER_TIMEOUT
+    idle_timeout: float = IDLE_TIMEOUT
+    write_timeout: float = WRITE_TIMEOUT
+    head_budget: int = HEAD_BUDGET
+
+
+def raise_open_file_limit() -> None:
+    """The soft RLIMIT_NOFILE up to the hard limit, never down, as Go does for itself at start
+    (golang/go src/syscall/rlimit.go init: the low soft limit is there for programs using select(),
+    which Go does not use). Neither does lunlat's own code (socketserver waits with poll), and a
+    driver's C library that still did would see a descriptor past 1024 only with that many open:
+    --web.max-connections keeps well below. `serve` starts no child that would inherit the limit."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError) as exc:
+        log.warning("open-file limit not read", err=_reason(exc))
+        return
+    if soft == resource.RLIM_INFINITY or soft >= hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (OSError, ValueError) as exc:
+        log.warning("open-file limit not raised", soft=soft, hard=hard, err=_reason(exc))
+        return
+    log.debug("open-file limit raised", soft=hard, was=soft)
+
+
+def connection_cap(wanted: int) -> int:
+    """`wanted`, or fewer if the open-file limit leaves less room for connections."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return wanted
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    room = max(soft - FD_RESERVE, soft // 2, 1)
+    if wanted > room:
+        log.warning(
+            "--web.max-connections lowered to fit the open-file limit",
+            max_connections=room,
+            open_file_limit=soft,
+        )
+        return room
+    return wanted
+
+
+class Budget:
+    """Bytes shared by every connection: the part of each request head past its own FREE_HEAD_BYTES."""
+
+    def __init__(self, total: int) -> None:
+        self._left = total
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        with self._lock:
+            if size > self._left:
+                return False
+            self._left -= size
+            return True
+
+    def give(self, size: int) -> None:
+        with self._lock:
+            self._left += size
+
+
+@dataclass(eq=False, slots=True)
+class Connection:
+    """An open connection. `sock` is what closing it to make room shuts down (the accepted socket,
+    then its TLS socket); `accepted` is its key."""
+
+    accepted: socket.socket
+    sock: socket.socket
+    waiting_since: float | None  # monotonic start of its wait for a request; None while one is answered
+    writing_since: float | None = None
+    closed: bool = False
+
+
+class Connections:
+    """The open connections, the caps on them and on answers being written, and who makes room.
+
+    A connection leaves (forget) before its descriptor is closed, and is only ever shut down from here
+    under the lock while it is in: a descriptor number reused by a new connection is never touched.
+    """
+
+    def __init__(self, cap: int, bodies: int) -> None:
+        self.cap = cap
+        self._bodies = bodies  # scrape bodies being written at once; 0: no bound
+        self._open: dict[socket.socket, Connection] = {}
+        self._writing: set[Connection] = set()  # answers being written
+        self._scrapes: set[Connection] = set()  # of which scrape bodies
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    @property
+    def writing_now(self) -> int:
+        return len(self._writing)
+
+    def admit(self, accepted: socket.socket) -> bool:
+        """Count a new connection in. Past the cap the one waiting longest for a request makes room,
+        else the one writing an answer longest (a client that pipelines requests and reads none would
+        otherwise hold its connection for the write deadline). False when every connection is busy
+        with a request (collecting a scrape, at most --web.max-requests of them)."""
+        with self._lock:
+            if (
+                len(self._open) >= self.cap
+                and not self._evict_idle()
+                and not self._evict_longest(self._writing)
+            ):
+                return False
+            self._open[accepted] = Connection(accepted, accepted, time.monotonic())
+            return True
+
+    def evict_idle(self) -> bool:
+        """Close the connection that has waited longest for a request; False if none is waiting."""
+        with self._lock:
+            return self._evict_idle()
+
+    def get(self, accepted: socket.socket) -> Connection | None:
+        with self._lock:
+            return self._open.get(accepted)
+
+    def rebind(self, conn: Connection, sock: socket.socket) -> bool:
+        """The connection now speaks through `sock` (TLS); False if it was closed meanwhile."""
+        with self._lock:
+            conn.sock = sock
+            return not conn.closed
+
+    def serving(self, conn: Connection) -> bool:
+        """A request's head is in: not idle any more. False if the connection was closed meanwhile."""
+        with self._lock:
+            conn.waiting_since = None
+            return not conn.closed
+
+    def waiting(self, conn: Connection) -> None:
+        with self._lock:
+            conn.waiting_since = time.monotonic()
+
+    @contextmanager
+    def writing(self, conn: Connection, scrape: bool) -> Iterator[None]:
+        """An answer is being written. Scrape bodies are bounded too: past the bound the one written
+        longest is cut off, so that slow readers cannot pin more of them in memory."""
+        with self._lock:
+            if scrape and self._bodies and len(self._scrapes) >= self._bodies:
+                self._evict_longest(self._scrapes)
+            conn.writing_since = time.monotonic()
+            self._writing.add(conn)
+            if scrape:
+                self._scrapes.add(conn)
+        try:
+            yield
+        finally:
+            with self._lock:
+                conn.writing_since = None
+                self._writing.discard(conn)
+                self._scrapes.discard(conn)
+
+    def forget(self, accepted: socket.socket) -> None:
+        with self._lock:
+            conn = self._open.pop(accepted, None)
+            if conn is not None:
+                conn.closed = True
+                self._writing.discard(conn)
+                self._scrapes.discard(conn)
+
+    def _evict_idle(self) -> bool:
+        idle = [c for c in self._open.values() if c.waiting_since is not None]
+        if not idle:
+            return False
+        self._evict(min(idle, key=lambda c: c.waiting_since or 0.0))
+        return True
+
+    def _evict_longest(self, writers: set[Connection]) -> bool:
+        if not writers:
+            return False
+        self._evict(min(writers, key=lambda c: c.writing_since or 0.0))
+        return True
+
+    def _evict(self, conn: Connection) -> None:
+        # Shut down, not closed: the connection's own thread wakes from its read or write and closes it.
+        self._open.pop(conn.accepted, None)
+        self._writing.discard(conn)
+        self._scrapes.discard(conn)
+        conn.closed = True
+        with suppress(OSError):
+            conn.sock.shutdown(socket.SHUT_RDWR)
+        log.debug("connection closed to make room", idle=conn.waiting_since is not None)
+
+
+class HeadTooLargeError(Exception):
+    def __init__(self, status: HTTPStatus, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+class RequestReader:
+    """Reads a request's head (and a small body) from the connection's buffered file: every read of
+    the socket under one deadline, every byte counted against the head's limits and, past
+    FREE_HEAD_BYTES, the shared budget (given back by release())."""
+
+    def __init__(
+        self, reader: io.BufferedReader, sock: socket.socket, deadline: float, budget: Budget
+    ) -> None:
+        self._reader = reader
+        self._sock = sock
+        self._deadline = deadline
+        self._budget = budget
+        self._size = 0
+        self._drawn = 0
+
+    def head(self) -> list[bytes] | None:
+        """The request line and header lines, line ends kept; None if the client closed first."""
+        line = self._line(HTTPStatus.REQUEST_URI_TOO_LONG)
+        while line in (b"\r\n", b"\n"):  # empty lines before a request line are ignored (RFC 9112 2.2)
+            line = self._line(HTTPStatus.REQUEST_URI_TOO_LONG)
+        lines = [line]
+        while True:
+            if not line.endswith(b"\n"):
+                return None  # the client closed mid-head
+            line = self._line(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
+            if line in (b"\r\n", b"\n"):
+                return lines
+            if len(lines) > MAX_HEADERS:  # the request line and MAX_HEADERS headers are in already
+                raise HeadTooLargeError(
+                    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    f"431 more than {MAX_HEADERS} request header lines\n",
+                )
+            lines.append(line)
+
+    def skip(self, size: int) -> None:
+        """Read and drop `size` bytes (a small body)."""
+        while size > 0:
+            chunk = self._peek()
+            if not chunk:
+                raise ConnectionAbortedError("client closed mid-body")
+            size -= len(self._reader.read(min(size, len(chunk))))
+
+    def release(self) -> None:
+        self._budget.give(self._drawn)
+        self._drawn = 0
+
+    def _line(self, too_long: HTTPStatus) -> bytes:
+        parts: list[bytes] = []
+        length = 0
+        while True:
+            chunk = self._peek()
+            if not chunk:
+                return b"".join(parts)  # end of stream
+            end = chunk.find(b"\n") + 1
+            take = end or len(chunk)
+            length += take
+            self._count(take, length, too_long)
+            parts.append(self._reader.read(take))
+            if end:
+                return b"".join(parts)
+
+    def _peek(self) -> bytes:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request not received in time")
+        self._sock.settimeout(left)
+        return self._reader.peek(1)  # what is buffered, or one read of the socket
+
+    def _count(self, size: int, line_length: int, too_long: HTTPStatus) -> None:
+        if line_length > MAX_LINE:
+            what = "request line" if too_long == HTTPStatus.REQUEST_URI_TOO_LONG else "request header line"
+            raise HeadTooLargeError(too_long, f"{too_long.value} {what} longer than {MAX_LINE} bytes\n")
+        self._size += size
+        if self._size > MAX_HEADER_BYTES:
+            raise HeadTooLargeError(
+                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                f"431 request line and headers larger than {MAX_HEADER_BYTES} bytes\n",
+            )
+        over = self._size - FREE_HEAD_BYTES - self._drawn
+        if over > 0:
+            if not self._budget.take(over):
+                raise HeadTooLargeError(
+                    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    f"431 request headers over {FREE_HEAD_BYTES} bytes while other large ones are read; retry later\n",
+                )
+            self._drawn += over
+
+
+class DeadlineWriter(io.BufferedIOBase):
+    """The connection's output: each answer written whole within `timeout` seconds of its first byte,
+    else TimeoutError (a socket timeout alone bounds each send, and a client reading a byte now and
+    then would never reach it)."""
+
+    def __init__(self, sock: socket.socket, timeout: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._timeout = timeout
+        self._deadline: float | None = None
+
+    def arm(self) -> None:
+        """The next answer's deadline starts at its first byte."""
+        self._deadline = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: ReadableBuffer, /) -> int:
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self._timeout
+        with memoryview(data) as view, view.cast("B") as octets:
+            sent = 0
+            while sent < len(octets):
+                left = self._deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("answer not written in time")
+                self._sock.settimeout(left)
+                sent += self._sock.send(octets[sent : sent + WRITE_CHUNK])
+            return sent
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = listen_backlog()
@@ -164,6 +573,7 @@ class Server(ThreadingHTTPServer):
         max_requests: int = 40,
         web: WebGate | None = None,
         reload: Reload | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.scraper = scraper
         self.encoded = EncodedBodies()
@@ -171,6 +581,11 @@ class Server(ThreadingHTTPServer):
         self.telemetry_path = telemetry_path
         self.slots = threading.BoundedSemaphore(max_requests) if max_requests > 0 else None
         self.web = web
+        self.limits = limits or Limits()
+        self.connections = Connections(connection_cap(self.limits.max_connections), max_requests)
+        self.head_budget = Budget(self.limits.head_budget)
+        self._accept_delay = 0.0
+        self._warned: dict[str, float] = {}
         if address.host:
             self.address_family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
             super().__init__((address.host, address.port), Handler)
@@ -194,22 +609,88 @@ class Server(ThreadingHTTPServer):
     def port(self) -> int:
         return int(self.server_address[1])
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        try:
+            accepted = super().get_request()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                self._out_of_descriptors(exc)
+            raise
+        self._accept_delay = 0.0
+        return accepted
+
+    def _out_of_descriptors(self, exc: OSError) -> None:
+        """The listening socket stays readable, so returning at once would spin: make room, back off."""
+        low, high = ACCEPT_BACKOFF
+        self._accept_delay = min(max(self._accept_delay * 2, low), high)
+        made_room = self.connections.evict_idle()
+        self._warn(
+            "accept", "cannot accept a connection", err=_reason(exc), connections=len(self.connections)
+        )
+        if not made_room:
+            time.sleep(self._accept_delay)
+        else:  # the closed connection's thread lets go of its descriptor in a moment
+            time.sleep(low)
+
+    def verify_request(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any
+    ) -> bool:
+        """Every connection counts against --web.max-connections; False (then closed) past it."""
+        assert isinstance(request, socket.socket)
+        if self.connections.admit(request):
+            return True
+        self._warn("busy", "connection refused: every connection is being answered", cap=self.connections.cap)
+        if self.web is None or not self.web.tls:
+            self._answer_busy(request)
+        return False
+
+    @staticmethod
+    def _answer_busy(request: socket.socket) -> None:
+        """503 without blocking the accept loop; what the client already sent is read first, so that
+        closing does not reset the connection under the answer."""
+        try:
+            request.setblocking(False)
+            request.send(BUSY_ANSWER)
+            for _ in range(16):  # what has arrived, up to 1 MiB: the accept loop does not linger
+                if not request.recv(65536):
+                    break
+        except OSError:
+            pass
+
     def finish_request(
-        self, request: socket.socket | tuple[bytes, socket.socket], client_address: object
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any
     ) -> None:
         """Runs in the connection's thread: the TLS handshake (if any), then the HTTP exchange."""
         assert isinstance(request, socket.socket)
+        conn = self.connections.get(request)
+        if conn is None:  # closed to make room before its thread started
+            return
         config = self.web.current() if self.web is not None else None
         if config is None or config.context is None:
-            super().finish_request(request, client_address)
+            Handler(request, client_address, self, conn)
             return
         tls = self._handshake(request, config)
         if tls is None:
             return
         try:
-            super().finish_request(tls, client_address)
+            if self.connections.rebind(conn, tls):
+                Handler(tls, client_address, self, conn)
         finally:
+            self.connections.forget(request)  # before its descriptor is closed (Connections)
             tls.close()
+
+    def shutdown_request(self, request: socket.socket | tuple[bytes, socket.socket]) -> None:
+        if isinstance(request, socket.socket):
+            self.connections.forget(request)  # before its descriptor is closed (Connections)
+        super().shutdown_request(request)
+
+    def _warn(self, key: str, msg: str, **fields: Any) -> None:
+        """At most one warning a minute for a condition that can repeat on every connection."""
+        now = time.monotonic()
+        if now - self._warned.get(key, -WARN_EVERY) < WARN_EVERY:
+            return
+        self._warned[key] = now
+        log.warning(msg, **fields)
 
     def _handshake(self, request: socket.socket, config: WebConfig) -> ssl.SSLSocket | None:
         assert config.context is not None
@@ -226,10 +707,12 @@ class Server(ThreadingHTTPServer):
         except (OSError, ValueError) as exc:  # ssl.SSLError and timeouts are OSErrors
             log.debug("TLS handshake failed", client=_client(request), err=_reason(exc))
             if tls is not None:  # it owns the connection now: shutdown_request no longer closes it
+                self.connections.forget(request)
                 tls.close()
             return None
         if not WebGate.san_allowed(config, tls.getpeercert()):
             log.debug("TLS client certificate has no allowed SAN", client=_client(request))
+            self.connections.forget(request)
             tls.close()
             return None
         return tls
@@ -274,8 +757,24 @@ class Handler(BaseHTTPRequestHandler):
     server_version = f"lunlat/{__version__}"
     sys_version = ""  # http.server would append "Python/3.x.y" to the Server header: no need to tell
     protocol_version = "HTTP/1.1"
-    # Seconds a connection may sit idle (or trickle a request) before its thread lets go of it.
-    timeout = 60
+
+    def __init__(
+        self, request: socket.socket, client_address: Any, server: Server, conn: Connection | None = None
+    ) -> None:
+        # Server.finish_request passes the connection it counts; without one it is counted nowhere.
+        self.conn = conn if conn is not None else Connection(request, request, time.monotonic())
+        self.answered = 0  # requests answered on this connection
+        self.body: RequestReader | None = None  # the request being answered, for its small body
+        super().__init__(request, client_address, server)
+
+    def setup(self) -> None:
+        # StreamRequestHandler's, with our own reader and writer: timeouts are set per read and write.
+        self.connection = self.request
+        self.connection.settimeout(self.server.limits.header_timeout)
+        self.reader = self.connection.makefile("rb")
+        self.rfile = self.reader
+        self.writer = DeadlineWriter(self.connection, self.server.limits.write_timeout)
+        self.wfile = self.writer
 
     def log_message(self, format: str, *args: object) -> None:
         if log.is_enabled_for(logging.DEBUG):  # formatted only when it will be written
@@ -288,11 +787,112 @@ class Handler(BaseHTTPRequestHandler):
             for name, value in self.server.web.current().headers.items():
                 self.send_header(name, value)
 
-    def parse_request(self) -> bool:
-        """Every request passes basic auth (when configured) before anything else, then the method
-        check: a method this handler has no do_* for is 405 (http.server would answer 501)."""
-        if not super().parse_request():
-            return False
+    def handle_one_request(self) -> None:
+        """Replaces http.server's: the head is read here within the limits (module docstring), then
+        basic auth (when configured) before anything else, then the method."""
+        self.close_connection = True
+        # Until a request line says otherwise: every answer, errors too, has an HTTP/1.1 status line.
+        self.command, self.requestline, self.request_version = "", "", "HTTP/1.1"
+        reader = self._next_request()
+        if reader is None:
+            return
+        try:
+            lines = self._read_head(reader)
+            if lines is None or not self.server.connections.serving(self.conn):
+                return
+            self.writer.arm()
+            if not self._parse(lines):
+                return
+        finally:
+            reader.release()
+        try:
+            self.body = reader
+            if self._admit():
+                getattr(self, f"do_{self.command}")()
+        finally:
+            self.body = None
+            self.answered += 1
+            self.server.connections.waiting(self.conn)
+
+    def _next_request(self) -> RequestReader | None:
+        """Waits for the first byte of a kept-alive connection's next request (its first request's
+        deadline runs from the start); None if the client closes or stays idle too long."""
+        limits = self.server.limits
+        if self.answered:
+            self.connection.settimeout(limits.idle_timeout)
+            try:
+                if not self.reader.peek(1):
+                    return None
+            except (OSError, ValueError) as exc:
+                log.debug("idle connection closed", client=self.client_address[0], err=_reason(exc))
+                return None
+        deadline = time.monotonic() + limits.header_timeout
+        return RequestReader(self.reader, self.connection, deadline, self.server.head_budget)
+
+    def _read_head(self, reader: RequestReader) -> list[bytes] | None:
+        try:
+            return reader.head()
+        except HeadTooLargeError as refused:
+            reader.release()  # before lingering: what it drew is of no use any more
+            self._refuse(refused.status, refused.text)
+        except (OSError, ValueError) as exc:  # timeouts, resets, TLS errors: no answer, as Go
+            log.debug("request not read", client=self.client_address[0], err=_reason(exc))
+        return None
+
+    def _refuse(self, status: HTTPStatus, text: str) -> None:
+        """Answers and closes a connection whose request is still being sent: the write side first,
+        then what keeps coming is read for LINGER seconds, so the client reads the answer rather than
+        a reset."""
+        self.close_connection = True
+        self.writer.arm()
+        try:
+            self._text(status, text)
+            self.connection.shutdown(socket.SHUT_WR)
+            drain = bytearray(16384)
+            until = time.monotonic() + LINGER
+            while (left := until - time.monotonic()) > 0:
+                self.connection.settimeout(left)
+                if not self.connection.recv_into(drain):
+                    break
+        except (OSError, ValueError):
+            pass
+
+    def _parse(self, lines: list[bytes]) -> bool:
+        """The request line (Go's rules: golang/go src/net/http/request.go parseRequestLine and
+        ParseHTTPVersion, server.go readRequest) and headers; a malformed one is answered here."""
+        self.raw_requestline = lines[0]
+        self.requestline = lines[0].decode("iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if len(words) != 3:  # HTTP/0.9's "GET /" too: lunlat answers HTTP/1.x only
+            return self._malformed(HTTPStatus.BAD_REQUEST, "400 Bad Request: malformed request line\n")
+        method, target, version = words
+        match = HTTP_VERSION.fullmatch(version)
+        if match is None:
+            return self._malformed(HTTPStatus.BAD_REQUEST, "400 Bad Request: malformed HTTP version\n")
+        if int(match.group(1)) != 1:
+            return self._malformed(
+                HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
+                "505 HTTP Version Not Supported: unsupported protocol version\n",
+            )
+        self.command, self.path, self.request_version = method, target, version
+        # What http.client.parse_headers does once it has the lines (its own reading counts the
+        # empty line against _MAXHEADERS too, so it would refuse 100 headers).
+        fields = b"".join([*lines[1:], b"\r\n"]).decode("iso-8859-1")
+        self.headers = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(fields)
+        tokens = {token.strip().lower() for token in self.headers.get("Connection", "").split(",")}
+        # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it.
+        self.close_connection = "close" in tokens or (int(match.group(2)) == 0 and "keep-alive" not in tokens)
+        return True
+
+    def _malformed(self, status: HTTPStatus, text: str) -> bool:
+        self.close_connection = True
+        self._text(status, text)
+        return False
+
+    def _admit(self) -> bool:
+        """Basic auth (when configured) before anything else, then the method: one this handler has
+        no do_* for is 405 (http.server would answer 501). A GET or HEAD with a small body has it read
+        and dropped; with any other, the connection closes after the answer."""
         web = self.server.web
         if web is not None and not web.authorized(web.current(), self.headers.get("Authorization")):
             self.close_connection = self.close_connection or self._has_body()
@@ -301,19 +901,33 @@ class Handler(BaseHTTPRequestHandler):
         if not hasattr(self, f"do_{self.command}"):
             self._not_allowed()
             return False
+        if self.command in ("GET", "HEAD") and self._has_body():
+            length = self._small_body()
+            if length is None:
+                self.close_connection = True
+            else:
+                self._skip_body(length)
         return True
 
     def _send(
-        self, status: HTTPStatus, body: bytes, content_type: str, extra: dict[str, str] | None = None
+        self,
+        status: HTTPStatus,
+        body: bytes,
+        content_type: str,
+        extra: dict[str, str] | None = None,
+        scrape: bool = False,
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (extra or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        with self.server.connections.writing(self.conn, scrape):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for key, value in (extra or {}).items():
+                self.send_header(key, value)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
 
     def _text(self, status: HTTPStatus, text: str, extra: dict[str, str] | None = None) -> None:
         self._send(status, text.encode(), "text/plain; charset=utf-8", extra)
@@ -340,6 +954,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def _has_body(self) -> bool:
         return self.headers.get("Content-Length", "0") != "0" or "Transfer-Encoding" in self.headers
+
+    def _small_body(self) -> int | None:
+        """The body's length when it is one to read and drop (a Content-Length up to MAX_BODY)."""
+        length = self.headers.get("Content-Length", "0")
+        if "Transfer-Encoding" in self.headers or not (length.isascii() and length.isdigit()):
+            return None
+        return int(length) if int(length) <= MAX_BODY else None
+
+    def _skip_body(self, length: int) -> None:
+        if length and self.body is not None:
+            if self.headers.get("Expect", "").lower() == "100-continue":
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.body.skip(length)
 
     def _not_allowed(self) -> None:
         # A request body we did not read would be parsed as the next request: close instead.
@@ -379,12 +1006,12 @@ class Handler(BaseHTTPRequestHandler):
     def _discard_body(self) -> bool:
         """Read the request body (a reload takes none) so the connection stays usable; refuse one
         that is too large or has no length."""
-        length = self.headers.get("Content-Length", "0")
-        if self.headers.get("Transfer-Encoding") or not length.isdigit() or int(length) > MAX_BODY:
+        length = self._small_body()
+        if length is None:
             self.close_connection = True
             self._text(HTTPStatus.BAD_REQUEST, "400 a reload takes no body\n")
             return False
-        self.rfile.read(int(length))
+        self._skip_body(length)
         return True
 
     def _metrics(self) -> None:
@@ -394,17 +1021,23 @@ class Handler(BaseHTTPRequestHandler):
                 HTTPStatus.SERVICE_UNAVAILABLE, "503 too many scrapes in flight (--web.max-requests)\n"
             )
             return
+        body: bytes | None = None
+        failure = ""
+        compress = _wants_gzip(self.headers.get("Accept-Encoding", ""))
         try:
             timeout = _scrape_timeout(self.headers.get("X-Prometheus-Scrape-Timeout-Seconds"))
-            compress = _wants_gzip(self.headers.get("Accept-Encoding", ""))
-            try:
-                body = self.server.encoded.get(self.server.scraper.scrape(timeout), compress)
-            except Exception as exc:  # never let a bug kill the connection without an answer
-                log.error("scrape failed", err=f"{type(exc).__name__}: {exc}")
-                log.debug("traceback", exc_info=True)
-                self._text(HTTPStatus.INTERNAL_SERVER_ERROR, f"500 scrape failed: {type(exc).__name__}\n")
-                return
-            self._send(HTTPStatus.OK, body, CONTENT_TYPE, {"Content-Encoding": "gzip"} if compress else {})
+            body = self.server.encoded.get(self.server.scraper.scrape(timeout), compress)
+        except Exception as exc:  # never let a bug kill the connection without an answer
+            log.error("scrape failed", err=f"{type(exc).__name__}: {exc}")
+            log.debug("traceback", exc_info=True)
+            failure = f"500 scrape failed: {type(exc).__name__}\n"
         finally:
+            # Let go before writing: a slow reader holds its connection, never a scrape slot.
             if slots is not None:
                 slots.release()
+        if body is None:
+            self._text(HTTPStatus.INTERNAL_SERVER_ERROR, failure)
+            return
+        self._send(
+            HTTPStatus.OK, body, CONTENT_TYPE, {"Content-Encoding": "gzip"} if compress else {}, scrape=True
+        )
