@@ -19,12 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from lunlat import __version__
 from lunlat.exposition import CONTENT_TYPE
+from lunlat.httplimits import MAX_SCRAPE_TIMEOUT, MIN_SCRAPE_TIMEOUT, Limits
 from lunlat.scrape import Scraper
 from lunlat.server import (
-    MAX_SCRAPE_TIMEOUT,
-    MIN_SCRAPE_TIMEOUT,
     EncodedBodies,
-    Limits,
     ListenAddress,
     ListenAddressError,
     Server,

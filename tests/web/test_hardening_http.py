@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from lunlat.httplimits import Limits
 from lunlat.scrape import Scraper
-from lunlat.server import Limits, ListenAddress, Server
+from lunlat.server import ListenAddress, Server
 from lunlat.webconfig import WebGate
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
 from tests.web import certs

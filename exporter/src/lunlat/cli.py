@@ -22,16 +22,10 @@ from lunlat import top as top_command
 from lunlat.alerting.goals import DEFAULT_GOALS_FILE
 from lunlat.config import Config, ConfigError, MssqlTarget, OracleTarget, load_config
 from lunlat.files import write_atomic
+from lunlat.httplimits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
-from lunlat.server import (
-    DEFAULT_MAX_CONNECTIONS,
-    Limits,
-    ListenAddress,
-    ListenAddressError,
-    Server,
-    raise_open_file_limit,
-)
+from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.factory import HOST_SOURCES, Settings
 from lunlat.sources.registry import build_sources, close_sources
 from lunlat.webconfig import WebGate
@@ -459,7 +453,7 @@ def _target_name(config: Config, loc: tuple[int | str, ...]) -> str:
 
 def serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
-    raise_open_file_limit()  # before anything opens files, as Go programs start (server.py)
+    raise_open_file_limit()  # before anything opens files, as Go programs start (httplimits.py)
     if not args.telemetry_path.startswith("/"):
         return _usage_error(f"--web.telemetry-path must start with /, got {args.telemetry_path!r}")
     try:
