@@ -1,4 +1,5 @@
-"""The latency goal definition (`alerts/goals.yaml`): default goal, overrides, breach, tail, SLO and health.
+"""The latency goal definition (`alerts/goals.yaml`): default goal, overrides, breach, tail, SLO, health,
+paths, and the array exporters whose own latency is set beside the host's.
 
 Rules, dashboards and docs are generated from this one file (docs/contract.md §2: the goal is not exporter
 config). Validation is strict like the exporter config: unknown keys, bad durations, regexes or
@@ -13,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from lunlat.yamlmodel import Strict, check_regex, load_model, parse_model
+from lunlat.yamlmodel import LocatedError, Strict, check_regex, load_model, parse_model
 
 Severity = Literal["page", "warning"]
 # The tail alert may also open a ticket: a tail under a fine average is rarely worth a page.
@@ -30,12 +31,55 @@ _MATCHER = re.compile(
 )
 
 
+# A Prometheus metric name and a label name (prometheus.io/docs/concepts/data_model: "Metric names
+# and labels"); `__`-prefixed label names are reserved for Prometheus' own use.
+_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+# An array's name becomes the `array` label value of its recorded series and is read by people.
+_ARRAY_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+# The unit an array exporter publishes latency in, and how many of it make a second.
+LatencyUnit = Literal["seconds", "milliseconds", "microseconds", "nanoseconds"]
+PER_SECOND: dict[str, str] = {
+    "seconds": "1",
+    "milliseconds": "1e3",
+    "microseconds": "1e6",
+    "nanoseconds": "1e9",
+}
+
+
 def duration_seconds(text: str) -> float:
     """Seconds in a Prometheus duration; ValueError names what is wrong."""
     match = _DURATION.match(text)
     if not text or match is None or not any(match.groups()):
         raise ValueError(f"not a Prometheus duration like 30s, 5m or 1h30m: {text!r}")
     return sum(int(n) * unit for n, unit in zip(match.groups(), _UNIT_SECONDS, strict=True) if n)
+
+
+def check_matchers(value: str) -> str:
+    """A pydantic validator: `value` is a comma-separated list of PromQL label matchers."""
+    # A comma inside a quoted value splits wrongly; rejoin until each part is a whole matcher.
+    matchers, pending = [], ""
+    for part in value.split(","):
+        pending = f"{pending},{part}" if pending else part
+        if _MATCHER.fullmatch(pending):
+            matchers.append(pending)
+            pending = ""
+    if pending or not matchers:
+        raise ValueError(f'not a list of PromQL label matchers like job="lunlat": {value!r}')
+    return value
+
+
+def _metric_name(value: str) -> str:
+    if not _METRIC_NAME.match(value):
+        raise ValueError(f"not a Prometheus metric name: {value!r}")
+    return value
+
+
+def _label_name(value: str) -> str:
+    if not _LABEL_NAME.match(value) or value.startswith("__"):
+        raise ValueError(f"not a Prometheus label name (or one reserved by Prometheus): {value!r}")
+    return value
 
 
 def _duration(text: str) -> str:
@@ -188,6 +232,95 @@ class Paths(Strict):
     _lookback = field_validator("lookback")(_duration)
 
 
+class ArraySeries(Strict):
+    """One operation's latency series of an array exporter: a metric, and the matchers that pick this
+    operation's series of it when reads and writes share the metric (a `dimension` or `op` label)."""
+
+    metric: str
+    match: str | None = Field(
+        default=None, description='PromQL label matchers, e.g. dimension="usec_per_read_op".'
+    )
+
+    _metric = field_validator("metric")(_metric_name)
+
+    @field_validator("match")
+    @classmethod
+    def _match(cls, value: str | None) -> str | None:
+        return None if value is None else check_matchers(value)
+
+
+class NaaSource(Strict):
+    """An info series that carries the LUN identity the latency series lack, joined on `join_on`
+    (not `on`: YAML 1.1, which PyYAML reads, takes a bare `on` for the boolean true)."""
+
+    metric: str
+    join_on: list[str] = Field(min_length=1, description="Labels the latency and info series share per LUN.")
+
+    _metric = field_validator("metric")(_metric_name)
+
+    @field_validator("join_on")
+    @classmethod
+    def _on(cls, value: list[str]) -> list[str]:
+        for label in value:
+            _label_name(label)
+        if "naa" in value:
+            raise ValueError("`naa` is what the join adds; join on the labels that name the LUN")
+        return value
+
+
+class ArrayNaa(Strict):
+    """Where a LUN's NAA (lowercase hex, no prefix: lunlat_lun_info's `naa`) comes from: label `label`
+    of the latency series, or of `from`'s info series; rewritten as `replacement` from `regex`'s groups
+    (PromQL label_replace: RE2, fully anchored, `$1` the first group). Series whose label does not
+    match `regex` are left out, never joined by a wrong NAA."""
+
+    label: str = "naa"
+    regex: str | None = None
+    replacement: str = "$1"
+    from_: NaaSource | None = Field(default=None, alias="from")
+
+    _label = field_validator("label")(_label_name)
+
+    @field_validator("regex")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        check_regex(value)  # RE2 (Prometheus) takes a subset of Python's syntax: the common part
+        if value is not None and re.compile(value).groups < 1:
+            raise ValueError(f"needs a capture group for the replacement to use: {value!r}")
+        return value
+
+    @property
+    def rewritten(self) -> bool:
+        """Whether PromQL must make `naa` (label_replace), or the series carry it as it is."""
+        return self.label != "naa" or self.regex is not None or self.replacement != "$1"
+
+
+class Array(Strict):
+    """An array exporter's per-LUN (per-volume) latency, read beside the host's (group lunlat-array)."""
+
+    name: str = Field(description="The `array` label of its recorded series.")
+    selector: str | None = Field(default=None, description="PromQL matchers added to every series it reads.")
+    read: ArraySeries
+    write: ArraySeries
+    unit: LatencyUnit
+    naa: ArrayNaa = Field(default_factory=ArrayNaa)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _ARRAY_NAME.match(value):
+            raise ValueError(f"lower-case letters, digits, _ and -, starting with a letter: {value!r}")
+        return value
+
+    @field_validator("selector")
+    @classmethod
+    def _selector(cls, value: str | None) -> str | None:
+        return None if value is None else check_matchers(value)
+
+    def series(self, op: str) -> ArraySeries:
+        return self.read if op == "read" else self.write
+
+
 class Goals(Strict):
     selector: str = Field(
         default='job="lunlat"', description="PromQL matchers picking lunlat's scrape job(s)."
@@ -200,20 +333,23 @@ class Goals(Strict):
     slo: Slo = Field(default_factory=Slo)
     health: Health = Field(default_factory=Health)
     paths: Paths = Field(default_factory=Paths)
+    # None by default: which arrays there are is configuration, not code.
+    arrays: list[Array] = Field(default_factory=list)
 
-    @field_validator("selector")
+    _selector = field_validator("selector")(check_matchers)
+
+    @field_validator("arrays")
     @classmethod
-    def _selector(cls, value: str) -> str:
-        parts = value.split(",")
-        # A comma inside a quoted value splits wrongly; rejoin until each part is a whole matcher.
-        matchers, pending = [], ""
-        for part in parts:
-            pending = f"{pending},{part}" if pending else part
-            if _MATCHER.fullmatch(pending):
-                matchers.append(pending)
-                pending = ""
-        if pending or not matchers:
-            raise ValueError(f'not a list of PromQL label matchers like job="lunlat": {value!r}')
+    def _arrays(cls, value: list[Array]) -> list[Array]:
+        seen: dict[str, int] = {}
+        for index, array in enumerate(value):
+            if array.name in seen:
+                raise LocatedError(
+                    f"another array is named {array.name!r}: their series would mix",
+                    (index, "name"),
+                    (seen[array.name], "name"),
+                )
+            seen[array.name] = index
         return value
 
     @field_validator("runbook_base_url")

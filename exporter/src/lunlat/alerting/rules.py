@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from lunlat import contract
-from lunlat.alerting.goals import DefaultTier, Goals, Override, duration_seconds
+from lunlat.alerting.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
 from lunlat.exposition import format_value
 from lunlat.recorded import (
     ABOVE_GOAL,
@@ -656,34 +656,24 @@ class RuleSet:
     # --- the array side -----------------------------------------------------------------------------
 
     def array_rules(self) -> list[dict[str, Any]]:
-        """Pure FlashArray volume latency by NAA, and the host's latency minus it, per LUN.
+        """Each array exporter's latency by NAA (alerts/goals.yaml `arrays`: which metrics, unit and
+        labels; the file cites each exporter's format), and the host's latency minus it, per LUN.
 
-        Pure's exporter (PureStorage-OpenConnect/pure-fa-openmetrics-exporter,
-        internal/openmetrics-exporter/volumes_performance_collector.go) publishes
-        purefa_volume_performance_latency_usec{naa_id, name, dimension} in microseconds, naa_id =
-        "naa.624a9370" + the volume serial in upper case. PromQL cannot lower a label's case: the
-        scrape's metric_relabel_configs add `naa` (lowercase, no prefix: deploy/arrays/purefa.yml),
-        and only series with it are read. An ActiveCluster volume reports one serial from both
-        arrays: the slower one is taken.
+        A LUN whose NAA two arrays report (Pure ActiveCluster, a mirrored LUN) is judged by the slower.
         """
+        if not self.goals.arrays:
+            return []
         window = BREACH_WINDOW
-        array = ARRAY_LATENCY.format(window=window)
+        array_series = ARRAY_LATENCY.format(window=window)
         info = (
             "max by (job, instance, lun, naa) "
             f'({contract.LUN_INFO.name}{{{self.goals.selector}, kind="lun", naa!=""}})'
         )
-        rules = []
-        for op in OPS:
-            rules.append(
-                _record(
-                    array,
-                    "max by (naa) (\n"
-                    f'  avg_over_time(purefa_volume_performance_latency_usec{{dimension="usec_per_{op}_op", naa!=""}}[{window}])\n'
-                    ") / 1e6",
-                    op=op,
-                    array="purefa",
-                )
-            )
+        rules = [
+            _record(array_series, _array_latency(array, op, window), op=op, array=array.name)
+            for array in self.goals.arrays
+            for op in OPS
+        ]
         for op in OPS:
             host = LATENCY.format(op=op, window=window)
             rules.append(
@@ -695,7 +685,7 @@ class RuleSet:
                     f"    {info}\n"
                     "  )\n"
                     "- on (naa) group_left ()\n"
-                    f'  max by (naa) ({array}{{op="{op}"}})',
+                    f'  max by (naa) ({array_series}{{op="{op}"}})',
                     op=op,
                 )
             )
@@ -726,7 +716,8 @@ class RuleSet:
             },
             {"name": "lunlat-exporter", "rules": self.health_alerts()},
             {"name": "lunlat-paths", "rules": self.path_alerts()},
-            {"name": "lunlat-array", "rules": self.array_rules()},
+            # No array in the goals: no group (an empty one would only say nothing).
+            *([{"name": "lunlat-array", "rules": arrays}] if (arrays := self.array_rules()) else []),
         ]
 
     def render(self) -> str:
@@ -827,6 +818,47 @@ def _alert(
     rule["labels"] = {"severity": severity}
     rule["annotations"] = {"summary": summary, "description": description, "runbook_url": runbook}
     return rule
+
+
+def _naa_matcher(naa: ArrayNaa) -> str:
+    """Keeps the series whose identity label can make a NAA: set, or matching the regex."""
+    return f'{naa.label}!=""' if naa.regex is None else f"{naa.label}=~{json.dumps(naa.regex)}"
+
+
+def _with_naa(vector: str, naa: ArrayNaa) -> str:
+    """`vector` with its `naa` label made from the identity label, where the series lack it as is."""
+    if not naa.rewritten:
+        return vector
+    args = ", ".join(json.dumps(a) for a in ("naa", naa.replacement, naa.label, naa.regex or "(.+)"))
+    return f"label_replace({vector}, {args})"
+
+
+def _vector(metric: str, matchers: Sequence[str | None]) -> str:
+    """`metric{m1, m2}`, or the bare name when no matcher is left."""
+    kept = [m for m in matchers if m]
+    return f"{metric}{{{', '.join(kept)}}}" if kept else metric
+
+
+def _array_latency(array: Array, op: str, window: str) -> str:
+    """One array's `op` latency in seconds by NAA, averaged over `window` like the host's."""
+    series, naa = array.series(op), array.naa
+    if naa.from_ is None:
+        latency = _vector(series.metric, (array.selector, series.match, _naa_matcher(naa)))
+        body = f"  {_with_naa(f'avg_over_time({latency}[{window}])', naa)}\n"
+    else:
+        # The identity is on an info series (its value ignored: `group` makes it 1), joined per LUN.
+        latency = _vector(series.metric, (array.selector, series.match))
+        info = _vector(naa.from_.metric, (array.selector, _naa_matcher(naa)))
+        on = ", ".join(naa.from_.join_on)
+        body = (
+            f"    avg_over_time({latency}[{window}])\n"
+            f"  * on ({on}) group_left (naa)\n"
+            f"    group by ({on}, naa) (\n"
+            f"      {_with_naa(info, naa)}\n"
+            "    )\n"
+        )
+    divisor = PER_SECOND[array.unit]
+    return f"max by (naa) (\n{body})" + ("" if divisor == "1" else f" / {divisor}")
 
 
 class _Dumper(yaml.SafeDumper):
