@@ -72,13 +72,13 @@ def check_matchers(value: str) -> str:
 
 def _metric_name(value: str) -> str:
     if not _METRIC_NAME.match(value):
-        raise ValueError(f"not a Prometheus metric name: {value!r}")
+        raise ValueError("not a Prometheus metric name")
     return value
 
 
 def _label_name(value: str) -> str:
     if not _LABEL_NAME.match(value) or value.startswith("__"):
-        raise ValueError(f"not a Prometheus label name (or one reserved by Prometheus): {value!r}")
+        raise ValueError("not a Prometheus label name (or one reserved by Prometheus)")
     return value
 
 
@@ -258,6 +258,13 @@ class NaaSource(Strict):
 
     _metric = field_validator("metric")(_metric_name)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_on(cls, data: object) -> object:
+        if isinstance(data, dict) and True in data:
+            raise ValueError("a bare `on` key reads as YAML's true: name the join labels `join_on`")
+        return data
+
     @field_validator("join_on")
     @classmethod
     def _on(cls, value: list[str]) -> list[str]:
@@ -286,7 +293,7 @@ class ArrayNaa(Strict):
     def _regex(cls, value: str | None) -> str | None:
         check_regex(value)  # RE2 (Prometheus) takes a subset of Python's syntax: the common part
         if value is not None and re.compile(value).groups < 1:
-            raise ValueError(f"needs a capture group for the replacement to use: {value!r}")
+            raise ValueError("needs a capture group for the replacement to use")
         return value
 
     @property
@@ -309,7 +316,7 @@ class Array(Strict):
     @classmethod
     def _name(cls, value: str) -> str:
         if not _ARRAY_NAME.match(value):
-            raise ValueError(f"lower-case letters, digits, _ and -, starting with a letter: {value!r}")
+            raise ValueError("lower-case letters, digits, _ and -, starting with a letter")
         return value
 
     @field_validator("selector")
@@ -338,19 +345,18 @@ class Goals(Strict):
 
     _selector = field_validator("selector")(check_matchers)
 
-    @field_validator("arrays")
-    @classmethod
-    def _arrays(cls, value: list[Array]) -> list[Array]:
+    @model_validator(mode="after")
+    def _array_names(self) -> Goals:
         seen: dict[str, int] = {}
-        for index, array in enumerate(value):
+        for index, array in enumerate(self.arrays):
             if array.name in seen:
                 raise LocatedError(
                     f"another array is named {array.name!r}: their series would mix",
-                    (index, "name"),
-                    (seen[array.name], "name"),
+                    ("arrays", index, "name"),
+                    ("arrays", seen[array.name], "name"),
                 )
             seen[array.name] = index
-        return value
+        return self
 
     @field_validator("runbook_base_url")
     @classmethod
