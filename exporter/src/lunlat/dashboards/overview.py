@@ -174,6 +174,11 @@ def _paths_panel() -> timeseries.Panel:
     )
 
 
+def _array_names(goals: Goals) -> str:
+    """The array exporters the goals join, as the panel's help names them."""
+    return ", ".join(array.name for array in goals.arrays) or "none configured"
+
+
 def _host_minus_array_panel(goals: Goals) -> timeseries.Panel:
     """Host latency minus the array's own for the same volume, where an array exporter is joined."""
     diff = p.selector(recorded.HOST_MINUS_ARRAY.format(window=recorded.BREACH_WINDOW), p.LUN_FILTERS)
@@ -183,7 +188,7 @@ def _host_minus_array_panel(goals: Goals) -> timeseries.Panel:
             "The host's 1-minute average latency minus the array's latency for the same volume (joined on "
             "the LUN's NAA: README, 'The array side'). Near zero: the time is spent in the array. Large: "
             "in the host's queue, multipath, HBA or fabric, or a lost path. Empty: no array exporter joined "
-            "(Pure FlashArray's, with deploy/arrays/purefa.yml).",
+            f"(alerts/goals.yaml `arrays`: {_array_names(goals)}).",
             p.SECONDS,
             [p.query(diff, "{{lun}} {{op}} · {{instance}}")],
         )
