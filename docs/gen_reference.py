@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         if path.exists() and path.read_text(encoding="utf-8") == text:
             continue
         if check:
-            stale.append(path.relative_to(REPO))
+            stale.append(Path(os.path.relpath(path, REPO)))
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
