@@ -16,6 +16,7 @@ committed file differs from what the code gives now.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
 import re
@@ -39,6 +40,13 @@ HELP_COLUMNS = "100"
 def _cell(text: str) -> str:
     """Text for one Markdown table cell: no pipe or newline breaks the row."""
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """Inline code for a table cell. In a backtick span a table's escaped pipe stays a backslash and a
+    pipe (Python-Markdown's tables: github.com/Python-Markdown/markdown, extensions/tables.py), so the
+    cell is HTML, whose entity for the pipe is no pipe to split on."""
+    return "<code>" + html.escape(text).replace("|", "&#124;") + "</code>"
 
 
 # --- metrics -------------------------------------------------------------------------------------
@@ -127,11 +135,11 @@ def _model_table(name: str, model: dict[str, Any]) -> Iterator[str]:
     yield "| key | type | default | description |\n| --- | --- | --- | --- |\n"
     for key, prop in model.get("properties", {}).items():
         default = (
-            "required" if key in required else f"`{json.dumps(prop['default'])}`" if "default" in prop else ""
+            "required" if key in required else _code(json.dumps(prop["default"])) if "default" in prop else ""
         )
         bounds = _bounds(prop)
         text = prop.get("description", "") + (f" ({bounds})" if bounds else "")
-        yield f"| `{key}` | {_type(prop)} | {_cell(default)} | {_cell(text)} |\n"
+        yield f"| `{key}` | {_type(prop)} | {default} | {_cell(text)} |\n"
 
 
 def config_page(schema: dict[str, Any]) -> str:
