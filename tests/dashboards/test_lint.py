@@ -255,8 +255,8 @@ def test_oracle_time_per_wait_is_shown_only_for_per_io_and_commit_events() -> No
     assert time_spent >= 1  # the batched events are shown, as time spent
 
 
-def test_the_readmes_wait_event_table_is_the_code_table() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_wait_event_table_is_the_code_table() -> None:
+    text = (REPO / "docs" / "oracle.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([A-Za-z ]+)` \| (\w+) \| (\w+) \| `(\w+)` \| (.+) \|$", text, re.MULTILINE)
     assert [(e, r, d, m) for e, r, d, m, _ in rows] == [
         (e.name, e.role, e.direction, e.measure) for e in oracle_events.EVENTS

@@ -1,6 +1,6 @@
 """deploy/kubernetes: every manifest valid against offline schemas (kubernetes-validate for core
 kinds, the vendored prometheus-operator schemas for the custom resources), the PrometheusRule
-generated and fresh, and the DaemonSet as unprivileged and read-only as the README says."""
+generated and fresh, and the DaemonSet as unprivileged and read-only as docs/deploy/kubernetes.md says."""
 
 from __future__ import annotations
 

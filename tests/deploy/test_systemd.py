@@ -1,5 +1,5 @@
 """deploy/systemd/lunlat.service: `systemd-analyze verify` finds nothing to say, the unit keeps
-the dedicated user, the hardening and the credentials the README promises, and its system call
+the dedicated user, the hardening and the credentials docs/deploy/systemd.md promises, and its system call
 filter and address families allow everything lunlat does (traced with strace: no systemd runs as
 PID 1 here, so the unit itself is never started)."""
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "lunlat.service"
 BIOLATENCY_DROP_IN = UNIT.with_name("biolatency.conf")
 INSTALLED_BINARY = "/opt/lunlat/bin/lunlat"
-# The config the README's install steps copy to /etc/lunlat/lunlat.yaml.
+# The config the install steps (docs/deploy/systemd.md) copy to /etc/lunlat/lunlat.yaml.
 INSTALLED_CONFIG = ROOT / "deploy" / "lunlat" / "host.yaml"
 
 
@@ -87,7 +87,8 @@ def test_dedicated_user_hardening_and_credentials() -> None:
     assert service["EnvironmentFile"] == "-/etc/default/lunlat"
     assert "--config.file=/etc/lunlat/lunlat.yaml" in service["ExecStart"]
     assert parser["Install"]["WantedBy"] == "multi-user.target"
-    readme = (UNIT.parent / "README.md").read_text(encoding="utf-8")
+    install_steps = UNIT.parents[2] / "docs" / "deploy" / "systemd.md"
+    readme = install_steps.read_text(encoding="utf-8")
     assert "/run/credentials/lunlat.service/lunlat_" in readme and "systemctl enable --now lunlat" in readme
 
 
@@ -202,7 +203,7 @@ def test_the_biolatency_drop_in_verifies_and_grants_only_what_the_programs_need(
 
 def test_the_drop_in_filter_allows_what_biolatency_does(tmp_path: Path) -> None:
     """`lunlat serve` with the per-I/O histograms on (as root here: the drop-in's capabilities are
-    what the programs need instead, README), traced: every call within the unit plus the drop-in."""
+    what the programs need instead, docs/deploy/systemd.md), traced: every call within the unit plus the drop-in."""
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (Debian: systemd)")
     from lunlat.sources.biolatency import unavailable_cause  # noqa: PLC0415 - only this test needs it

@@ -24,7 +24,7 @@ from tests.procs import LUNLAT_PORT, ExporterProcess
 
 pytestmark = pytest.mark.lab
 
-# The accuracy the lab reaches, exporter vs fio's completion latency (see the README's lab section).
+# The accuracy the lab reaches, exporter vs fio's completion latency (see docs/lab.md).
 TOLERANCE = 0.05
 
 
@@ -102,7 +102,7 @@ def test_exporter_average_agrees_with_fio_completion_latency(
             measured[(lun, op)] = exporter_ms
     print("\n".join(seen))
     # The injected delays show. How close to target depends on the host: the overhead calibrated at
-    # `up` is that of paced I/O, and steal time on a shared VM adds its own (see the README).
+    # `up` is that of paced I/O, and steal time on a shared VM adds its own (see docs/lab.md, "Limits, measured, not hidden").
     for op in ("read", "write"):
         assert 1.5 < measured[("slow", op)] < 3.0, seen
         assert measured[("slow", op)] > 2 * measured[("fast", op)], seen

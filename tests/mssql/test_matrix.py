@@ -1,12 +1,12 @@
-"""The SQL Server support matrix: the source against each variant the README's "Support matrix" →
-"SQL Server" table names, through the real driver path (pyodbc → FreeTDS → the TDS test server).
+"""The SQL Server support matrix: the source against each variant the "Support matrix" table of
+docs/mssql.md names, through the real driver path (pyodbc → FreeTDS → the TDS test server).
 
 Each variant's differences are the cited facts the emulation models (docs/emulated-facts.md, "SQL
 Server"): the major version (2012 has no io_stall_queued_* columns; sys.dm_os_host_info from 2017),
 the engine edition (Azure SQL Database has no sys.master_files, sys.dm_db_wait_stats only on Azure),
 the platform (sys.dm_os_volume_stats answers NULL strings on Linux) and Amazon RDS (a database
 `rdsadmin`, the SID 0x01 login named `rdsa`). Paths and volumes are test input, in each platform's
-form. A test keeps the README's table and VARIANTS equal.
+form. A test keeps that table and VARIANTS equal.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from tests.mssql.test_mssql_source import FILES, NAME, NO_DRIVER, delta, host, s
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 __all__ = ["host"]  # the fixture, shared with test_mssql_source
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+MSSQL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "mssql.md"
 STANDARD, ENTERPRISE, EXPRESS = 2, 3, 4  # SERVERPROPERTY('EngineEdition') (docs/emulated-facts.md)
 LOAD: Load = {
     ("sales", "data", "read"): Stream(200, 425, queued_us=100),
@@ -337,9 +337,9 @@ def test_a_view_that_vanishes_mid_run_is_said_once_and_the_rest_is_published(
     assert len([r for r in caplog.records if "missing grant" in r.getMessage()]) == 1
 
 
-def test_the_readme_matrix_rows_are_the_variants() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Support matrix", 1)[1].split("### SQL Server\n", 1)[1].split("\n### ", 1)[0]
+def test_the_docs_matrix_rows_are_the_variants() -> None:
+    text = MSSQL_PAGE.read_text(encoding="utf-8")
+    section = text.split("\n## Support matrix\n", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| ([^|]+?) \|", section, re.MULTILINE)
     assert rows[0] == "variant" and set(rows[1]) <= {"-", " "}
     assert rows[2:] == list(VARIANTS)

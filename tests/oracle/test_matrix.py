@@ -1,10 +1,10 @@
-"""The Oracle support matrix: each README row (Support matrix, Oracle) is a `Variant` here, and the
+"""The Oracle support matrix: each row of docs/oracle.md's "Support matrix" is a `Variant` here, and the
 source runs against the emulation of that variant (tests/oracle/emulation.py: its SQL unchanged on
 views modelled from cited facts, docs/emulated-facts.md).
 
 Each variant says what the source must publish (files with roles and LUNs, wait events and their
 `db`, histograms and their `db`, ASM disks, replica waits) and what it must say (the capability
-series, and each log line once). A test keeps the README's first column equal to VARIANTS.
+series, and each log line once). A test keeps that table's first column equal to VARIANTS.
 """
 
 from __future__ import annotations
@@ -230,9 +230,9 @@ def test_the_source_publishes_what_the_variant_has_and_says_what_it_cannot(
         assert sum(said in m for m in messages) == expected, (said, messages)
 
 
-def test_the_readme_oracle_matrix_rows_are_the_variants() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n### Oracle\n", 2)[-1].split("\n## ", 1)[0]
+def test_the_docs_oracle_matrix_rows_are_the_variants() -> None:
+    text = (REPO / "docs" / "oracle.md").read_text(encoding="utf-8")
+    section = text.split("\n## Support matrix\n", 1)[1].split("\n## ", 1)[0]
     header, rule, *rows = [line for line in section.splitlines() if line.startswith("|")]
     assert header == "| variant | what the source reads | what it cannot read, and how it says so | grants |"
     assert set(rule) <= {"|", "-", " "}

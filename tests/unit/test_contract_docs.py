@@ -1,4 +1,6 @@
-"""The README's metric reference and the contract module say the same thing."""
+"""The docs' hand-written metric tables (docs/metrics.md) and the contract module say the same thing.
+
+The generated reference (docs/reference/metrics.md) is kept fresh by `python docs/gen_reference.py --check`."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.oracle import OracleSource
 from lunlat.sources.psutil_disks import PsutilDisksSource
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+METRICS_PAGE = REPO / "docs" / "metrics.md"
 ROW = re.compile(r"^\| `(lunlat_[a-z_]+)` \| (counter|gauge|histogram) \|(.*)$")
 
 
 def documented() -> dict[str, tuple[str, str]]:
     rows = {}
-    for line in README.read_text().splitlines():
+    for line in METRICS_PAGE.read_text(encoding="utf-8").splitlines():
         m = ROW.match(line)
         if m:
             rows[m.group(1)] = (m.group(2), m.group(3))
@@ -36,7 +39,11 @@ def test_documented_labels_match() -> None:
     ] == list(contract.LUN_INFO_LABELS)
     for spec in contract.HEALTH_METRICS:
         assert re.findall(r"`([a-z_]+)`", rows[spec.name][1].split("|")[0]) == list(spec.labels)
-    oracle_intro = README.read_text().split("Oracle layer, per configured database", 1)[1].split("|", 1)[0]
+    oracle_intro = (
+        METRICS_PAGE.read_text(encoding="utf-8")
+        .split("Oracle layer, per configured database", 1)[1]
+        .split("|", 1)[0]
+    )
     assert re.findall(r"`([a-z_]+)`", oracle_intro) == list(contract.ORACLE_FILE_LABELS)
     for spec in (contract.ORACLE_WAITS, contract.ORACLE_ASM_READS):
         assert re.findall(r"labels ((?:`[a-z_]+`(?:, )?)+)", rows[spec.name][1])[0].replace("`", "").split(
@@ -62,7 +69,6 @@ def test_counters_end_in_total_and_everything_has_the_prefix() -> None:
         assert spec.name.endswith("_total") == (spec.type == "counter")
 
 
-REPO = README.parent
 CONTRACT_DOC = REPO / "docs" / "contract.md"
 CITATION = re.compile(r"docs/contract\.md §(\d+)")
 
@@ -104,6 +110,6 @@ def test_recorded_names_in_the_contract_doc_exist() -> None:
 
 
 def test_the_capability_runbook_lists_every_capability_and_which_open_a_ticket() -> None:
-    runbook = README.parent / "alerts" / "runbooks" / "source-capability.md"
+    runbook = REPO / "alerts" / "runbooks" / "source-capability.md"
     rows = re.findall(r"^\| [^|]+ \| `([a-z_]+)` \| (yes|no) \|", runbook.read_text(), re.MULTILINE)
     assert dict(rows) == {c.name: ("yes" if c.fixable else "no") for c in contract.CAPABILITIES}

@@ -1,6 +1,6 @@
 """`lunlat serve` and the files it is given. A password file that cannot be read (a FIFO, /dev/zero,
 missing, unreadable) is one warning and a target down with the reason, never a server that does not
-start (README, "serve only warns"); a config or web config that is no regular file is refused at
+start (docs/configuration.md, "serve only warns"); a config or web config that is no regular file is refused at
 start, at once, naming the file and what it is."""
 
 from __future__ import annotations

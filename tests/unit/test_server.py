@@ -164,7 +164,7 @@ def test_scrape_timeout_header_and_gzip_negotiation() -> None:
 
 @pytest.mark.parametrize("method", ["TRACE", "CONNECT", "BREW", "PROPFIND"])
 def test_every_method_but_get_and_head_is_405(server: Server, method: str) -> None:
-    """As the README says: http.server answers 501 for a method without a do_* handler."""
+    """As docs/cli.md says: http.server answers 501 for a method without a do_* handler."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
         conn.putrequest(method, "/metrics" if method != "CONNECT" else "example.com:443", skip_host=True)

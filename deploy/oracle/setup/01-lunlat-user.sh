@@ -18,7 +18,7 @@
   pdb=FREEPDB1  # Oracle Database Free has this one PDB; deploy/oracle/lunlat.yaml connects to it
 
   fail() {
-    echo "lunlat setup: $*; LUNLAT was NOT created (see deploy/oracle/README.md)" >&2
+    echo "lunlat setup: $*; LUNLAT was NOT created (see docs/oracle.md)" >&2
     exit 1
   }
 
