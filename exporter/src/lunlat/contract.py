@@ -1,7 +1,8 @@
 """The metric contract: every metric name, type, help text and label set lunlat publishes.
 
-This module is the single definition that the exporter, the README's metric reference, the alert and
-recording rules and the dashboards are checked against (docs/contract.md §3). Change a name here and the tests
+This module is the single definition that the exporter, the metric reference
+(docs/reference/metrics.md, generated from here), the alert and recording rules and the dashboards
+are checked against (docs/contract.md §3). Change a name here and the tests
 that compare the docs and rules with this module fail until they follow.
 """
 

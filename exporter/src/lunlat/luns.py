@@ -66,7 +66,7 @@ def naa(wwid: str) -> str:
     `t10.` (a T10 vendor ID, type 1: vendor and product text, no number an array reports) and
     NVMe's `nvme.`/`uuid.` are no NAA: "".
     This is the form arrays name their volumes by (Pure FlashArray: naa.624a9370 + the volume
-    serial), so the array's exporters can be joined to host LUNs on it (README, "The array side").
+    serial), so the array's exporters can be joined to host LUNs on it (docs/metrics.md, "The array side").
     """
     w = wwid.strip().lower().removeprefix("mpath-")
     if w.startswith("naa."):

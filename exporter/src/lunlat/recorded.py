@@ -22,7 +22,7 @@ ABOVE_GOAL = "lunlat:latency_above_goal:bool"
 ABOVE_GOAL_RATIO = "lunlat:latency_above_goal:ratio{window}"
 JUDGED_SINCE = "lunlat:latency_judged_since:timestamp"
 
-# The array side (README, "The array side"): an array exporter's per-volume latency keyed by the
+# The array side (docs/metrics.md, "The array side"): an array exporter's per-volume latency keyed by the
 # LUN's NAA designator (`naa`, as lunlat_lun_info carries it), and the host's latency minus it.
 ARRAY_LATENCY = "lunlat:array_latency_seconds:mean{window}"
 HOST_MINUS_ARRAY = "lunlat:host_minus_array_latency_seconds:diff{window}"

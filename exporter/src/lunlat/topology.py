@@ -345,7 +345,7 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
 # uuid, suspended, use_blk_mq and rq_based_seq_io_merge_deadline (drivers/md/dm-sysfs.c), and the
 # status comes only through the device-mapper ioctl, which needs CAP_SYS_ADMIN (drivers/md/dm-ioctl.c,
 # ctl_ioctl). So a path dm-multipath failed while its SCSI device still says `running` (a target
-# port answering with errors) is not counted here; its latency is (README, "Path health").
+# port answering with errors) is not counted here; its latency is (docs/metrics.md, "Path health").
 HEALTHY_PATH_STATES: frozenset[str] = frozenset({"running", "live"})
 
 

@@ -153,7 +153,7 @@ def _flush_panel(goals: Goals) -> timeseries.Panel:
 
 
 def _paths_panel() -> timeseries.Panel:
-    """Working and failed paths of each multipath LUN (README, "Path health")."""
+    """Working and failed paths of each multipath LUN (docs/metrics.md, "Path health")."""
     paths = p.selector(contract.LUN_PATHS.name, (p.LUN,))
     failed = p.selector(contract.LUN_PATHS_FAILED.name, (p.LUN,))
     return (
@@ -186,7 +186,7 @@ def _host_minus_array_panel(goals: Goals) -> timeseries.Panel:
         p.rate_timeseries(
             "Host minus array latency",
             "The host's 1-minute average latency minus the array's latency for the same volume (joined on "
-            "the LUN's NAA: README, 'The array side'). Near zero: the time is spent in the array. Large: "
+            "the LUN's NAA: docs/metrics.md, 'The array side'). Near zero: the time is spent in the array. Large: "
             "in the host's queue, multipath, HBA or fabric, or a lost path. Empty: no array exporter joined "
             f"(alerts/goals.yaml `arrays`: {_array_names(goals)}).",
             p.SECONDS,

@@ -1,7 +1,7 @@
 """Per-I/O latency histograms of the published LUNs from the kernel's block tracepoints (issue 17).
 
 Engine: two small BPF programs lunlat loads itself through bpf(2) (sources/bpf/: the kernel's BTF
-for struct offsets, the system call, an assembler; README, "Per-I/O latency histograms", says why).
+for struct offsets, the system call, an assembler; docs/metrics.md, "Per-I/O latency histograms", says why).
 They run on the raw tracepoints block_rq_issue and block_rq_complete; per I/O they look up the
 device's slot in a hash map (only published devices are there: the filter runs in the kernel) and
 add to that slot's per-CPU counters: a log2 bucket and the summed latency at completion, the summed

@@ -87,7 +87,7 @@ LOST_CODES = frozenset(
 ASM_UNREADABLE = (
     "ASM disks cannot be read: the database's files are in ASM (+GROUP/...) but GV$ASM_DISK_STAT has no "
     "rows (it has none from a PDB login, or without its grant); no ASM disk series, and those files get "
-    "an empty lun. For ASM, connect as a common user to CDB$ROOT (deploy/oracle/README.md)"
+    "an empty lun. For ASM, connect as a common user to CDB$ROOT (docs/oracle.md)"
 )
 _CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
 NAMES_REFRESH_SECONDS = 300.0

@@ -20,7 +20,7 @@ are checked against; only the wait series' `role` label takes it): the wait is a
 standby's network round trip and standby redo write, which commits wait for on top of the local log
 write. Keeping it apart keeps a slow standby from reading as a slow log LUN.
 
-The README's Oracle section shows this table with each row's reference; a test keeps them equal.
+The Oracle page (docs/oracle.md) shows this table with each row's reference; a test keeps them equal.
 """
 
 from __future__ import annotations
