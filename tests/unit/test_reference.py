@@ -1,4 +1,4 @@
-"""The reference's averages (deploy/lab/reference.csv): consistent with the lab description, read
+"""The reference's averages (lunlat's reference.csv): consistent with the lab description, read
 strictly, compared within 0.03 ms or 5 %; the scenario's and the report's side-by-side tables."""
 
 from __future__ import annotations
@@ -8,16 +8,18 @@ from pathlib import Path
 import pytest
 
 from lunlat import reference
-from lunlat.lab import measure
-from lunlat.lab import reference as lab_reference
-from lunlat.lab.config import LabConfig, Workload
-from lunlat.lab.settings import Settings
+from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat.report.collect import Collected, Phase, Row
 from lunlat.report.page import cells, render
+from lunlat_lab import measure
+from lunlat_lab import reference as lab_reference
+from lunlat_lab.config import LabConfig, Workload
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
+from lunlat_lab.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = REPO / "deploy" / "lab" / "reference.csv"
-LAB = REPO / "deploy" / "lab" / "lab.yaml"
+REFERENCE = DEFAULT_REFERENCE_FILE
+LAB = DEFAULT_LAB_FILE
 
 
 def _ops(workload: Workload) -> set[str]:

@@ -151,7 +151,7 @@ def write(
     reference: Path | None = None,
 ) -> int:
     """The report of `--from start_text --to end_text --phase SPEC...` into `output`: 0, or 2 with one
-    line on stderr. `lunlat report` and `lunlat lab scenario --prometheus.url` both run it. With
+    line on stderr. `lunlat report` and `lunlat-lab scenario --prometheus.url` both run it. With
     `reference`, DIR/reference.csv and the page put each reference cell beside the measured one."""
     try:
         goals = _goals(goals_file)
