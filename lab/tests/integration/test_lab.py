@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import lunlat_lab
 from lunlat_lab import commands, measure, native, system
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from lunlat_lab.engine import ENGINES, Engine
@@ -265,24 +266,22 @@ def test_lab_refuses_clearly_when_not_root(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_up_names_the_missing_build_packages_in_one_line(tmp_path: Path) -> None:
-    """No C compiler and no libfuse 3 headers (a PATH with the lab's tools, no cc, and a pkg-config
-    that knows no fuse3) and nothing built yet (an empty cache): `up` refuses, exit 2, one line."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("losetup", "fusermount3", "fio"):
-        found = shutil.which(tool)
-        assert found is not None
-        (bin_dir / tool).symlink_to(found)
-    pkg_config = bin_dir / "pkg-config"
-    pkg_config.write_text("#!/bin/sh\nexit 1\n")
-    pkg_config.chmod(0o755)
-    env = {**os.environ, "PATH": str(bin_dir), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+def test_up_without_the_built_daemon_says_how_to_get_it_in_one_line(tmp_path: Path) -> None:
+    """An install without the native daemon (the lab's package copied without it, first on the path):
+    `up` compiles nothing, refuses, exit 2, one line naming the Debian packages to build it with."""
+    packages = tmp_path / "site"
+    shutil.copytree(
+        Path(lunlat_lab.__file__).parent,
+        packages / "lunlat_lab",
+        ignore=shutil.ignore_patterns(native.BINARY_NAME, "__pycache__"),
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(packages), *sys.path])}
     argv = [sys.executable, "-m", "lunlat_lab", "up", f"--state-dir={tmp_path / 'lab'}"]
     result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "native lab daemon" in line]
-    assert "install the Debian packages gcc libfuse3-dev pkg-config (missing: gcc, libfuse3-dev)" in line
+    assert str(packages / "lunlat_lab" / "native" / native.BINARY_NAME) in line
+    assert "reinstall lunlat-lab with the Debian packages gcc libfuse3-dev pkg-config installed" in line
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "lab").exists()
     # The Python engine needs none of them.
