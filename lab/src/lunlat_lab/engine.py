@@ -1,8 +1,8 @@
 """The lab's FUSE daemon engines: the one home of their names.
 
-`native` (the default) is a C daemon on libfuse 3's low-level API (lab/native/labd.c), built by the
-lab itself; `python` is the mfusepy daemon (lab/daemon/filesystem.py). Both serve the same service
-model and are started the same way, `python -m lunlat_lab.daemon --engine NAME ...`.
+`native` (the default) is a C daemon on libfuse 3's low-level API (lab/native/labd.c), compiled
+when the lab is installed (lab/hatch_build.py); `python` is the mfusepy daemon (daemon/filesystem.py).
+Both serve the same service model and are started the same way, `python -m lunlat_lab.daemon --engine NAME ...`.
 """
 
 from __future__ import annotations

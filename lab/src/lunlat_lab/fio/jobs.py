@@ -206,7 +206,7 @@ def job_file(
         raise ValueError(f"ramp time must be >= 0, got {ramp_s}")
     _check_workloads(config, workloads, devices)
     lines = [
-        "; lunlat lab workloads; generated from the lab config, do not edit",
+        "; lunlat-lab workloads; generated from the lab config, do not edit",
         "[global]",
         "direct=1",
         # A missing loop device must fail the job, not become a new regular file under /dev.
