@@ -6,8 +6,8 @@ engine gcc, pkg-config and libfuse3-dev. Run it alone on the host (other load mo
 
     sudo .venv/bin/python bench/lab_daemon.py [--runs 3] [--seconds 10]
 
-Each run brings a lab up per engine (`lunlat lab up --engine ...`, calibration included) on the
-shipped deploy/lab/lab.yaml plus probe LUNs on arrays of their own, so the probes never queue
+Each run brings a lab up per engine (`lunlat-lab up --engine ...`, calibration included) on the
+shipped the lab's lab.yaml plus probe LUNs on arrays of their own, so the probes never queue
 behind the lab's workloads for slots:
 
 1. Cost of one I/O: 4K O_DIRECT reads at QD1, back to back, on a LUN set to 0 ms; what diskstats
@@ -35,11 +35,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from lunlat.lab import commands, measure
-from lunlat.lab.engine import ENGINES, Engine
+from lunlat_lab import commands, measure
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
+from lunlat_lab.engine import ENGINES, Engine
 
 REPO = Path(__file__).resolve().parents[1]
-LAB = REPO / "deploy" / "lab" / "lab.yaml"
+LAB = DEFAULT_LAB_FILE
 BLOCK = 4096
 PROBE_MS = 0.15
 PROBE_BANDWIDTH = 400.0  # MiB/s of the probe's own array

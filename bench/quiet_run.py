@@ -1,7 +1,7 @@
 """Quiet, proven: a long OLTP run at 0.8 ms on every LUN must send no LunLatency notification.
 
 The real parts as in tests/alerting/test_e2e_paging.py (tests/alerting/stack.py): the lab's loop LUNs
-(deploy/lab/lab.yaml) under the reference OLTP phase, the lunlat exporter, the Debian Prometheus
+(the lab's lab.yaml) under the reference OLTP phase, the lunlat exporter, the Debian Prometheus
 (15 s scrape and evaluation) with alerts/lunlat.rules.yml, the Debian Alertmanager with
 alerts/alertmanager.yml's routing and timers, and a webhook receiver. Every LUN is set to 0.8 ms read
 and write; the LUNs the phase leaves idle (the snapshot copies) get one slow I/O (5 ms) every few
@@ -40,10 +40,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
 from lunlat.alerting.goals import duration_seconds, load_goals
-from lunlat.lab import commands, measure
-from lunlat.lab.config import LabConfig
-from lunlat.lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
-from lunlat.lab.state import LabState
+from lunlat_lab import commands, measure
+from lunlat_lab.config import LabConfig
+from lunlat_lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat_lab.state import LabState
 from tests.alerting import e2e, stack
 from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries
 from tests.labhost import lab_skip_reason, memory_backed_dir

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
-from lunlat.lab import commands
+from lunlat_lab import commands
 from tests.alerting import e2e
 from tests.alerting.stack import AlertingStack, WebhookReceiver, missing_binaries
 from tests.labhost import lab_skip_reason, memory_backed_dir

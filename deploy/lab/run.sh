@@ -4,9 +4,10 @@
 # the container stops; then every loop device, mount and fio process is removed again.
 set -eu
 phase="${LUNLAT_LAB_PHASE:-oltp}"
-stop() { lunlat lab down; exit 0; }
+stop() { lunlat-lab down; exit 0; }
 trap stop TERM INT
-lunlat lab up --config=/etc/lunlat/lab.yaml
-lunlat lab phase "$phase"
+# The lab description shipped with lunlat-lab (the reference architecture's LUNs).
+lunlat-lab up
+lunlat-lab phase "$phase"
 sleep infinity &
 wait $!

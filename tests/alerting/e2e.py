@@ -8,14 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lunlat.lab import commands
-from lunlat.lab.state import LabState
+from lunlat_lab import commands
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
+from lunlat_lab.state import LabState
 from tests.alerting.stack import Notification, WebhookReceiver, started_at
 
 # The lab as described: the reference's baselines (0.16-0.64 ms) and full rates. The lab's engine
 # subtracts its own calibrated cost per I/O: diskstats shows lab.yaml's service times plus the
 # array's modelled transfer time and queueing, not the engine's cost.
-LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
+LAB_CONFIG = DEFAULT_LAB_FILE
 # The exporter's config for the lab's LUNs, generated from LAB_CONFIG.
 LAB_EXPORTER_CONFIG = LAB_CONFIG.with_name("lunlat.yaml")
 # Streams the rules judge under the OLTP phase: 3 data LUNs (reads and writes) and 3 log LUNs (writes);

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.lab import commands
+from lunlat_lab import commands
 from tests.alerting import e2e
 from tests.alerting.stack import AlertingStack, WebhookReceiver, missing_binaries, started_at
 from tests.labhost import lab_skip_reason, memory_backed_dir

@@ -32,12 +32,13 @@ import yaml
 
 from lunlat import cli
 from lunlat.config import load_config
-from lunlat.lab import commands
-from lunlat.lab.state import LabState
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
 from lunlat.sources import oracle as oracle_source
 from lunlat.sources.registry import build_sources
+from lunlat_lab import commands
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
+from lunlat_lab.state import LabState
 from tests import prometheus, textstub
 from tests.fakesys import FakeHost, Stats
 from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
@@ -45,7 +46,7 @@ from tests.oracle.emulation import OracleEmulation
 from tests.oracle.simulator import IO, Commits, Load, LogNormal
 from tests.procs import LOOPBACK
 
-LAB_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lab.yaml"
+LAB_CONFIG = DEFAULT_LAB_FILE
 LAB_EXPORTER_CONFIG = LAB_CONFIG.with_name("lunlat.yaml")  # generated from LAB_CONFIG
 INTERVAL_SECONDS = 5
 OLTP_SECONDS = 45.0

@@ -25,12 +25,13 @@ from lunlat import contract
 from lunlat.alerting.goals import load_goals
 from lunlat.dashboards import BOARDS, GRAFANA_VERSION, render_all
 from lunlat.sources import oracle_events
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from tests.dashboards import boards, lint
 
 REPO = boards.REPO
 GOALS = REPO / "alerts" / "goals.yaml"
 RULES = REPO / "alerts" / "lunlat.rules.yml"
-LAB = REPO / "deploy" / "lab" / "lab.yaml"
+LAB = DEFAULT_LAB_FILE
 
 
 def _boards() -> dict[str, dict[str, Any]]:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from lunlat.config import load_config
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from tests.compose import bind_mounts, compose_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,12 +154,21 @@ def grafana_env_default() -> str:
 def test_the_lab_profile_runs_the_lab_with_its_config() -> None:
     lab = compose_config("lab")["services"]["lab"]
     assert lab["build"]["target"] == "lab" and lab["privileged"] is True
+    assert Path(lab["build"]["context"]) == ROOT and lab["build"]["dockerfile"] == "lab/Dockerfile"
     mounted = bind_mounts(lab)
-    assert mounted["/etc/lunlat/lab.yaml"] == ROOT / "deploy" / "lab" / "lab.yaml"
     script = mounted["/opt/lunlat/run.sh"].read_text(encoding="utf-8")
-    assert "lunlat lab up --config=/etc/lunlat/lab.yaml" in script and "lunlat lab down" in script
+    # The description shipped with the lab: no file of the checkout mounted for it.
+    assert "\nlunlat-lab up\n" in script and "lunlat-lab down" in script
+    assert all(not path.name.endswith(".yaml") for path in mounted.values())
     assert os.access(mounted["/opt/lunlat/run.sh"], os.X_OK)
-    assert "AS lab" in (ROOT / "exporter" / "Dockerfile").read_text(encoding="utf-8")
+    dockerfile = (ROOT / "lab" / "Dockerfile").read_text(encoding="utf-8")
+    assert "AS lab" in dockerfile and "libfuse3-dev" in dockerfile
+
+
+def test_the_exporters_image_holds_no_lab() -> None:
+    dockerfile = (ROOT / "exporter" / "Dockerfile").read_text(encoding="utf-8")
+    assert "AS lab" not in dockerfile and "mfusepy" not in dockerfile and "fio" not in dockerfile
+    assert compose_config()["services"]["exporter"]["build"]["target"] == "exporter"
 
 
 def test_the_lab_profile_documents_the_exporter_config_generated_for_the_lab() -> None:
@@ -168,7 +178,7 @@ def test_the_lab_profile_documents_the_exporter_config_generated_for_the_lab() -
     assert "LUNLAT_CONFIG=./deploy/lab/lunlat.yaml docker compose --profile lab" in text
     assert "LUNLAT_CONFIG=./deploy/lab/lab.yaml" not in text
     config = load_config(ROOT / "deploy" / "lab" / "lunlat.yaml")
-    lab_luns = yaml.safe_load((ROOT / "deploy" / "lab" / "lab.yaml").read_text(encoding="utf-8"))["luns"]
+    lab_luns = yaml.safe_load(DEFAULT_LAB_FILE.read_text(encoding="utf-8"))["luns"]
     assert [entry.match.loop_file for entry in config.luns] == [f"{lun['name']}.img" for lun in lab_luns]
 
 

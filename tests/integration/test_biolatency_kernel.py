@@ -18,21 +18,21 @@ import pytest
 
 from lunlat import contract
 from lunlat.config import BiolatencyConfig, DiskstatsConfig
-from lunlat.lab.settings import ArraySetting, LunSetting, Settings
 from lunlat.sources import biolatency
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.biolatency import BiolatencySource, Engine
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.published import PublishedDevices
-from tests.integration import test_lab_fusefs
-from tests.integration.test_lab_fusefs import Daemon
+from lunlat_lab.settings import ArraySetting, LunSetting, Settings
+from tests import labdaemon
 from tests.integration.test_real_kernel import attached_loop, settle
+from tests.labdaemon import Daemon
 from tests.labhost import lab_skip_reason, memory_backed_dir
 
 pytestmark = pytest.mark.kernel
 
 # The lab's FUSE daemon fixture (starts it, and detaches, stops and unmounts whatever happens).
-start_daemon = test_lab_fusefs.start_daemon
+start_daemon = labdaemon.start_daemon
 
 # Completions the programs did not see although the kernel counted no miss: measured here 0 to 1 in
 # 10,000 on a tmpfs loop device (more while other jobs loaded the two cores; none in most runs on a

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.lab import commands
+from lunlat_lab import commands
 from tests.labhost import lab_skip_reason
 from tests.topframes import Frame, parse_frame
 

@@ -1,23 +1,27 @@
-"""The reference's averages (deploy/lab/reference.csv): consistent with the lab description, read
+"""The reference's averages (lunlat's reference.csv): consistent with the lab description, read
 strictly, compared within 0.03 ms or 5 %; the scenario's and the report's side-by-side tables."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
 from lunlat import reference
-from lunlat.lab import measure
-from lunlat.lab import reference as lab_reference
-from lunlat.lab.config import LabConfig, Workload
-from lunlat.lab.settings import Settings
+from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.report import add_parser as add_report_parser
 from lunlat.report.collect import Collected, Phase, Row
 from lunlat.report.page import cells, render
+from lunlat_lab import measure
+from lunlat_lab import reference as lab_reference
+from lunlat_lab.config import LabConfig, Workload
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
+from lunlat_lab.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = REPO / "deploy" / "lab" / "reference.csv"
-LAB = REPO / "deploy" / "lab" / "lab.yaml"
+REFERENCE = DEFAULT_REFERENCE_FILE
+LAB = DEFAULT_LAB_FILE
 
 
 def _ops(workload: Workload) -> set[str]:
@@ -145,3 +149,17 @@ def test_the_reports_cells_beside_the_reference() -> None:
     html = render(data, "t", "http://prometheus", comparisons)
     assert "Against the reference: 1 of 4 cells within 0.03 ms or 5%" in html
     assert "<td>0.64</td>" in html and ">0.645<" in html
+
+
+def test_the_reference_is_lunlats_package_data_and_the_reports_default() -> None:
+    """`lunlat report --reference` without FILE reads the reference shipped beside lunlat/reference.py,
+    from any directory; a FILE still wins."""
+    assert Path(reference.__file__).with_name("reference.csv") == DEFAULT_REFERENCE_FILE
+    assert reference.load(DEFAULT_REFERENCE_FILE)
+    commands = argparse.ArgumentParser().add_subparsers()
+    add_report_parser(commands, Path("goals.yaml"))
+    required = ["report", "--prometheus.url=http://p", "--from=0", "--to=1", "--output=out"]
+    parser = commands.choices["report"]
+    assert parser.parse_args([*required[1:], "--reference"]).reference == DEFAULT_REFERENCE_FILE
+    assert parser.parse_args([*required[1:], "--reference", "mine.csv"]).reference == Path("mine.csv")
+    assert parser.parse_args(required[1:]).reference is None

@@ -1,5 +1,5 @@
-"""The `lunlat` command: `serve` the exporter, `check-config` a config file, run the `lab`, generate
-`rules` and `dashboards`, watch LUNs with `top` (top.py).
+"""The `lunlat` command: `serve` the exporter, `check-config` a config file, generate `rules` and
+`dashboards`, watch LUNs with `top` (top.py). The lab is its own command, `lunlat-lab` (lab/).
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
 Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
@@ -12,7 +12,6 @@ import gc
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
@@ -41,11 +40,6 @@ EXIT_USAGE = 2
 DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
 DEFAULT_PROMETHEUS_RULE_FILE = Path("deploy/kubernetes/prometheusrule.yaml")
 DEFAULT_DASHBOARDS_DIR = Path("dashboards")
-# The lab's defaults, here so that parsing the command line does not load the lab (tmpfs: see README).
-DEFAULT_LAB_STATE_DIR = Path("/run/lunlat-lab")
-DEFAULT_LAB_FILE = Path("deploy/lab/lab.yaml")
-DEFAULT_LAB_EXPORTER_CONFIG = Path("deploy/lab/lunlat.yaml")
-DEFAULT_REFERENCE_FILE = Path("deploy/lab/reference.csv")
 GENERATE_HELP = (
     "Write the recording and alert rules generated from the goals file, and the same rules as a Kubernetes "
     "PrometheusRule. With --check, write nothing and exit 1 when either file is stale (CI runs this). A bad "
@@ -196,7 +190,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check the file only, not the password files and variables it names",
     )
-    _lab_parser(commands)
     _rules_parser(commands)
     _dashboards_parser(commands)
     _report_parser(commands)
@@ -270,158 +263,6 @@ def _rules_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         action="store_true",
         help="write nothing; exit 1 when a file differs from what would be written",
     )
-
-
-def _lab_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    lab = commands.add_parser(
-        "lab", help="latency-controlled loop LUNs and workloads (root)", description="The lab (deploy/lab/)."
-    )
-    actions = lab.add_subparsers(dest="lab_command", required=True, metavar="ACTION")
-    state = argparse.ArgumentParser(add_help=False)
-    state.add_argument(
-        "--state-dir",
-        type=Path,
-        default=DEFAULT_LAB_STATE_DIR,
-        metavar="DIR",
-        help=f"where the lab keeps its files and state (default {DEFAULT_LAB_STATE_DIR})",
-    )
-    up = actions.add_parser("up", parents=[state], help="create the LUNs (FUSE filesystem + loop devices)")
-    up.add_argument(
-        "--config",
-        type=Path,
-        default=DEFAULT_LAB_FILE,
-        metavar="FILE",
-        help=f"lab description (default {DEFAULT_LAB_FILE})",
-    )
-    up.add_argument(
-        "--engine",
-        default=None,
-        metavar="ENGINE",
-        help="the FUSE daemon: native (C, libfuse 3 low-level; the default) or python (mfusepy)",
-    )
-    up.add_argument(
-        "--log.level",
-        dest="log_level",
-        choices=tuple(logs.LEVELS),
-        default="info",
-        help="the lab daemon's log level in DIR/fuse.log; debug adds each live-calibration window "
-        "(kernel and daemon mean per LUN and op)",
-    )
-    exporter_config = actions.add_parser(
-        "exporter-config",
-        help="write the exporter's config for the lab's LUNs (or, with --check, compare it)",
-        description=(
-            "Write the exporter's config labelling the lab's LUNs (luns: entries by loop_file), generated from the "
-            "lab description. With --check, write nothing and exit 1 when the file is stale (CI runs this)."
-        ),
-    )
-    exporter_config.add_argument(
-        "--config", type=Path, default=DEFAULT_LAB_FILE, metavar="FILE", help=f"default {DEFAULT_LAB_FILE}"
-    )
-    exporter_config.add_argument(
-        "--output",
-        type=Path,
-        default=DEFAULT_LAB_EXPORTER_CONFIG,
-        metavar="FILE",
-        help=f"default {DEFAULT_LAB_EXPORTER_CONFIG}",
-    )
-    exporter_config.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 when the file differs from what would be written",
-    )
-    actions.add_parser(
-        "down", parents=[state], help="remove every loop device, mount and process the lab made"
-    )
-    phase = actions.add_parser("phase", parents=[state], help="run a phase's workloads (idle stops them)")
-    phase.add_argument("name")
-    latency = actions.add_parser("set-latency", parents=[state], help="change a LUN's delays at run time")
-    latency.add_argument("lun")
-    latency.add_argument("read_ms", type=float, metavar="READ_MS")
-    latency.add_argument("write_ms", type=float, metavar="WRITE_MS")
-    latency.add_argument("--jitter", type=float, help="coefficient of variation of the delays")
-    status = actions.add_parser("status", parents=[state], help="each LUN's device, delays and live latency")
-    status.add_argument("--window", type=_positive_float, default=1.0, metavar="SECONDS")
-    scenario = actions.add_parser("scenario", parents=[state], help="run the reference phases and compare")
-    scenario.add_argument("--exporter", metavar="URL", help="lunlat /metrics to read (default: start one)")
-    scenario.add_argument(
-        "--duration",
-        type=_positive_float,
-        default=60.0,
-        metavar="SECONDS",
-        help="measured seconds per phase (default 60)",
-    )
-    scenario.add_argument("--warmup", type=_positive_float, default=5.0, metavar="SECONDS")
-    scenario.add_argument("--phases", help="comma-separated phases (default: all, in config order)")
-    scenario.add_argument(
-        "--output", type=Path, metavar="DIR", help="results directory (default ./lab-results/TIME)"
-    )
-    scenario.add_argument(
-        "--prometheus.url",
-        dest="prometheus_url",
-        metavar="URL",
-        help="the Prometheus scraping the exporter: run `lunlat report` on the phases into DIR/report",
-    )
-    scenario.add_argument(
-        "--goals", type=Path, metavar="FILE", help="the report's goals (as lunlat report's --goals)"
-    )
-    scenario.add_argument(
-        "--reference",
-        type=Path,
-        nargs="?",
-        const=DEFAULT_REFERENCE_FILE,
-        metavar="FILE",
-        help=(
-            f"set each LUN to the reference's averages of each phase (default {DEFAULT_REFERENCE_FILE}) and "
-            "end with them beside the measured ones (DIR/reference.csv; the report's too)"
-        ),
-    )
-
-
-def run_lab(args: argparse.Namespace) -> int:
-    from lunlat.lab import commands, exporter_config  # noqa: PLC0415 - the exporter does not load the lab
-    from lunlat.lab.system import LabError  # noqa: PLC0415
-
-    try:
-        if args.lab_command == "exporter-config":
-            text = exporter_config.render(commands.load_lab(args.config))
-            return _write_generated(
-                {args.output: text}, args.config, args.check, "lunlat lab exporter-config"
-            )
-        if args.lab_command == "up":
-            from lunlat.lab.engine import DEFAULT_ENGINE, parse_engine  # noqa: PLC0415
-
-            try:
-                engine = parse_engine(args.engine or DEFAULT_ENGINE)
-            except ValueError as exc:
-                raise LabError(str(exc)) from None
-            commands.up(args.config, args.state_dir, engine, log_level=args.log_level)
-        elif args.lab_command == "down":
-            done = commands.down(args.state_dir)
-            print("\n".join(done) if done else f"nothing to clean in {args.state_dir}")
-        elif args.lab_command == "phase":
-            state = commands.phase(args.state_dir, args.name)
-            print(f"phase {state.phase or 'idle'}" + (f" (fio pid {state.fio_pid})" if state.fio_pid else ""))
-        elif args.lab_command == "set-latency":
-            commands.set_latency(args.state_dir, args.lun, args.read_ms, args.write_ms, args.jitter)
-            print(f"{args.lun}: read {args.read_ms} ms, write {args.write_ms} ms")
-        elif args.lab_command == "status":
-            state, rows = commands.status(args.state_dir, args.window)
-            print(commands.format_status(state, rows, args.window))
-        elif args.lab_command == "scenario":
-            output = args.output or Path("lab-results") / time.strftime("%Y%m%dT%H%M%S")
-            phases = [p.strip() for p in args.phases.split(",")] if args.phases else None
-            if args.prometheus_url and not args.prometheus_url.startswith(("http://", "https://")):
-                raise LabError(f"--prometheus.url must be an http(s) URL, got {args.prometheus_url!r}")
-            path = commands.scenario(
-                args.state_dir, args.exporter, args.duration, args.warmup, phases, output,
-                args.prometheus_url, args.goals, args.reference,
-            )  # fmt: skip
-            print(f"results: {path}")
-    except LabError as exc:
-        print(f"lunlat lab: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return 0
 
 
 def source_settings(args: argparse.Namespace) -> Settings:
@@ -620,7 +461,6 @@ def _run_report(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": serve,
     "check-config": check_config,
-    "lab": run_lab,
     "rules": generate_rules,
     "dashboards": generate_dashboards,
     "report": _run_report,

@@ -105,7 +105,7 @@ def read_regular(path: Path, max_bytes: int, what: str) -> bytes:
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory and one rename.
 
-    Prometheus, Grafana, the FUSE daemon or a concurrent `lunlat lab` command reading `path` sees the
+    Prometheus, Grafana, the FUSE daemon or a concurrent `lunlat-lab` command reading `path` sees the
     old content or the new, never a mix; a crash leaves the old file and at worst a stray `.tmp`.
     """
     path.parent.mkdir(parents=True, exist_ok=True)

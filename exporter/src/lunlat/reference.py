@@ -1,8 +1,8 @@
-"""The reference architecture's average latencies (deploy/lab/reference.csv, its source in its header)
+"""The reference architecture's average latencies (reference.csv beside this module, its source in its header)
 and a measurement beside them: per phase x workload x database x role x op, the reference's ms, the
 measured ms, the difference and whether it is within tolerance.
 
-`lunlat lab scenario --reference` sets the lab's LUNs to these values and compares what the exporter
+`lunlat-lab scenario --reference` sets the lab's LUNs to these values and compares what the exporter
 measured; `lunlat report --reference` compares the report's table cells (report/page.py `cells`).
 Both print and write the same table (`format_table`, `csv_text`).
 """
@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+# The reference's averages, shipped with lunlat (package data): the lab's `scenario --reference`
+# default, and what `lunlat report --reference` is usually given.
+DEFAULT_REFERENCE_FILE = Path(__file__).with_name("reference.csv")
 # A measured cell is within when it is this close to the reference's, absolute or relative (the
 # larger): 0.03 ms is the resolution of a two-decimal table near its small cells, 5 % the larger ones.
 TOLERANCE_MS = 0.03

@@ -1,6 +1,6 @@
 """Reference tables: the storage vendor's reference-architecture tables, live, for any time range.
 
-The reference (`deploy/lab/reference.csv`: its Tables 12-17 and their source) reports one average per
+The reference (`lunlat's reference.csv`: its Tables 12-17 and their source) reports one average per
 workload x database x data/log LUNs, separately for reads and writes, per test phase. Selecting a phase's time range here
 gives the same table from the host's counters: Δ time / Δ operations over the whole range, weighted
 by operations like the reference's averages (not an average of per-minute averages).

@@ -120,8 +120,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], de
     report.add_argument(
         "--reference",
         type=Path,
+        nargs="?",
+        const=reference_table.DEFAULT_REFERENCE_FILE,
         metavar="FILE",
-        help="the reference's averages (deploy/lab/reference.csv): each table cell beside its reference value",
+        help="the reference's averages (without FILE: the reference architecture's, shipped with lunlat): "
+        "each table cell beside its reference value",
     )
     report.add_argument("--output", type=Path, required=True, metavar="DIR")
     report.add_argument("--title", default=DEFAULT_TITLE)
@@ -151,7 +154,7 @@ def write(
     reference: Path | None = None,
 ) -> int:
     """The report of `--from start_text --to end_text --phase SPEC...` into `output`: 0, or 2 with one
-    line on stderr. `lunlat report` and `lunlat lab scenario --prometheus.url` both run it. With
+    line on stderr. `lunlat report` and `lunlat-lab scenario --prometheus.url` both run it. With
     `reference`, DIR/reference.csv and the page put each reference cell beside the measured one."""
     try:
         goals = _goals(goals_file)

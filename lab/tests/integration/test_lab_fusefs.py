@@ -1,0 +1,232 @@
+"""The lab's FUSE daemon on the real kernel: a loop device (direct I/O) on one of its files shows the
+injected latency in /proc/diskstats; settings change it at run time; an array's slots queue I/O.
+The native engine (lab/native/labd.c) by default; the basic behaviour on the Python engine too.
+
+Bounds are about the injected behaviour and generous: what is measured is injection + the I/O path's
+own cost (the "overhead floor", printed here and calibrated away by `lab up`), on a shared VM.
+Run with `-s` to see the measured numbers.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import random
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lunlat_lab import measure, native, system
+from lunlat_lab.engine import ENGINES, Engine
+from lunlat_lab.settings import ArraySetting, LunSetting, Settings
+from tests import labdaemon
+from tests.labdaemon import IMAGE_BYTES, StartDaemon, stop
+
+pytestmark = pytest.mark.lab
+
+# The daemon fixture (tests/labdaemon.py, shared with the exporter's biolatency test).
+start_daemon = labdaemon.start_daemon
+
+BLOCK = 8192
+BATCHES = 5
+IO_TIMEOUT = 120.0  # seconds for one batch of I/O: only reached when the daemon hangs
+
+
+def lun(array: str, ms: float, jitter: float = 0.0) -> LunSetting:
+    return LunSetting(array, ms, ms, jitter)
+
+
+BASE = Settings(
+    luns={
+        "zero": lun("wide", 0.0),
+        "two": lun("wide", 2.0),
+        "spread": lun("wide", 2.0, jitter=1.0),
+        "q1": lun("one", 2.0),
+        "q2": lun("one", 2.0),
+    },
+    arrays={"wide": ArraySetting(32, 100_000.0), "one": ArraySetting(1, 100_000.0)},
+    overhead_ms={"read": 0.0, "write": 0.0},
+)
+
+
+def run_io(devices: list[str], op: str, count: int) -> dict[str, measure.Average]:
+    """`count` O_DIRECT 8K random I/Os per entry of `devices`, one thread each, all at once (queue
+    depth 1 per thread); the average latency per device as the kernel counted it (diskstats)."""
+    names = sorted({Path(d).name for d in devices})
+    before = measure.from_diskstats()
+    errors: list[BaseException] = []
+
+    def worker(device: str, seed: int) -> None:
+        buf = mmap.mmap(-1, BLOCK)  # page-aligned, as O_DIRECT requires
+        fd = os.open(device, os.O_RDWR | os.O_DIRECT)
+        rng = random.Random(seed)
+        try:
+            for _ in range(count):
+                offset = rng.randrange(IMAGE_BYTES // BLOCK) * BLOCK
+                if op == "read":
+                    os.preadv(fd, [buf], offset)
+                else:
+                    os.pwritev(fd, [buf], offset)
+        except BaseException as exc:
+            errors.append(exc)
+            raise
+        finally:
+            os.close(fd)
+            buf.close()
+
+    threads = [threading.Thread(target=worker, args=(d, i), daemon=True) for i, d in enumerate(devices)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + IO_TIMEOUT
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), "I/O did not finish: the daemon hangs"
+    assert not errors, errors
+    after = measure.from_diskstats()
+    return {name: measure.average(before[name], after[name]) for name in names}
+
+
+def latency_ms(devices: list[str], op: str, count: int, batches: int = BATCHES) -> dict[str, float]:
+    """Per device, the median over `batches` of the batch's diskstats average: one host stall
+    (this VM's neighbours pause it for up to 0.2 s now and then) moves one batch, not the result."""
+    per_batch: dict[str, list[float]] = {}
+    for _ in range(batches):
+        for name, average in run_io(devices, op, count).items():
+            value = average.read_ms if op == "read" else average.write_ms
+            assert value is not None, f"no {op}s counted on {name}"
+            per_batch.setdefault(name, []).append(value)
+    return {name: statistics.median(values) for name, values in per_batch.items()}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_loop_device_shows_the_injected_latency(start_daemon: StartDaemon, engine: Engine) -> None:
+    daemon = start_daemon(BASE, engine)
+    zero, two, spread = daemon.attach("zero"), daemon.attach("two"), daemon.attach("spread")
+    report = []
+    for op in ("read", "write"):
+        floor = latency_ms([zero], op, 200)[Path(zero).name]
+        measured = latency_ms([two], op, 100)[Path(two).name]
+        jittered = latency_ms([spread], op, 100)[Path(spread).name]
+        report.append(
+            f"{op}: overhead floor {floor:.3f} ms; 2 ms LUN {measured:.3f} ms, with jitter 1.0 {jittered:.3f} ms"
+        )
+        # The injected 2 ms plus the I/O path's own cost (overhead_ms is 0 here).
+        assert 2.0 <= measured < 3.5, report[-1]
+        # Jitter keeps the mean: lognormal draws with a standard deviation of 2 ms, 100 per batch
+        # (standard error 0.2 ms), hence the wider lower bound.
+        assert 1.6 <= jittered < 3.5, report[-1]
+    print("\n" + "\n".join(report))
+
+
+def test_a_settings_change_applies_at_run_time_without_remount(
+    start_daemon: StartDaemon,
+) -> None:
+    daemon = start_daemon(BASE)
+    device = daemon.attach("two")
+    name = Path(device).name
+    before = {op: latency_ms([device], op, 60)[name] for op in ("read", "write")}
+    daemon.apply(Settings({**BASE.luns, "two": lun("wide", 5.0)}, BASE.arrays, BASE.overhead_ms))
+    after = {op: latency_ms([device], op, 40)[name] for op in ("read", "write")}
+    print(f"\n2 ms -> 5 ms at run time: before {before}, after {after} (ms)")
+    for op in ("read", "write"):
+        assert 2.0 <= before[op] < 3.5, (op, before)
+        assert 5.0 <= after[op] < 6.5, (op, after)
+    assert daemon.process.poll() is None and system.is_mounted(daemon.mountpoint)
+    assert system.loops_under(daemon.mountpoint) == {device: str(daemon.mountpoint / "two.img")}
+
+
+def test_an_array_with_one_slot_queues_io_from_all_its_luns(
+    start_daemon: StartDaemon,
+) -> None:
+    daemon = start_daemon(BASE)
+    q1, q2, wide = daemon.attach("q1"), daemon.attach("q2"), daemon.attach("two")
+    report = []
+    for op in ("read", "write"):
+        alone = latency_ms([q1], op, 50)[Path(q1).name]
+        # Four threads, two on each LUN of the 1-slot array: each I/O waits for the three ahead.
+        shared = latency_ms([q1, q1, q2, q2], op, 25)
+        together = [shared[Path(d).name] for d in (q1, q2)]
+        # Control: the same four threads on a LUN of a 32-slot array do not queue, so the daemon
+        # itself (threads, the kernel's FUSE queue, write locking) does not serialize them.
+        wide_alone = latency_ms([wide], op, 50)[Path(wide).name]
+        wide_four = latency_ms([wide] * 4, op, 25)[Path(wide).name]
+        report.append(
+            f"{op}: 1 slot alone {alone:.3f} ms, 4 threads {together[0]:.3f}/{together[1]:.3f} ms; "
+            f"32 slots alone {wide_alone:.3f} ms, 4 threads {wide_four:.3f} ms"
+        )
+        for value in together:
+            assert 2.5 * alone <= value <= 5.0 * alone, report[-1]
+        assert wide_four < 1.6 * wide_alone, report[-1]
+    print("\n" + "\n".join(report))
+
+
+def _native_daemons(marker: Path) -> list[int]:
+    return [
+        p.pid
+        for p in system.processes_mentioning(str(marker))
+        if Path((p.info.get("cmdline") or [""])[0]).name == native.BINARY_NAME
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sigterm_unmounts_and_logs_start_and_stop(start_daemon: StartDaemon, engine: Engine) -> None:
+    daemon = start_daemon(BASE, engine)
+    assert bool(_native_daemons(daemon.mountpoint)) == (engine == "native")
+    assert sorted(p.name for p in daemon.mountpoint.iterdir()) == sorted(f"{n}.img" for n in BASE.luns)
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "new.img").write_bytes(b"")  # the namespace is fixed
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "zero.img").unlink()
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "dir").mkdir()
+    with pytest.raises(PermissionError):
+        (daemon.mountpoint / "zero.img").rename(daemon.mountpoint / "renamed.img")
+    assert stop(daemon.process) == 0
+    assert not system.is_mounted(daemon.mountpoint)
+    assert _native_daemons(daemon.mountpoint) == []  # the C daemon stopped with its supervisor
+    log = daemon.log_text()
+    assert "msg=starting" in log
+    assert "msg=mounted" in log
+    assert "msg=stopped reason=signal" in log
+    assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_files_that_are_not_a_configured_luns_image_pass_through(
+    start_daemon: StartDaemon, engine: Engine
+) -> None:
+    """A non-image file and an image without settings are plain files: read and written in place
+    (their I/O gets no delay and no slot; how fast is bench/lab_daemon.py's job)."""
+    daemon = start_daemon(BASE, engine, extra_files={"notes.txt": b"hello", "spare.img": bytes(IMAGE_BYTES)})
+    notes, spare = daemon.mountpoint / "notes.txt", daemon.mountpoint / "spare.img"
+    assert notes.read_bytes() == b"hello"
+    with notes.open("r+b") as f:
+        f.seek(5)
+        f.write(b", world")
+    assert notes.read_bytes() == b"hello, world"
+    assert (daemon.mountpoint.parent / "backing" / "notes.txt").read_bytes() == b"hello, world"
+    notes.write_bytes(b"short")  # truncates, then writes: sizes can change, names cannot
+    assert notes.read_bytes() == b"short"
+    with spare.open("r+b") as f:
+        f.seek(IMAGE_BYTES - 4)
+        f.write(b"tail")
+    assert (daemon.mountpoint.parent / "backing" / "spare.img").read_bytes()[-4:] == b"tail"
+    # A loop device on an image with no settings serves I/O too, through the same path.
+    device = daemon.attach("spare")
+    assert run_io([device], "read", 20)[Path(device).name].reads == 20
+
+
+def test_a_settings_version_the_native_daemon_cannot_use_is_refused_and_the_old_one_kept(
+    start_daemon: StartDaemon,
+) -> None:
+    """Python validates settings.json before the C daemon sees it: a bad file never reaches it."""
+    daemon = start_daemon(BASE)
+    device = daemon.attach("two")
+    daemon.settings_file.write_text('{"luns": {"two": {"array": "nowhere"}}}')
+    system.wait_for(lambda: "settings rejected" in daemon.log_text(), 10, "the rejection")
+    read = latency_ms([device], "read", 30, batches=3)[Path(device).name]
+    assert 2.0 <= read < 3.5, read
+    assert daemon.process.poll() is None

@@ -1,0 +1,126 @@
+"""`lunlat-lab scenario --reference` on the real kernel, short: the lab of the lab's lab.yaml set to
+the reference's averages (lunlat's reference.csv) phase by phase, every cell the reference reports
+measured by the exporter within 0.03 ms or 5 % of it; the report the scenario runs (Prometheus
+scraping every second) shows the same cells beside the reference."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lunlat import contract, reference
+from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat_lab import commands
+from lunlat_lab.defaults import DEFAULT_LAB_FILE
+from tests import prometheus
+from tests.labhost import lab_skip_reason, memory_backed_dir
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+
+pytestmark = pytest.mark.lab
+
+REPO = Path(__file__).resolve().parents[3]
+LAB = DEFAULT_LAB_FILE
+REFERENCE = DEFAULT_REFERENCE_FILE
+# Short phases: the warm-up covers the snapshot copy (lab/fio/jobs.py, 4 s at its capped rate) and
+# the live calibration's first windows on the snapshot LUNs, which only start once it is done. The
+# log readers run at 5 IOPS in lab.yaml (below the alerts' idle guard, for the paging tests): 100
+# I/Os in a 20 s phase, whose mean swings by more than 0.03 ms with the host's wake-ups. This short
+# version runs them at LOG_READ_IOPS, so every cell's mean rests on 400+ I/Os; the cells, targets and
+# tolerance are the reference's.
+WARMUP_S = 8.0
+MEASURED_S = 20.0
+LOG_READ_IOPS = 20
+# The report's cells are Prometheus' increase() over the phase rounded to whole seconds, from the
+# samples inside it (scraped every second): the scenario's window give or take a scrape at each end.
+REPORT_VS_SCENARIO = 0.05
+
+
+@pytest.fixture(autouse=True)
+def _lab_host() -> None:
+    reason = lab_skip_reason() or prometheus.missing()
+    if reason:
+        pytest.skip(reason)
+
+
+def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> None:
+    base = Path(tempfile.mkdtemp(prefix="lunlat-reference-", dir=memory_backed_dir()))
+    lab_dir, output = base / "lab", tmp_path / "out"
+    try:
+        stdout = _run(tmp_path, lab_dir, output)
+    finally:
+        commands.down(lab_dir)
+        shutil.rmtree(base, ignore_errors=True)
+    with (output / "reference.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    # Every cell the reference reports is there, in its order, and none it does not report.
+    assert [_key(r) for r in rows] == [c.key for c in reference.load(REFERENCE)]
+    assert "reference cells within 0.03 ms or 5%" in stdout
+    # The report run by the scenario: the same cells, measured by Prometheus over the same phases.
+    with (output / "report" / "reference.csv").open() as f:
+        report_rows = list(csv.DictReader(f))
+    assert [_key(r) for r in report_rows] == [_key(r) for r in rows]
+    for mine, theirs in zip(rows, report_rows, strict=True):
+        assert theirs["reference_ms"] == mine["reference_ms"]
+        assert float(theirs["measured_ms"]) == pytest.approx(
+            float(mine["measured_ms"]), rel=REPORT_VS_SCENARIO
+        )
+    assert "Against the reference:" in (output / "report" / "index.html").read_text()
+    _within_tolerance(rows)
+
+
+def _key(row: dict[str, str]) -> tuple[str, ...]:
+    return (row["phase"], row["workload"], row["database"], row["role"], row["op"])
+
+
+def _short_lab(tmp_path: Path) -> Path:
+    """the lab's lab.yaml with its log readers (`kind: archive`) at LOG_READ_IOPS."""
+    data = yaml.safe_load(LAB.read_text(encoding="utf-8"))
+    for workload in data["workloads"].values():
+        if workload["kind"] == "archive":
+            workload["rate_iops"] = LOG_READ_IOPS
+    path = tmp_path / "lab.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def _run(tmp_path: Path, lab_dir: Path, output: Path) -> str:
+    state = commands.up(_short_lab(tmp_path), lab_dir)
+    exporter_argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0",
+                     f"--config.file={state.exporter_config}"]  # fmt: skip
+    with ExporterProcess(exporter_argv, tmp_path / "exporter.log", port_pattern=LUNLAT_PORT) as exporter:
+        prom = prometheus.start(
+            tmp_path / "prometheus", prometheus.config([f"{LOOPBACK}:{exporter.port}"], "1s")
+        )
+        try:
+            api = prometheus.api(prom)
+            api.wait_for_series(contract.DEVICE_READS.name, len(state.loops), 60)
+            argv = [sys.executable, "-m", "lunlat_lab", "scenario", f"--state-dir={lab_dir}",
+                    f"--exporter=http://{LOOPBACK}:{exporter.port}/metrics", f"--reference={REFERENCE}",
+                    f"--warmup={WARMUP_S:g}", f"--duration={MEASURED_S:g}", f"--output={output}",
+                    f"--prometheus.url={api.base}"]  # fmt: skip
+            started = time.monotonic()
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+            print(done.stdout, done.stderr, f"scenario: {time.monotonic() - started:.1f}s", sep="\n")
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+        finally:
+            prom.stop()
+
+
+def _within_tolerance(rows: list[dict[str, str]]) -> None:
+    outside = [r for r in rows if r["within_tolerance"] != "yes"]
+    assert not outside, "\n".join(
+        f"{' '.join(_key(r))}: reference {r['reference_ms']}, measured {r['measured_ms'] or '-'} "
+        f"({r['difference_ms'] or '-'} ms)"
+        for r in outside
+    )
+    for row in rows:  # the verdict is the arithmetic of the numbers printed beside it
+        assert reference.within(float(row["reference_ms"]), float(row["measured_ms"]))
