@@ -175,15 +175,20 @@ def _walk(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, arg
 def flags_page() -> str:
     os.environ["COLUMNS"] = HELP_COLUMNS
     from lunlat.cli import _parser  # noqa: PLC0415
+    from lunlat_lab.cli import PROG as LAB_PROG  # noqa: PLC0415 - the lab's own distribution
+    from lunlat_lab.cli import parser as lab_parser  # noqa: PLC0415
 
     lines = [
-        HEADER.format(source="the argparse parser of exporter/src/lunlat/cli.py"),
+        HEADER.format(
+            source="the argparse parsers of exporter/src/lunlat/cli.py and lab/src/lunlat_lab/cli.py"
+        ),
         "# Command-line reference\n\n",
-        "The `--help` of `lunlat` and of each of its subcommands. What they do, with examples: "
-        "[Command line](../cli.md).\n",
+        "The `--help` of `lunlat`, of the lab's `lunlat-lab` (its own distribution, `lab/`) and of each "
+        "of their subcommands. What they do, with examples: [Command line](../cli.md), [The lab](../lab.md).\n",
     ]
-    for path, parser in _walk(_parser(), "lunlat"):
-        lines.append(f"\n## `{path}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")
+    for root, prog in ((_parser(), "lunlat"), (lab_parser(), LAB_PROG)):
+        for path, parser in _walk(root, prog):
+            lines.append(f"\n## `{path}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")
     return "".join(lines)
 
 

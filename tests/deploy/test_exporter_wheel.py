@@ -20,3 +20,12 @@ def test_the_exporters_wheel_holds_no_lab(tmp_path: Path) -> None:
     lab = [n for n in names if n.startswith(("lunlat/lab/", "lunlat_lab/")) or n.endswith((".c", "lab.yaml"))]
     assert lab == []
     assert wheel.name.endswith("-py3-none-any.whl")  # nothing compiled
+    # The licence the metadata names travels with the wheel: exporter/LICENSE is a copy of the
+    # repository's (a copy, not a link: an image built with exporter/ as its context sees no parent).
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+
+
+def test_the_exporters_licence_is_the_repositorys() -> None:
+    exporter_copy = ROOT / "exporter" / "LICENSE"
+    assert not exporter_copy.is_symlink()
+    assert exporter_copy.read_bytes() == (ROOT / "LICENSE").read_bytes()
