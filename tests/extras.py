@@ -1,11 +1,14 @@
-"""Tests that need one of lunlat's extras skip, naming the extra, on an install without it.
+"""Tests that need one of lunlat's extras or a Debian package skip, naming what to install, where it is
+missing.
 
 The exporter's own tests run on `pip install 'lunlat[dev]'` alone: what needs python-oracledb, pyodbc,
-the Docker SDK … skips with "X is not installed (pip install 'lunlat[EXTRA]')" instead of failing.
+the Docker SDK … skips with "X is not installed (pip install 'lunlat[EXTRA]')", what runs promtool
+with "promtool is not installed (Debian: prometheus)", instead of failing.
 """
 
 from __future__ import annotations
 
+import shutil
 from importlib.util import find_spec
 from types import ModuleType
 
@@ -42,3 +45,12 @@ def needs(module: str) -> pytest.MarkDecorator:
     """Mark for a test that needs `module` without importing it itself (a `lunlat serve` child, a source
     the registry builds): skipped, naming the extra, where it is not installed."""
     return pytest.mark.skipif(not installed(module), reason=reason(module))
+
+
+def command(name: str, package: str) -> str:
+    """The path of the program `name`; where it is not on PATH the test skips, naming the Debian package
+    that installs it (.ci/run installs them all)."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (Debian: {package})")
+    return path
