@@ -33,11 +33,11 @@ from lunlat.sources.oracle import OracleSource
 from lunlat.sources.registry import build_sources
 from tests.clock import FakeClock
 from tests.docker.engine import DATA_ROOT, FakeContainer, FakeEngine, bind, published, tmpfs, volume
+from tests.extras import needs
 from tests.fakesys import FakeHost
 from tests.mssql.targets import PASSWORD_ENV, freetds_target
 from tests.mssql.tds_server import DmvState, Load, Stream, TdsServer
 from tests.mssql.test_mssql_source import NO_DRIVER
-from tests.oracle.emulation import OracleEmulation
 from tests.oracle.simulator import IO, Constant
 from tests.oracle.simulator import Load as OracleLoad
 
@@ -143,6 +143,7 @@ def scrape(host: FakeHost, source: Any) -> dict[str, bool]:
         scraper.close()
 
 
+@needs("docker")
 @needs_driver
 def test_sql_server_files_at_container_paths_get_the_host_luns_of_their_mounts(
     server: TdsServer, host: FakeHost, engine: FakeEngine
@@ -166,6 +167,7 @@ def test_sql_server_files_at_container_paths_get_the_host_luns_of_their_mounts(
     assert any(path.endswith("/containers/sql1/json") for _, path in engine.requests)
 
 
+@needs("docker")
 @needs_driver
 def test_a_path_on_no_mount_is_in_the_writable_layer_and_a_tmpfs_on_no_lun(
     server: TdsServer, host: FakeHost, engine: FakeEngine
@@ -178,6 +180,7 @@ def test_a_path_on_no_mount_is_in_the_writable_layer_and_a_tmpfs_on_no_lun(
     assert capabilities(result) == {"container": 1}
 
 
+@needs("docker")
 @needs_driver
 def test_without_a_writable_layer_reported_a_path_on_no_mount_is_unmapped(
     server: TdsServer, host: FakeHost, engine: FakeEngine
@@ -188,6 +191,7 @@ def test_without_a_writable_layer_reported_a_path_on_no_mount_is_unmapped(
     assert luns["/var/opt/mssql/log/sales_log.ldf"] == "docker_root"
 
 
+@needs("docker")
 @needs_driver
 def test_the_container_is_found_by_the_port_it_publishes_when_docker_is_configured(
     server: TdsServer, host: FakeHost, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
@@ -219,6 +223,7 @@ def test_the_container_is_found_by_the_port_it_publishes_when_docker_is_configur
     assert listed and all("all=1" not in p and "all=true" not in p for p in listed)  # running ones only
 
 
+@needs("docker")
 @needs_driver
 def test_a_target_elsewhere_is_not_looked_up_and_publishes_no_container_capability(
     server: TdsServer, host: FakeHost, engine: FakeEngine
@@ -237,6 +242,7 @@ def test_a_target_elsewhere_is_not_looked_up_and_publishes_no_container_capabili
     assert not engine.requests
 
 
+@needs("docker")
 @needs_driver
 def test_a_mount_removed_on_a_recreated_container_is_followed_after_reconnect(
     server: TdsServer, host: FakeHost, engine: FakeEngine
@@ -284,6 +290,7 @@ SDK_SOCKET_LEAK = (
 )
 
 
+@needs("docker")
 @needs_driver
 @SDK_SOCKET_LEAK[0]
 @SDK_SOCKET_LEAK[1]
@@ -331,6 +338,7 @@ def test_an_engine_that_cannot_answer_costs_the_lun_only_said_once(
     gc.collect()  # the SDK's leaked sockets are reported here, under this test's warning filter
 
 
+@needs("docker")
 @needs_driver
 def test_a_failed_lookup_is_retried_and_its_recovery_said(
     server: TdsServer, host: FakeHost, engine: FakeEngine, caplog: pytest.LogCaptureFixture
@@ -358,6 +366,7 @@ PR_CAPBSET_DROP = 24  # prctl(2)
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2  # linux/capability.h
 
 
+@needs("docker")
 @needs_driver
 @SDK_SOCKET_LEAK[0]
 @SDK_SOCKET_LEAK[1]
@@ -427,10 +436,14 @@ def rerun_without_dac_override(test: str) -> None:
 ORADATA = "/opt/oracle/oradata/FREE"
 
 
+@needs("docker")
+@needs("oracledb")
 def test_oracle_files_and_asm_disks_in_a_container_get_the_host_luns(
     host: FakeHost, engine: FakeEngine
 ) -> None:
     """Oracle Free's datafiles on a bind mount, an ASM disk passed in with --device."""
+    from tests.oracle.emulation import OracleEmulation  # noqa: PLC0415 - needs the oracle extra
+
     engine.run(
         FakeContainer(
             "ora1",
@@ -474,7 +487,11 @@ def test_oracle_files_and_asm_disks_in_a_container_get_the_host_luns(
     assert labels["dm-6"].role == "data"
 
 
+@needs("docker")
+@needs("oracledb")
 def test_oracle_auto_lookup_by_the_easy_connect_port(host: FakeHost, engine: FakeEngine) -> None:
+    from tests.oracle.emulation import OracleEmulation  # noqa: PLC0415 - needs the oracle extra
+
     engine.run(
         FakeContainer(
             "ora1", mounts=[bind("/srv/oradata", "/opt/oracle/oradata")], ports=[published(1521, 1522)]
@@ -506,6 +523,7 @@ def test_oracle_auto_lookup_by_the_easy_connect_port(host: FakeHost, engine: Fak
     assert capabilities(result) == {"asm": 1, "container": 1}
 
 
+@needs("oracledb")
 def test_without_the_docker_sdk_a_container_target_is_one_build_problem_and_the_rest_builds(
     host: FakeHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -532,8 +550,12 @@ def test_without_the_docker_sdk_a_container_target_is_one_build_problem_and_the_
         built.close()
 
 
+@needs("docker")
+@needs("oracledb")
 def test_capability_families_are_one_per_source(host: FakeHost, engine: FakeEngine) -> None:
     """The shared helper publishes each capability once, under the contract's labels."""
+    from tests.oracle.emulation import OracleEmulation  # noqa: PLC0415 - needs the oracle extra
+
     engine.run(FakeContainer("ora1", mounts=[bind("/srv/oradata", "/opt/oracle/oradata")]))
     emu = OracleEmulation(datafiles=[f"{ORADATA}/users01.dbf"])
     target = parse_config(

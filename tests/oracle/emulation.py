@@ -83,16 +83,20 @@ from functools import lru_cache
 from types import TracebackType
 from typing import Any, Final, Literal
 
-import oracledb
-import sqlglot
-from oracledb import errors as oerr
-from sqlglot import exp
-from sqlglot.errors import OptimizeError, ParseError, TokenError
-from sqlglot.optimizer.annotate_types import annotate_types
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.optimizer.qualify import qualify
+from tests.extras import need
 
-from tests.oracle.simulator import VIEWS, Database, Instance, Load, Role, exists, rows
+need("oracledb")  # without the `oracle` extra, a test module importing this one skips, naming it
+
+import oracledb  # noqa: E402 - after the skip above
+import sqlglot  # noqa: E402
+from oracledb import errors as oerr  # noqa: E402
+from sqlglot import exp  # noqa: E402
+from sqlglot.errors import OptimizeError, ParseError, TokenError  # noqa: E402
+from sqlglot.optimizer.annotate_types import annotate_types  # noqa: E402
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers  # noqa: E402
+from sqlglot.optimizer.qualify import qualify  # noqa: E402
+
+from tests.oracle.simulator import VIEWS, Database, Instance, Load, Role, exists, rows  # noqa: E402
 
 # --- errors, as python-oracledb thin raises them ---------------------------------------------
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import oracledb
 import pytest
-from oracledb import errors
 
-from lunlat.sources.dbsession import Kind
-from lunlat.sources.oracle import classify, error_code, format_le
-from tests.oracle.emulation import oracle_error
+from tests.extras import need
+
+need("oracledb")  # without the `oracle` extra this module skips, naming it
+
+import oracledb  # noqa: E402 - after the skip above
+from oracledb import errors  # noqa: E402
+
+from lunlat.sources.dbsession import Kind  # noqa: E402
+from lunlat.sources.oracle import classify, error_code, format_le  # noqa: E402
+from tests.oracle.emulation import oracle_error  # noqa: E402
 
 
 def ora(message: str) -> oracledb.Error:

@@ -9,15 +9,20 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-import oracledb
 import pytest
-import sqlglot
-from oracledb import errors as oerr
 
-from lunlat.sources.dbsource import Query
-from lunlat.sources.oracle_sql import ALL_QUERIES, IO_EVENTS
-from tests.oracle.emulation import EmulatedConnection, OracleEmulation, oracle_error
-from tests.oracle.simulator import IO, Choice, Commits, Constant, Load, bucket_micro
+from tests.extras import need
+
+need("oracledb")  # without the `oracle` extra this module skips, naming it
+
+import oracledb  # noqa: E402 - after the skip above
+import sqlglot  # noqa: E402
+from oracledb import errors as oerr  # noqa: E402
+
+from lunlat.sources.dbsource import Query  # noqa: E402
+from lunlat.sources.oracle_sql import ALL_QUERIES, IO_EVENTS  # noqa: E402
+from tests.oracle.emulation import EmulatedConnection, OracleEmulation, oracle_error  # noqa: E402
+from tests.oracle.simulator import IO, Choice, Commits, Constant, Load, bucket_micro  # noqa: E402
 
 ORACLE_SQL = {q.name: q for q in ALL_QUERIES}
 

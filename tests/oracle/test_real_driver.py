@@ -26,7 +26,9 @@ from lunlat.sources.base import SourceError
 from lunlat.sources.oracle import OracleSource, connect_oracledb
 from tests import sockets
 from tests.clock import FakeClock
+from tests.extras import needs
 
+pytestmark = needs("oracledb")  # the real driver against sockets that misbehave
 SECRET = "hunter2-do-not-log"  # noqa: S105 - a test value that must never appear in logs
 
 

@@ -110,7 +110,7 @@ def test_exposition_is_a_valid_histogram_per_lun_and_op() -> None:
     assert {(s.labels["device"], s.labels["op"]): s.value for s in queue}[("loop10", "read")] == 1.2e-05
 
 
-@pytest.mark.skipif(PROMTOOL is None, reason="promtool is needed (installed by .ci/run)")
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: prometheus)")
 def test_promtool_accepts_the_exposition(tmp_path: Path) -> None:
     assert PROMTOOL is not None
     result = subprocess.run(

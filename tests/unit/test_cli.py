@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.extras import needs
+
 LINE = "   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
 
 
@@ -100,6 +102,7 @@ def test_serve_scrapes_logs_json_and_stops_on_sigterm(procfs: Path, tmp_path: Pa
                 proc.kill()
 
 
+@needs("oracledb")
 def test_serve_with_an_unreachable_oracle_target_still_serves_the_host_layer(
     procfs: Path, tmp_path: Path
 ) -> None:
@@ -135,6 +138,7 @@ def test_serve_with_an_unreachable_oracle_target_still_serves_the_host_layer(
                 proc.kill()
 
 
+@needs("oracledb")
 def test_serve_warns_of_an_unreadable_password_file_and_still_serves(procfs: Path, tmp_path: Path) -> None:
     # The file may be mounted later (a Kubernetes secret): serve warns and starts; check-config refuses.
     config = tmp_path / "lunlat.yaml"

@@ -3,7 +3,6 @@ line only, and the exposition stays valid for promtool whatever /proc/diskstats 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,11 +14,11 @@ from lunlat import contract
 from lunlat.exposition import render
 from lunlat.sources.base import SourceResult
 from lunlat.sources.diskstats import parse
+from tests.extras import command
 from tests.fakesys import FakeHost
 from tests.unit.test_diskstats_source import assert_consistent, collect, source
 from tests.unit.test_diskstats_source import host as host  # noqa: PLC0414 - the fixture, re-exported
 
-PROMTOOL = shutil.which("promtool")
 GOOD = b"   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076"
 U64_MAX = 2**64 - 1
 
@@ -42,9 +41,13 @@ ODD_LINES = {
 
 
 def promtool_check(text: str) -> None:
-    assert PROMTOOL is not None, "promtool is needed (installed by .ci/run)"
     result = subprocess.run(
-        [PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60, check=False
+        [command("promtool", "prometheus"), "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 0, (result.stdout + result.stderr)[:2000]
 

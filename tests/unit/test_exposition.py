@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from lunlat import contract
 from lunlat.exposition import format_value, render
 from lunlat.model import Family, LabelList, LabelSet
+from tests.extras import command
 
 SPEC = contract.DEVICE_READ_TIME
 
@@ -106,7 +107,11 @@ def test_any_int_renders_as_a_float_the_text_format_takes() -> None:
         },
     }
     check = subprocess.run(
-        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False
+        [command("promtool", "prometheus"), "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert check.returncode == 0, check.stderr
     assert format_value(10**400, -3) == "+Inf" and format_value(12, -3) == "12e-3"

@@ -3,14 +3,13 @@ strictly, compared within 0.03 ms or 5 %; the scenario's and the report's side-b
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
 from lunlat import reference
+from lunlat.cli import _parser
 from lunlat.reference import DEFAULT_REFERENCE_FILE
-from lunlat.report import add_parser as add_report_parser
 from lunlat.report.collect import Collected, Phase, Row
 from lunlat.report.page import cells, render
 from lunlat_lab import measure
@@ -156,10 +155,8 @@ def test_the_reference_is_lunlats_package_data_and_the_reports_default() -> None
     from any directory; a FILE still wins."""
     assert Path(reference.__file__).with_name("reference.csv") == DEFAULT_REFERENCE_FILE
     assert reference.load(DEFAULT_REFERENCE_FILE)
-    commands = argparse.ArgumentParser().add_subparsers()
-    add_report_parser(commands, Path("goals.yaml"))
     required = ["report", "--prometheus.url=http://p", "--from=0", "--to=1", "--output=out"]
-    parser = commands.choices["report"]
-    assert parser.parse_args([*required[1:], "--reference"]).reference == DEFAULT_REFERENCE_FILE
-    assert parser.parse_args([*required[1:], "--reference", "mine.csv"]).reference == Path("mine.csv")
-    assert parser.parse_args(required[1:]).reference is None
+    parser = _parser()
+    assert parser.parse_args([*required, "--reference"]).reference == DEFAULT_REFERENCE_FILE
+    assert parser.parse_args([*required, "--reference", "mine.csv"]).reference == Path("mine.csv")
+    assert parser.parse_args(required).reference is None

@@ -16,6 +16,7 @@ from lunlat.sources.mssql import MssqlSource
 from lunlat.sources.oracle import OracleSource
 from lunlat.sources.psutil_disks import PsutilDisksSource
 from lunlat.sources.registry import build_sources
+from tests.extras import needs
 
 CONFIG = """
 oracle:
@@ -32,6 +33,8 @@ def procfs(tmp_path: Path) -> Path:
     return tmp_path / "proc"
 
 
+@needs("oracledb")
+@needs("pyodbc")
 def test_the_host_layer_and_the_databases_share_one_set_of_lun_labels(procfs: Path, tmp_path: Path) -> None:
     built = build_sources(parse_config(CONFIG), Settings(procfs, tmp_path / "sys"))
     assert built.problems == []
@@ -45,6 +48,8 @@ def test_the_host_layer_and_the_databases_share_one_set_of_lun_labels(procfs: Pa
     built.close()
 
 
+@needs("oracledb")
+@needs("pyodbc")
 def test_psutil_hosts_get_no_sysfs_lookups(tmp_path: Path) -> None:
     built = build_sources(parse_config(CONFIG), Settings(tmp_path, tmp_path, host_source="psutil"))
     host, oracle, _ = built.sources
@@ -77,6 +82,8 @@ def test_every_source_module_is_registered_once() -> None:
     assert len({factory for _, factory in registry.FACTORIES}) == len(names)
 
 
+@needs("oracledb")
+@needs("pyodbc")
 def test_a_rebuild_hands_the_database_labels_on(procfs: Path, tmp_path: Path) -> None:
     first = build_sources(parse_config(CONFIG), Settings(procfs, tmp_path))
     again = build_sources(parse_config(CONFIG), Settings(procfs, tmp_path), first.db_labels)

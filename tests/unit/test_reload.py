@@ -22,6 +22,7 @@ from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import Source, SourceError, SourceResult
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import Built, build_sources
+from tests.extras import needs
 from tests.fakesys import FakeHost, Stats
 from tests.hostile import PROMPTLY, finishes, make_fifo, release
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
@@ -70,6 +71,7 @@ def exporter_files(tmp_path: Path) -> tuple[Path, list[str]]:
     return config, flags
 
 
+@needs("oracledb")
 def test_sighup_and_post_reload_a_running_exporter_and_a_bad_file_keeps_the_old(
     tmp_path: Path, exporter_files: tuple[Path, list[str]]
 ) -> None:
@@ -324,6 +326,7 @@ def test_a_reload_that_hangs_is_cut_at_its_deadline_and_reloads_do_not_stack(
         scraper.close()
 
 
+@needs("oracledb")
 def test_a_reload_that_drops_database_targets_names_them(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.extras import needs
 from tests.hostile import PROMPTLY, lunlat_argv, make_fifo
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
 from tests.unit.test_scrape import samples
@@ -45,6 +46,7 @@ def secret_file(tmp_path: Path, kind: str) -> Path:
     return path
 
 
+@needs("oracledb")
 @pytest.mark.parametrize("kind", list(SECRET_READERS))
 def test_serve_starts_and_serves_the_host_when_a_password_file_cannot_be_read(
     tmp_path: Path, kind: str

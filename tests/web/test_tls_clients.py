@@ -23,7 +23,7 @@ PASSWORD = "s3cret"  # noqa: S105 - a test password for a throw-away exporter
 # Cost 4, the lowest bcrypt takes: the tests check behaviour, not bcrypt's slowness.
 HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
 
-pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed (Debian: curl)")
 
 
 @pytest.fixture(scope="module")

@@ -123,7 +123,7 @@ def test_relative_paths_are_relative_to_the_web_config(tmp_path: Path, pki: cert
 def test_every_go_cipher_name_maps_to_openssl_standard_name() -> None:
     """The table against OpenSSL itself: `openssl ciphers -stdname` prints IANA name - OpenSSL name."""
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+        pytest.skip("openssl is not installed (Debian: openssl)")
     listing = subprocess.run(
         ["openssl", "ciphers", "-stdname", "ALL:@SECLEVEL=0"], capture_output=True, text=True, check=True
     ).stdout

@@ -3,6 +3,9 @@
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
 Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
+
+Building the parser imports no command's code: `lunlat serve` loads no report, rules, dashboards or lab
+module (tests/unit/test_serve_imports.py). Each command imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ from types import FrameType
 
 from lunlat import __version__, logs
 from lunlat import top as top_command
-from lunlat.alerting.goals import DEFAULT_GOALS_FILE
 from lunlat.config import Config, ConfigError, MssqlTarget, OracleTarget, load_config
 from lunlat.files import write_atomic
 from lunlat.httplimits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
+from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
@@ -40,6 +43,9 @@ EXIT_USAGE = 2
 DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
 DEFAULT_PROMETHEUS_RULE_FILE = Path("deploy/kubernetes/prometheusrule.yaml")
 DEFAULT_DASHBOARDS_DIR = Path("dashboards")
+# lunlat.alerting.goals.DEFAULT_GOALS_FILE, not imported from there so that parsing the command line does
+# not load the goals' models (tests/unit/test_cli.py checks that both are the same path).
+DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
 GENERATE_HELP = (
     "Write the recording and alert rules generated from the goals file, and the same rules as a Kubernetes "
     "PrometheusRule. With --check, write nothing and exit 1 when either file is stale (CI runs this). A bad "
@@ -198,9 +204,44 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from lunlat.report import add_parser  # noqa: PLC0415 - the report's code lives in lunlat.report
-
-    add_parser(commands, DEFAULT_GOALS_FILE)
+    report = commands.add_parser(
+        "report",
+        help="the reference tables per phase, as CSV and a self-contained HTML page",
+        description=(
+            "Read lunlat's series from Prometheus over a time range and write DIR/tables.csv (average "
+            "latency, IOPS, throughput per phase, layer, LUN and op, against the goal) and DIR/index.html "
+            "(verdict, the reference's tables per phase, plots). Times: RFC 3339 or Unix seconds."
+        ),
+    )
+    report.add_argument("--prometheus.url", dest="prometheus_url", required=True, metavar="URL")
+    report.add_argument("--from", dest="start", required=True, metavar="TIME")
+    report.add_argument("--to", dest="end", required=True, metavar="TIME")
+    report.add_argument(
+        "--phase",
+        dest="phases",
+        action="append",
+        default=[],
+        metavar="NAME=FROM..TO",
+        help="a phase of the test (repeat; default: the whole range is one phase)",
+    )
+    report.add_argument(
+        "--goals",
+        type=Path,
+        metavar="FILE",
+        help=f"latency goals (default {DEFAULT_GOALS_FILE} if present, else 1 ms for every LUN)",
+    )
+    report.add_argument(
+        "--reference",
+        type=Path,
+        nargs="?",
+        const=DEFAULT_REFERENCE_FILE,
+        metavar="FILE",
+        help="the reference's averages (without FILE: the reference architecture's, shipped with lunlat): "
+        "each table cell beside its reference value",
+    )
+    report.add_argument("--output", type=Path, required=True, metavar="DIR")
+    # None: the report's own title (lunlat.report.DEFAULT_TITLE), which lives with the report's code.
+    report.add_argument("--title", help="the page's title")
 
 
 def _dashboards_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -219,7 +260,7 @@ def _dashboards_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         ),
     )
     generate.add_argument(
-        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help="default alerts/goals.yaml"
+        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help=f"default {DEFAULT_GOALS_FILE}"
     )
     generate.add_argument(
         "--output-dir", type=Path, default=DEFAULT_DASHBOARDS_DIR, metavar="DIR", help="default dashboards/"
@@ -242,7 +283,7 @@ def _rules_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "generate", help="write the rules file (or, with --check, compare it)", description=GENERATE_HELP
     )
     generate.add_argument(
-        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help="default alerts/goals.yaml"
+        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help=f"default {DEFAULT_GOALS_FILE}"
     )
     generate.add_argument(
         "--output",

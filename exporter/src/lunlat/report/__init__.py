@@ -3,6 +3,7 @@ series: DIR/tables.csv (one row per phase x layer x LUN x op) and DIR/index.html
 
 Bad input (Prometheus unreachable, no lunlat series, a phase outside the range, an unparsable time)
 is one line on stderr and exit 2; DIR is written whole or not at all (a temporary directory renamed).
+The command line is parsed in lunlat.cli, which imports this package only when `report` runs.
 """
 
 from __future__ import annotations
@@ -90,46 +91,6 @@ def write_dir(output: Path, files: dict[str, str]) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], default_goals: Path) -> None:
-    report = commands.add_parser(
-        "report",
-        help="the reference tables per phase, as CSV and a self-contained HTML page",
-        description=(
-            "Read lunlat's series from Prometheus over a time range and write DIR/tables.csv (average "
-            "latency, IOPS, throughput per phase, layer, LUN and op, against the goal) and DIR/index.html "
-            "(verdict, the reference's tables per phase, plots). Times: RFC 3339 or Unix seconds."
-        ),
-    )
-    report.add_argument("--prometheus.url", dest="prometheus_url", required=True, metavar="URL")
-    report.add_argument("--from", dest="start", required=True, metavar="TIME")
-    report.add_argument("--to", dest="end", required=True, metavar="TIME")
-    report.add_argument(
-        "--phase",
-        dest="phases",
-        action="append",
-        default=[],
-        metavar="NAME=FROM..TO",
-        help="a phase of the test (repeat; default: the whole range is one phase)",
-    )
-    report.add_argument(
-        "--goals",
-        type=Path,
-        metavar="FILE",
-        help=f"latency goals (default {default_goals} if present, else 1 ms for every LUN)",
-    )
-    report.add_argument(
-        "--reference",
-        type=Path,
-        nargs="?",
-        const=reference_table.DEFAULT_REFERENCE_FILE,
-        metavar="FILE",
-        help="the reference's averages (without FILE: the reference architecture's, shipped with lunlat): "
-        "each table cell beside its reference value",
-    )
-    report.add_argument("--output", type=Path, required=True, metavar="DIR")
-    report.add_argument("--title", default=DEFAULT_TITLE)
-
-
 def run(args: argparse.Namespace) -> int:
     return write(
         args.prometheus_url,
@@ -138,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         args.phases,
         args.goals,
         args.output,
-        args.title,
+        DEFAULT_TITLE if args.title is None else args.title,
         args.reference,
     )
 
