@@ -14,18 +14,21 @@ from types import ModuleType
 
 import pytest
 
-# Module → (what it is, the extra that installs it), as exporter/pyproject.toml's optional-dependencies.
+# Module → (what it is, what installs it): exporter/pyproject.toml's optional-dependencies, and the lab's
+# own distribution (lab/pyproject.toml).
 EXTRAS: dict[str, tuple[str, str]] = {
-    "oracledb": ("python-oracledb", "oracle"),
-    "pyodbc": ("pyodbc", "mssql"),
-    "docker": ("the Docker SDK", "docker"),
-    "mfusepy": ("mfusepy", "lab"),
+    "oracledb": ("python-oracledb", "pip install 'lunlat[oracle]'"),
+    "pyodbc": ("pyodbc", "pip install 'lunlat[mssql]'"),
+    "docker": ("the Docker SDK", "pip install 'lunlat[docker]'"),
+    "grafana_foundation_sdk": ("the Grafana Foundation SDK", "pip install 'lunlat[dashboards]'"),
+    "mfusepy": ("mfusepy", "pip install ./lab"),
+    "lunlat_lab": ("the lab", "pip install ./lab"),
 }
 
 
 def reason(module: str) -> str:
-    what, extra = EXTRAS[module]
-    return f"{what} is not installed (pip install 'lunlat[{extra}]')"
+    what, install = EXTRAS[module]
+    return f"{what} is not installed ({install})"
 
 
 def need(module: str) -> ModuleType:
