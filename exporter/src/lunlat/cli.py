@@ -21,6 +21,7 @@ from types import FrameType
 
 from lunlat import __version__, logs
 from lunlat import top as top_command
+from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, MssqlTarget, OracleTarget, load_config
 from lunlat.files import write_atomic
 from lunlat.httplimits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
@@ -53,28 +54,6 @@ GENERATE_HELP = (
 )
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number > 0")
-    return int(text)
-
-
-def _non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number >= 0")
-    return int(text)
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lunlat", description="Per-LUN read and write latency exporter for Prometheus."
@@ -100,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--web.max-requests",
         dest="max_requests",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=40,
         metavar="N",
         help="scrapes served at once; more get 503 (0 = no limit; default 40)",
@@ -108,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--web.max-connections",
         dest="max_connections",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
         help="connections open at once; past it the longest idle one is closed (503 when every one is "
@@ -175,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--collector.topology.refresh-interval",
         dest="refresh_interval",
-        type=_positive_float,
+        type=positive_float,
         default=300.0,
         metavar="SECONDS",
         help="re-read sysfs at least this often; device or mount changes re-read it at once (default 300)",

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from lunlat import contract, logs
+from lunlat.argtypes import non_negative_int
 from lunlat.config import ConfigError, load_config
 from lunlat.model import Family
 from lunlat.sources.base import SourceError
@@ -413,8 +414,6 @@ def compile_filter(text: str | None) -> re.Pattern[str] | None:
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`lunlat top`'s flags (cli.py registers the subcommand)."""
-    from lunlat.cli import _non_negative_int  # noqa: PLC0415 - cli imports this module
-
     top = commands.add_parser(
         "top",
         help="live per-LUN latency view (like iostat -x)",
@@ -436,7 +435,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     top.add_argument("--interval", type=_interval, default=2.0, metavar="SECONDS", help="default 2")
     top.add_argument(
-        "--count", type=_non_negative_int, default=0, metavar="N", help="frames, then exit (0: no end)"
+        "--count", type=non_negative_int, default=0, metavar="N", help="frames, then exit (0: no end)"
     )
     top.add_argument("--batch", action="store_true", help="plain text frames on stdout, like top -b")
     top.add_argument("--sort", choices=SORT_KEYS, default="LUN", metavar="KEY", help=", ".join(SORT_KEYS))

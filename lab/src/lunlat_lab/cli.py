@@ -15,22 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lunlat import logs
+from lunlat.argtypes import positive_float
 from lunlat.files import write_atomic
 from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat_lab.defaults import DEFAULT_LAB_FILE, DEFAULT_STATE_DIR
 
 PROG = "lunlat-lab"
 EXIT_USAGE = 2
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
-    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -104,17 +95,17 @@ def parser() -> argparse.ArgumentParser:
     latency.add_argument("write_ms", type=float, metavar="WRITE_MS")
     latency.add_argument("--jitter", type=float, help="coefficient of variation of the delays")
     status = actions.add_parser("status", parents=[state], help="each LUN's device, delays and live latency")
-    status.add_argument("--window", type=_positive_float, default=1.0, metavar="SECONDS")
+    status.add_argument("--window", type=positive_float, default=1.0, metavar="SECONDS")
     scenario = actions.add_parser("scenario", parents=[state], help="run the reference phases and compare")
     scenario.add_argument("--exporter", metavar="URL", help="lunlat /metrics to read (default: start one)")
     scenario.add_argument(
         "--duration",
-        type=_positive_float,
+        type=positive_float,
         default=60.0,
         metavar="SECONDS",
         help="measured seconds per phase (default 60)",
     )
-    scenario.add_argument("--warmup", type=_positive_float, default=5.0, metavar="SECONDS")
+    scenario.add_argument("--warmup", type=positive_float, default=5.0, metavar="SECONDS")
     scenario.add_argument("--phases", help="comma-separated phases (default: all, in config order)")
     scenario.add_argument(
         "--output", type=Path, metavar="DIR", help="results directory (default ./lab-results/TIME)"
