@@ -6,6 +6,7 @@ used: every LUN of the host, no database.
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import os
 import re
@@ -426,12 +427,62 @@ class Config(Strict):
                 if isinstance(target, OracleTarget) and target.wallet_password is not None:
                     secrets.append(("wallet_password", target.wallet_password))
                 for what, secret in secrets:
+                    key = f"{what}_env" if secret.env is not None else f"{what}_file"
                     try:
-                        secret.read()
+                        value = secret.read()
                     except ValueError as exc:
-                        key = f"{what}_env" if secret.env is not None else f"{what}_file"
                         problems.append(((kind, i, key), str(exc)))
+                        continue
+                    if not value:  # no database takes an empty password: the login would only fail
+                        where = (
+                            f"environment variable {secret.env}"
+                            if secret.env is not None
+                            else str(secret.file)
+                        )
+                        problems.append(((kind, i, key), f"{where} is empty"))
         return problems
+
+    def driver_problems(self) -> list[tuple[tuple[int | str, ...], str]]:
+        """What `serve` could not use for a target on this host: the engine's driver (the extra) not
+        installed, an ODBC driver name unixODBC does not know. Imports the drivers: check-config only."""
+        problems: list[tuple[tuple[int | str, ...], str]] = []
+        if self.oracle and not _importable("oracledb"):
+            problems += [
+                (("oracle", i), "python-oracledb is not installed: pip install 'lunlat[oracle]'")
+                for i in range(len(self.oracle))
+            ]
+        if not self.mssql:
+            return problems
+        if not _importable("pyodbc"):
+            return problems + [
+                (("mssql", i), "pyodbc is not installed: pip install 'lunlat[mssql]' (and an ODBC driver)")
+                for i in range(len(self.mssql))
+            ]
+        import pyodbc  # noqa: PLC0415 - the mssql extra; imported only when targets need it
+
+        # pyodbc.drivers() lists what the driver manager's SQLDrivers returns (mkleehammer/pyodbc
+        # src/pyodbcmodule.cpp mod_drivers), i.e. the names unixODBC has registered in odbcinst.ini:
+        # the names a connection string's DRIVER= can take.
+        known = list(pyodbc.drivers())
+        for i, target in enumerate(self.mssql):
+            if target.driver not in known:
+                listed = ", ".join(repr(name) for name in known) or "none"
+                problems.append(
+                    (
+                        ("mssql", i, "driver"),
+                        f"{target.driver!r} is not registered with unixODBC (odbcinst -q -d lists: {listed}): "
+                        "install that driver, or name one of these",
+                    )
+                )
+        return problems
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def parse_config(text: str, source: str = "<config>", check_secrets: bool = False) -> Config:
@@ -440,7 +491,8 @@ def parse_config(text: str, source: str = "<config>", check_secrets: bool = Fals
 
 
 def _secret_check(config: Config) -> list[tuple[tuple[int | str, ...], str]]:
-    return config.secret_problems()
+    """What check-config refuses beyond the file itself: what `serve` would refuse or could not serve."""
+    return config.secret_problems() + config.driver_problems()
 
 
 def _explain_extra(loc: tuple[int | str, ...]) -> str:
