@@ -621,9 +621,11 @@ class RuleSet:
     def covered(window: str) -> str:
         """Half the long window must hold judged data before a burn alert fires, fast or slow: on a
         young Prometheus or a new LUN the ratio averages only the minutes there are, and a few slow
-        ones would read as a day's burn (the partial-window false positive Kibana's burn-rate rule
-        also guards against, there by counting the missing slices as good:
-        github.com/elastic/kibana/pull/203279)."""
+        ones would read as an hour's or a day's burn (the partial-window false positive Kibana's
+        burn-rate rule also guards against, there by counting missing slices as good:
+        github.com/elastic/kibana/pull/203279). JUDGED_SINCE keeps its own previous value, so a
+        LUN idle for a while keeps its history; only a gap in the rules' evaluation longer than
+        Prometheus' 5-minute lookback starts it again."""
         return f"(time() - {JUDGED_SINCE}) >= {_promql_number(duration_seconds(window) / 2)}"
 
     def health_alerts(self) -> list[dict[str, Any]]:
