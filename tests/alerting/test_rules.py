@@ -119,6 +119,9 @@ def test_bad_goals_exit_2_naming_key_and_line(tmp_path: Path, capsys: pytest.Cap
         ("tail:\n  above_percent: 100\n", "tail.above_percent", "less than 100"),
         ("tail:\n  for: a while\n", "tail.for", "not a Prometheus duration"),
         ("tail:\n  severity: critical\n", "tail.severity", "Input should be"),
+        ("unowned:\n  severity: critical\n", "unowned.severity", "Input should be"),
+        ("unowned:\n  goal_ms: 0\n", "unowned.goal_ms", "greater than 0"),
+        ("unowned:\n  role: data\n", "unowned.role", "unknown key"),
         ("colour: blue\n", "colour", "unknown key"),
     ],
 )
