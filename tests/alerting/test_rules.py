@@ -119,6 +119,9 @@ def test_bad_goals_exit_2_naming_key_and_line(tmp_path: Path, capsys: pytest.Cap
         ("tail:\n  above_percent: 100\n", "tail.above_percent", "less than 100"),
         ("tail:\n  for: a while\n", "tail.for", "not a Prometheus duration"),
         ("tail:\n  severity: critical\n", "tail.severity", "Input should be"),
+        ("unowned:\n  severity: critical\n", "unowned.severity", "Input should be"),
+        ("unowned:\n  goal_ms: 0\n", "unowned.goal_ms", "greater than 0"),
+        ("unowned:\n  role: data\n", "unowned.role", "unknown key"),
         ("colour: blue\n", "colour", "unknown key"),
     ],
 )
@@ -162,10 +165,28 @@ def test_overrides_become_ordered_goal_branches() -> None:
     assert (
         goal.index('database=~"Oracle"')
         < goal.index('workload=~"snapshot.*"')
-        < goal.index("(lunlat:iops:rate1m)")
+        < goal.index('lunlat:iops:rate1m{role!=""}')
     )
     assert "0.0005 *" in goal and '"severity", "warning"' in goal
     assert "50 * group by" in rules["lunlat:latency_goal_min_iops"]
+    # by default a LUN no database uses (no role) has no goal: no branch takes it
+    assert 'role=""' not in goal
+
+
+def test_unowned_luns_get_their_own_tier_after_the_overrides() -> None:
+    goals = parse_goals(
+        "overrides:\n  - match: {workload: 'backup.*'}\n    severity: warning\n"
+        "unowned: {goal_ms: 20, severity: ticket, min_iops: 5}\n"
+    )
+    ruleset = RuleSet(goals)
+    rules = {r["record"]: r["expr"] for r in ruleset.goal_series()}
+    goal, guard = rules["lunlat:latency_goal_seconds"], rules["lunlat:latency_goal_min_iops"]
+    assert goal.index('workload=~"backup.*"') < goal.index('lunlat:iops:rate1m{role=""}')
+    assert goal.index('lunlat:iops:rate1m{role=""}') < goal.index("lunlat:iops:rate1m\n")
+    assert "0.02 *" in goal and '"severity", "ticket"' in goal
+    assert "5 * group by" in guard and 'role!=""' not in guard
+    # the tail alert's share above goal reads the unowned LUNs' own goal too
+    assert ruleset.tiers() == [(1.0, 'workload=~"backup.*"'), (20.0, 'role=""'), (1.0, "")]
 
 
 def test_rules_read_only_contract_metrics() -> None:
@@ -215,7 +236,9 @@ def test_every_alert_is_complete_and_its_runbook_exists() -> None:
         annotations = alert["annotations"]
         assert {"summary", "description", "runbook_url"} <= set(annotations), alert["alert"]
         severity = alert.get("labels", {}).get("severity")
-        assert severity in ("page", "warning", "ticket") or "group_left (severity)" in alert["expr"], alert
+        assert (
+            severity in ("page", "warning", "ticket") or "group_left (severity, engine)" in alert["expr"]
+        ), alert
         url = annotations["runbook_url"]
         assert url.startswith(base + "/"), url
         file, _, anchor = url.removeprefix(base + "/").partition("#")
@@ -229,11 +252,31 @@ def test_every_alert_is_complete_and_its_runbook_exists() -> None:
         assert anchor in headings, f"{alert['alert']}: no heading for #{anchor} in {file}"
 
 
-def test_promtool_accepts_the_rules() -> None:
+def test_promtool_accepts_the_rules_without_a_lint_finding() -> None:
+    """`promtool check rules` exits 0 on lint findings (duplicate rules) and prints them: any line
+    besides its own header and SUCCESS line is a finding."""
     result = subprocess.run(
         [_tool("promtool"), "check", "rules", str(RULES)], check=False, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert lines[0] == f"Checking {RULES}"
+    assert re.fullmatch(r"\s*SUCCESS: \d+ rules found", lines[1])
+    assert lines[2:] == [], "\n".join(lines)
+
+
+def test_the_lint_check_bites(tmp_path: Path) -> None:
+    """Two recording rules of one name and labels, as the two engines' db layers were before they
+    had an `engine` label, are a lint finding the test above fails on."""
+    rules = tmp_path / "rules.yml"
+    rule = {"record": "lunlat:x", "expr": "vector(1)", "labels": {"layer": "db"}}
+    rules.write_text(
+        yaml.safe_dump({"groups": [{"name": "g", "rules": [rule, {**rule, "expr": "vector(2)"}]}]})
+    )
+    result = subprocess.run(
+        [_tool("promtool"), "check", "rules", str(rules)], check=False, capture_output=True, text=True
+    )
+    assert "duplicate rule" in result.stdout + result.stderr
 
 
 def test_promtool_rule_unit_tests_pass() -> None:
@@ -279,8 +322,12 @@ def test_alertmanager_config_is_valid() -> None:
 @pytest.mark.parametrize(
     ("labels", "receiver"),
     [
-        (["severity=page", "database=SQL Server 1", "lun=mpatha"], "mssql-dba-pager"),
-        (["severity=page", "database=Oracle", "lun=ora_redo"], "oracle-dba-pager"),
+        (["severity=page", "engine=mssql", "database=SQL Server 1", "lun=mpatha"], "mssql-dba-pager"),
+        (["severity=page", "engine=oracle", "database=Oracle", "lun=ora_redo"], "oracle-dba-pager"),
+        # the engine routes, never the database's name
+        (["severity=page", "engine=mssql", "database=PROD", "layer=host"], "mssql-dba-pager"),
+        (["severity=page", "engine=oracle", "database=SQL Server look-alike"], "oracle-dba-pager"),
+        (["severity=page", "database=Oracle"], "storage-pager"),
         (["severity=page", "alertname=LunLatencyExporterDown"], "storage-pager"),
         (["severity=warning", "database=Oracle"], "storage-chat"),
         (["severity=ticket", "database=Oracle"], "storage-tickets"),

@@ -121,6 +121,22 @@ class Override(Tier):
         return self
 
 
+# What a LUN no database uses is judged as: the same severities as the tail alert, or not at all.
+UnownedSeverity = Literal["page", "warning", "ticket", "none"]
+
+
+class Unowned(Strict):
+    """A LUN no database uses: no `role` on its lunlat_lun_info (neither a database source's file map
+    nor a `luns:` entry gave it one): a root disk, a backup or scratch LUN. Its latency is shown but
+    is no database's goal: it is judged at its own goal and severity, or (`none`) not at all."""
+
+    goal_ms: float | None = Field(default=None, gt=0, description="Its goal, ms; the default's when unset.")
+    severity: UnownedSeverity = "none"
+    min_iops: float | None = Field(
+        default=None, ge=0, description="Its idle guard; the default's when unset."
+    )
+
+
 class Breach(Strict):
     for_: str = Field(default="15s", alias="for")
 
@@ -335,6 +351,8 @@ class Goals(Strict):
     runbook_base_url: str = "https://github.com/lunlat/lunlat/blob/main/alerts/runbooks"
     default: DefaultTier = Field(default_factory=DefaultTier)
     overrides: list[Override] = Field(default_factory=list)
+    # Between the overrides and the default: an override naming such a LUN still wins.
+    unowned: Unowned = Field(default_factory=Unowned)
     breach: Breach = Field(default_factory=Breach)
     tail: Tail = Field(default_factory=Tail)
     slo: Slo = Field(default_factory=Slo)
@@ -377,6 +395,17 @@ class Goals(Strict):
             goal_ms=override.goal_ms if override.goal_ms is not None else self.default.goal_ms,
             severity=override.severity or self.default.severity,
             min_iops=override.min_iops if override.min_iops is not None else self.default.min_iops,
+        )
+
+    def unowned_tier(self) -> tuple[float, str, float] | None:
+        """(goal_ms, severity, min_iops) of a LUN no database uses; None when it is not judged."""
+        unowned = self.unowned
+        if unowned.severity == "none":
+            return None
+        return (
+            unowned.goal_ms if unowned.goal_ms is not None else self.default.goal_ms,
+            unowned.severity,
+            unowned.min_iops if unowned.min_iops is not None else self.default.min_iops,
         )
 
 

@@ -123,6 +123,10 @@ class DbLayer:
     read_queued: contract.MetricSpec | None = None
     write_queued: contract.MetricSpec | None = None
     name: str = "db"
+    # The `engine` label of the layer's recorded series: the two engines' rules share names, and a
+    # static label keeps them distinct rules (promtool's duplicate-rule lint); the alerts carry it,
+    # so Alertmanager routes a page by what the database is, never by how it is named.
+    engine: str = ""
 
     def _per_lun(self, counter: str, window: str) -> str:
         by = ", ".join(label for label in SERIES_LABELS if label != "layer")
@@ -159,6 +163,7 @@ def oracle_layer(selector: str) -> DbLayer:
         contract.ORACLE_FILE_WRITES,
         contract.ORACLE_FILE_READ_TIME,
         contract.ORACLE_FILE_WRITE_TIME,
+        engine="oracle",
     )
 
 
@@ -173,10 +178,42 @@ def mssql_layer(selector: str) -> DbLayer:
         contract.MSSQL_FILE_WRITE_BYTES,
         contract.MSSQL_FILE_READ_QUEUED_STALL,
         contract.MSSQL_FILE_WRITE_QUEUED_STALL,
+        engine="mssql",
     )
 
 
 Layer = HostLayer | DbLayer
+
+# Which engine each database (a source's `database` label) is: one series per job, instance and
+# database, `engine` a rule label. Joined on `database`, it gives the host layer of a LUN a database
+# uses the same `engine` as the database's own layer: the engine is known only through a database
+# source (its file map or a `luns:` entry naming one of its databases); a LUN no source names has none.
+ENGINE_INFO = "lunlat:database_engine:info"
+# A LUN no database uses has no `role` on lunlat_lun_info (goals `unowned`).
+UNOWNED = 'role=""'
+OWNED = 'role!=""'
+
+
+def layer_labels(layer: Layer) -> dict[str, str]:
+    """The static labels of a layer's recorded series."""
+    if isinstance(layer, DbLayer) and layer.engine:
+        return {"layer": layer.name, "engine": layer.engine}
+    return {"layer": layer.name}
+
+
+def _with_engine(vector: str) -> str:
+    """`vector` with the `engine` of its database where a database source names it, as it is
+    elsewhere (no database, or one no source reports)."""
+    return (
+        "(\n"
+        f"    {vector}\n"
+        "  * on (job, instance, database) group_left (engine)\n"
+        f"    {ENGINE_INFO}\n"
+        f"  or {_on()}\n"
+        f"    {vector}\n"
+        ")"
+    )
+
 
 # The per-I/O histogram is the host's (block layer): its recorded series are layer="host".
 HOST_LAYER = "host"
@@ -274,6 +311,19 @@ def _on(labels: Sequence[str] = SERIES_LABELS) -> str:
     return f"on ({', '.join(labels)})"
 
 
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """A resolved goal tier: goal, severity label (page, warning or ticket), idle guard."""
+
+    goal_ms: float
+    severity: str
+    min_iops: float
+
+
+def _tier(tier: DefaultTier) -> Tier:
+    return Tier(tier.goal_ms, tier.severity, tier.min_iops)
+
+
 def _promql_number(value: float) -> str:
     return f"{value:.6g}"
 
@@ -310,19 +360,16 @@ class RuleSet:
     def rates(self) -> list[dict[str, Any]]:
         rules: list[dict[str, Any]] = []
         for layer in self.layers:
+            labels = layer_labels(layer)
             for window in RATE_WINDOWS:
                 for op in OPS:
                     rules.append(
-                        _record(
-                            IOPS.format(window=window), layer.operations(op, window), layer=layer.name, op=op
-                        )
+                        _record(IOPS.format(window=window), layer.operations(op, window), **labels, op=op)
                     )
                 for op in OPS:
                     throughput = layer.bytes(op, window)
                     if throughput is not None:
-                        rules.append(
-                            _record(THROUGHPUT.format(window=window), throughput, layer=layer.name, op=op)
-                        )
+                        rules.append(_record(THROUGHPUT.format(window=window), throughput, **labels, op=op))
                 for op in OPS:
                     # The operations are counted again here, not read from the IOPS just recorded:
                     # vmalert (fleets) writes recorded series back asynchronously, so a rule that
@@ -333,17 +380,44 @@ class RuleSet:
                         f"/ {_on([label for label in SERIES_LABELS if label != 'layer'])}\n"
                         f"  ({layer.operations(op, window)} > 0)"
                     )
-                    rules.append(_record(LATENCY.format(op=op, window=window), expr, layer=layer.name))
+                    rules.append(_record(LATENCY.format(op=op, window=window), expr, **labels))
         return rules
 
+    def engines(self) -> list[dict[str, Any]]:
+        """ENGINE_INFO: which engine each database reporting files is."""
+        return [
+            _record(
+                ENGINE_INFO,
+                f"group by (job, instance, database) (\n"
+                f"    {layer.reads.name}{{{self.goals.selector}}}\n"
+                f"  or {layer.writes.name}{{{self.goals.selector}}}\n"
+                ")",
+                engine=layer.engine,
+            )
+            for layer in self.layers
+            if isinstance(layer, DbLayer) and layer.engine
+        ]
+
+    def goal_tiers(self) -> list[tuple[Tier, str]]:
+        """Each tier and the matchers of the series it judges, in order (first match wins): the
+        overrides, the LUNs no database uses (goals `unowned`), the default. Unowned LUNs not judged
+        have no tier: the default's matchers leave them out."""
+        tiers = [(_tier(self.goals.resolve(o)), _matchers(o)) for o in self.goals.overrides]
+        unowned = self.goals.unowned_tier()
+        if unowned is not None:
+            tiers.append((Tier(*unowned), UNOWNED))
+        tiers.append((_tier(self.goals.default), "" if unowned is not None else OWNED))
+        return tiers
+
     def goal_series(self) -> list[dict[str, Any]]:
-        """Each LUN's goal and idle guard: one `or` branch per override, first match wins."""
+        """Each LUN's goal and idle guard, `severity` and (where known) `engine` as labels: one `or`
+        branch per tier, first match wins."""
         base = IOPS.format(window=BREACH_WINDOW)
-        grouped = f"group by ({', '.join(SERIES_LABELS)})"
-        tiers = [(self.goals.resolve(o), f"{{{_matchers(o)}}}") for o in self.goals.overrides]
-        tiers.append((self.goals.default, ""))
+        grouped = f"group by ({', '.join(SERIES_LABELS)}, engine)"
+        tiers = [(t, f"{{{m}}}" if m else "") for t, m in self.goal_tiers()]
         goal_branches = [
-            f'label_replace(\n  {_promql_number(t.goal_ms / 1000)} * {grouped} ({base}{sel}),\n  "severity", "{t.severity}", "", ""\n)'
+            f"label_replace(\n  {_promql_number(t.goal_ms / 1000)} * {grouped} {_indent(_with_engine(base + sel), 2)},\n"
+            f'  "severity", "{t.severity}", "", ""\n)'
             for t, sel in tiers
         ]
         guard_branches = [f"{_promql_number(t.min_iops)} * {grouped} ({base}{sel})" for t, sel in tiers]
@@ -381,15 +455,14 @@ class RuleSet:
             )
         return rules
 
-    def tiers(self) -> list[tuple[DefaultTier, Override | None]]:
-        """Each override resolved, in order, then the default. Trailing overrides with the default's
-        goal are left out: a LUN they match falls through to a tier with the same goal anyway."""
-        tiers: list[tuple[DefaultTier, Override | None]] = [
-            (self.goals.resolve(o), o) for o in self.goals.overrides
-        ]
-        while tiers and tiers[-1][0].goal_ms == self.goals.default.goal_ms:
+    def tiers(self) -> list[tuple[float, str]]:
+        """The goal (ms) of each tier and the lunlat_lun_info matchers of its LUNs, in order, the
+        default's last with none. Trailing tiers with the default's goal are left out: a LUN they
+        match falls through to a tier with the same goal anyway."""
+        tiers = [(t.goal_ms, m) for t, m in self.goal_tiers()[:-1]]
+        while tiers and tiers[-1][0] == self.goals.default.goal_ms:
             tiers.pop()
-        return [*tiers, (self.goals.default, None)]
+        return [*tiers, (self.goals.default.goal_ms, "")]
 
     def io_histogram(self) -> list[dict[str, Any]]:
         """Share of I/Os above each LUN's goal (one `or` branch per goal tier, first match wins, as
@@ -397,10 +470,7 @@ class RuleSet:
         histogram = IoHistogram(self.goals.selector)
         window = BREACH_WINDOW
         branches = [
-            histogram.share_above(
-                tier.goal_ms / 1000, window, _matchers(override) if override is not None else ""
-            )
-            for tier, override in self.tiers()
+            histogram.share_above(goal_ms / 1000, window, matchers) for goal_ms, matchers in self.tiers()
         ]
         share = f"\nor {_on(HISTOGRAM_LABELS)}\n".join(
             f"(\n  {_indent(b)}\n)" if len(branches) > 1 else b for b in branches
@@ -428,7 +498,7 @@ class RuleSet:
                 expr = (
                     "1000 * (\n"
                     f"    {latency}{{{role_selector}}}\n"
-                    f"  > {_on()} group_left (severity)\n"
+                    f"  > {_on()} group_left (severity, engine)\n"
                     f"    {GOAL}\n"
                     ")\n"
                     f"{self.judged(op)}"
@@ -466,16 +536,17 @@ class RuleSet:
                 threshold = _promql_number(pair.burn_rate * budget)
                 long = ABOVE_GOAL_RATIO.format(window=pair.long)
                 short = ABOVE_GOAL_RATIO.format(window=pair.short)
-                branch = f"  ({long} > {threshold}\n  and\n   {short} > {threshold}"
-                if speed == "Fast":
-                    branch += f"\n  and\n   {self.covered(pair.long)}"
-                branches.append(branch + ")")
+                branches.append(
+                    f"  ({long} > {threshold}\n  and\n   {short} > {threshold}\n  and\n   {self.covered(pair.long)})"
+                )
             expr = "(\n" + "\nor\n".join(branches) + "\n)"
             labels: dict[str, str] = {}
             if speed == "Fast":
                 # A fast burn pages like the LUN's own breach alert would (snapshot copies only warn).
-                expr += f"\n+ {_on()} group_left (severity)\n  (0 * {GOAL})"
+                expr += f"\n+ {_on()} group_left (severity, engine)\n  (0 * {GOAL})"
             else:
+                # The engine for routing, as the fast burn's; the severity is the rules' own.
+                expr += f"\n+ {_on()} group_left (engine)\n  (0 * {GOAL})"
                 labels["severity"] = "ticket"
             windows = " or ".join(f"{p.long}/{p.short} above {_promql_number(p.burn_rate)}x" for p in pairs)
             name = f"LunLatencyBudgetBurn{speed}"
@@ -548,8 +619,13 @@ class RuleSet:
 
     @staticmethod
     def covered(window: str) -> str:
-        """Half the long window must hold judged data before a fast burn pages: on a young
-        Prometheus or a new LUN the ratio covers only minutes, and one slow minute would page."""
+        """Half the long window must hold judged data before a burn alert fires, fast or slow: on a
+        young Prometheus or a new LUN the ratio averages only the minutes there are, and a few slow
+        ones would read as an hour's or a day's burn (the partial-window false positive Kibana's
+        burn-rate rule also guards against, there by counting missing slices as good:
+        github.com/elastic/kibana/pull/203279). JUDGED_SINCE keeps its own previous value, so a
+        LUN idle for a while keeps its history; only a gap in the rules' evaluation longer than
+        Prometheus' 5-minute lookback starts it again."""
         return f"(time() - {JUDGED_SINCE}) >= {_promql_number(duration_seconds(window) / 2)}"
 
     def health_alerts(self) -> list[dict[str, Any]]:
@@ -701,6 +777,7 @@ class RuleSet:
                 "name": "lunlat-latency",
                 "rules": [
                     *self.rates(),
+                    *self.engines(),
                     *self.goal_series(),
                     *self.above_goal(),
                     *self.io_histogram(),

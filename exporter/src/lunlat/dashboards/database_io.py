@@ -50,7 +50,8 @@ def _layers(op: str, role: str) -> str:
 def _gap(op: str) -> str:
     db = p.selector(p.latency(op), p.LUN_FILTERS, layer="db")
     host = p.selector(p.latency(op), p.LUN_FILTERS, layer="host")
-    return f"{db}\n- ignoring (layer)\n{host}"
+    # The db layer's series carry the rules' `engine` label, the host layer's do not.
+    return f"{db}\n- ignoring (layer, engine)\n{host}"
 
 
 def _per_wait(time_metric: str, waits_metric: str, by: str, **fixed: str) -> str:
