@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from lunlat.cli import main
 from tests.extras import needs
 
 LINE = "   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
@@ -162,3 +163,16 @@ def test_serve_warns_of_an_unreadable_password_file_and_still_serves(procfs: Pat
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+@pytest.mark.parametrize("command", [["rules", "generate"], ["dashboards", "generate"]])
+def test_generating_outside_a_checkout_says_where_to_run_it(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The generators' defaults are a checkout's paths: from any other directory, without --goals,
+    the error says so and names the flag (it used to be "alerts/goals.yaml: cannot read")."""
+    monkeypatch.chdir(tmp_path)
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "alerts/goals.yaml is not here" in err and "--goals FILE" in err
+    assert not list(tmp_path.iterdir())  # nothing written

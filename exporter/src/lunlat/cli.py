@@ -409,10 +409,25 @@ def check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _goals_missing(goals: Path) -> bool:
+    """True, having said why, when the default goals file is not where the command runs: the
+    generators' defaults are paths of a lunlat checkout (alerts/, dashboards/, deploy/)."""
+    if goals != DEFAULT_GOALS_FILE or goals.exists():
+        return False
+    print(
+        f"lunlat: {goals} is not here: run this from the root of a lunlat checkout, where the rules and "
+        "dashboards are generated and committed, or pass --goals FILE (and the output paths)",
+        file=sys.stderr,
+    )
+    return True
+
+
 def generate_rules(args: argparse.Namespace) -> int:
     from lunlat.alerting.goals import load_goals  # noqa: PLC0415 - the exporter does not load the rules
     from lunlat.alerting.rules import RuleSet  # noqa: PLC0415
 
+    if _goals_missing(args.goals):
+        return EXIT_USAGE
     try:
         rule_set = RuleSet(load_goals(args.goals))
     except ConfigError as exc:
@@ -453,6 +468,8 @@ def _write_generated(files: dict[Path, str], source: Path, check: bool, command:
 def generate_dashboards(args: argparse.Namespace) -> int:
     from lunlat.alerting.goals import load_goals  # noqa: PLC0415 - the exporter does not load the SDK
 
+    if _goals_missing(args.goals):
+        return EXIT_USAGE
     try:
         from lunlat.dashboards import render_all  # noqa: PLC0415
     except ImportError as exc:
