@@ -18,7 +18,9 @@ from tests.alerting.stack import Notification, WebhookReceiver, started_at
 # array's modelled transfer time and queueing, not the engine's cost.
 LAB_CONFIG = DEFAULT_LAB_FILE
 # The exporter's config for the lab's LUNs, generated from LAB_CONFIG.
-LAB_EXPORTER_CONFIG = LAB_CONFIG.with_name("lunlat.yaml")
+# deploy/lab/lunlat.yaml: generated from LAB_CONFIG by `lunlat-lab exporter-config` (CI checks it
+# is fresh); the lab description itself ships in the lab's package, this file stays in the checkout.
+LAB_EXPORTER_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lunlat.yaml"
 # Streams the rules judge under the OLTP phase: 3 data LUNs (reads and writes) and 3 log LUNs (writes);
 # the log readers (`archive`, 5 IOPS) stay below the idle guard.
 OLTP_JUDGED = 9

@@ -47,7 +47,9 @@ from tests.oracle.simulator import IO, Commits, Load, LogNormal
 from tests.procs import LOOPBACK
 
 LAB_CONFIG = DEFAULT_LAB_FILE
-LAB_EXPORTER_CONFIG = LAB_CONFIG.with_name("lunlat.yaml")  # generated from LAB_CONFIG
+# deploy/lab/lunlat.yaml: generated from LAB_CONFIG by `lunlat-lab exporter-config` (CI checks it
+# is fresh); the lab description itself ships in the lab's package, this file stays in the checkout.
+LAB_EXPORTER_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lunlat.yaml"
 INTERVAL_SECONDS = 5
 OLTP_SECONDS = 45.0
 BREACH_LUN = "sqlserver1_data"
