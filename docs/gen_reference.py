@@ -52,14 +52,14 @@ def _code(text: str) -> str:
 # --- metrics -------------------------------------------------------------------------------------
 def metrics_page() -> str:
     from lunlat import contract  # noqa: PLC0415 - imported late so --help needs no package
+    from lunlat.engines.registry import ENGINES  # noqa: PLC0415 - as above
 
     layers = (
         (
             "Host layer",
             (*contract.DEVICE_METRICS, *contract.BIO_METRICS, contract.LUN_INFO, *contract.PATH_METRICS),
         ),
-        ("Oracle layer", contract.ORACLE_METRICS),
-        ("SQL Server layer", contract.MSSQL_METRICS),
+        *((f"{engine.title} layer", engine.metrics) for engine in ENGINES),
         ("Exporter health", contract.HEALTH_METRICS),
     )
     listed = [spec for _, specs in layers for spec in specs]

@@ -32,9 +32,9 @@ import yaml
 
 from lunlat import cli
 from lunlat.config import load_config
+from lunlat.engines.oracle import source as oracle_source
 from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
-from lunlat.sources import oracle as oracle_source
 from lunlat.sources.registry import build_sources
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE

@@ -21,10 +21,10 @@ import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
-from lunlat import contract
 from lunlat.alerting.goals import load_goals
 from lunlat.dashboards import BOARDS, GRAFANA_VERSION, render_all
-from lunlat.sources import oracle_events
+from lunlat.engines.oracle import events as oracle_events
+from lunlat.engines.oracle import metrics as oracle_metrics
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from tests.dashboards import boards, lint
 
@@ -230,7 +230,7 @@ def _measures_selected(selector: Any) -> set[str]:
 
 def _oracle_wait_selectors(name: str, board: dict[str, Any]) -> Iterator[tuple[boards.Query, bool, Any]]:
     """(query, is a division, selector) for every Oracle wait counter a board's query reads."""
-    names = {contract.ORACLE_WAIT_TIME.name, contract.ORACLE_WAITS.name}
+    names = {oracle_metrics.ORACLE_WAIT_TIME.name, oracle_metrics.ORACLE_WAITS.name}
     for query in boards.queries(name, board):
         tree, error = lint.parse(board, query)
         assert tree is not None, error

@@ -23,13 +23,17 @@ from lunlat import contract
 from lunlat.config import DiskstatsConfig, DockerConfig, parse_config
 from lunlat.containers import ContainerMapper, ContainerRef
 from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.mssql import targets as mssql_targets
+from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
+from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.engines.oracle import targets as oracle_targets
+from lunlat.engines.oracle.source import OracleSource
 from lunlat.model import Family
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.factory import Settings
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
-from lunlat.sources.oracle import OracleSource
 from lunlat.sources.registry import build_sources
 from tests.clock import FakeClock
 from tests.docker.engine import DATA_ROOT, FakeContainer, FakeEngine, bind, published, tmpfs, volume
@@ -41,7 +45,7 @@ from tests.mssql.test_mssql_source import NO_DRIVER
 from tests.oracle.simulator import IO, Constant
 from tests.oracle.simulator import Load as OracleLoad
 
-FILES = contract.MSSQL_FILE_LABELS
+FILES = mssql_metrics.MSSQL_FILE_LABELS
 NAME = "mssql:SQL Server 1"
 LOAD: Load = {
     ("sales", "data", "read"): Stream(200, 425),
@@ -122,7 +126,9 @@ def values(result: SourceResult, spec: contract.MetricSpec) -> dict[tuple[str, .
 
 
 def luns_by_file(result: SourceResult) -> dict[str, str]:
-    return {k[FILES.index("file")]: k[FILES.index("lun")] for k in values(result, contract.MSSQL_FILE_READS)}
+    return {
+        k[FILES.index("file")]: k[FILES.index("lun")] for k in values(result, mssql_metrics.MSSQL_FILE_READS)
+    }
 
 
 def capabilities(result: SourceResult) -> dict[str, float]:
@@ -236,7 +242,7 @@ def test_a_target_elsewhere_is_not_looked_up_and_publishes_no_container_capabili
     built = build_sources(config, Settings(procfs=host.procfs, sysfs=host.sysfs))
     try:
         (source,) = [s for s in built.sources if s.name == NAME]
-        assert isinstance(source, MssqlSource) and source.built_from == config.mssql[0]
+        assert isinstance(source, MssqlSource) and source.built_from == mssql_targets(config)[0]
     finally:
         built.close()
     assert not engine.requests
@@ -324,7 +330,7 @@ def test_an_engine_that_cannot_answer_costs_the_lun_only_said_once(
     assert not first.errors
     assert capabilities(first) == {"container": 0}
     assert set(luns_by_file(first).values()) == {""}  # never the root disk's LUN of the raw path
-    assert values(first, contract.MSSQL_WAITS)  # the rest is published
+    assert values(first, mssql_metrics.MSSQL_WAITS)  # the rest is published
     assert scrape(host, source)[NAME] is True
     server.restart()  # a new session looks the container up again: still failing, not said again
     scrape(host, source)
@@ -461,10 +467,12 @@ def test_oracle_files_and_asm_disks_in_a_container_get_the_host_luns(
         asm_disks={"DATA": ["/dev/oracleasm/disk1"]},
     )
     registry = DbLunLabels()
-    target = parse_config(
-        "oracle:\n  - name: Oracle\n    dsn: localhost:1521/FREEPDB1\n    user: lunlat\n"
-        "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n    timeout_seconds: 2\n"
-    ).oracle[0]
+    target = oracle_targets(
+        parse_config(
+            "oracle:\n  - name: Oracle\n    dsn: localhost:1521/FREEPDB1\n    user: lunlat\n"
+            "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n    timeout_seconds: 2\n"
+        )
+    )[0]
     mapper = ContainerMapper(ContainerRef(name="ora1"), DockerConfig(url=engine.url, timeout_seconds=1))
     source = OracleSource(
         target, emu.connect, FileLocator(host.procfs, host.sysfs), registry, container=mapper
@@ -472,15 +480,16 @@ def test_oracle_files_and_asm_disks_in_a_container_get_the_host_luns(
     emu.advance(60, OracleLoad(IO("data", "read", 100, Constant(425))))
     result = source.collect()
     assert not result.errors
-    files = contract.ORACLE_FILE_LABELS
+    files = oracle_metrics.ORACLE_FILE_LABELS
     luns = {
-        (k[files.index("file")], k[files.index("lun")]) for k in values(result, contract.ORACLE_FILE_READS)
+        (k[files.index("file")], k[files.index("lun")])
+        for k in values(result, oracle_metrics.ORACLE_FILE_READS)
     }
     assert (f"{ORADATA}/users01.dbf", "ora_data") in luns
     assert (f"{ORADATA}/temp01.dbf", "ora_data") in luns
     assert ("+DATA/FREE/sales01.dbf", "asm_disk1") in luns  # through the device's host path
-    asm = contract.ORACLE_ASM_LABELS
-    assert {k[asm.index("lun")] for k in values(result, contract.ORACLE_ASM_READS)} == {"asm_disk1"}
+    asm = oracle_metrics.ORACLE_ASM_LABELS
+    assert {k[asm.index("lun")] for k in values(result, oracle_metrics.ORACLE_ASM_READS)} == {"asm_disk1"}
     assert capabilities(result) == {"asm": 1, "container": 1}
     _, labels = registry.merged()
     assert (labels["dm-5"].database, labels["dm-5"].role) == ("Oracle", "data")
@@ -509,7 +518,7 @@ def test_oracle_auto_lookup_by_the_easy_connect_port(host: FakeHost, engine: Fak
     finally:
         built.close()
     emu = OracleEmulation(datafiles=[f"{ORADATA}/users01.dbf"])
-    (target,) = config.oracle
+    (target,) = oracle_targets(config)
     source = OracleSource(
         target,
         emu.connect,
@@ -517,8 +526,8 @@ def test_oracle_auto_lookup_by_the_easy_connect_port(host: FakeHost, engine: Fak
         container=built_source._container,  # the mapper the factory built for it
     )
     result = source.collect()
-    files = contract.ORACLE_FILE_LABELS
-    data = [k for k in values(result, contract.ORACLE_FILE_READS) if k[files.index("role")] == "data"]
+    files = oracle_metrics.ORACLE_FILE_LABELS
+    data = [k for k in values(result, oracle_metrics.ORACLE_FILE_READS) if k[files.index("role")] == "data"]
     assert {k[files.index("lun")] for k in data} == {"ora_data"}
     assert capabilities(result) == {"asm": 1, "container": 1}
 
@@ -558,10 +567,12 @@ def test_capability_families_are_one_per_source(host: FakeHost, engine: FakeEngi
 
     engine.run(FakeContainer("ora1", mounts=[bind("/srv/oradata", "/opt/oracle/oradata")]))
     emu = OracleEmulation(datafiles=[f"{ORADATA}/users01.dbf"])
-    target = parse_config(
-        "oracle:\n  - name: Oracle\n    dsn: db1:1521/ORCL\n    user: lunlat\n"
-        "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n"
-    ).oracle[0]
+    target = oracle_targets(
+        parse_config(
+            "oracle:\n  - name: Oracle\n    dsn: db1:1521/ORCL\n    user: lunlat\n"
+            "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n"
+        )
+    )[0]
     mapper = ContainerMapper(ContainerRef(name="ora1"), DockerConfig(url=engine.url))
     source = OracleSource(target, emu.connect, FileLocator(host.procfs, host.sysfs), container=mapper)
     result = source.collect()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lunlat.config import MssqlTarget
+from lunlat.engines.mssql.config import MssqlTarget
 
 PASSWORD_ENV = "LUNLAT_TEST_MSSQL_PASSWORD"  # noqa: S105 - the variable's name, not a password
 

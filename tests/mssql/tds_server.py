@@ -1,5 +1,5 @@
 """A TDS server for tests: the real pyodbc + FreeTDS ODBC driver connects to it and runs the SQL
-Server source's statements (lunlat.sources.mssql_sql), answered from an emulated DMV state.
+Server source's statements (lunlat.engines.mssql.sql), answered from an emulated DMV state.
 
 It is not a SQL engine: a batch whose text (whitespace runs collapsed) is one of
 `mssql_sql.ALL_QUERIES` gets that statement's result set, built from `DmvState`; the driver's own
@@ -106,7 +106,7 @@ from fractions import Fraction
 from types import TracebackType
 from typing import Literal
 
-from lunlat.sources import mssql_sql
+from lunlat.engines.mssql import sql as mssql_sql
 from tests.mssql import tds_protocol as tds
 from tests.mssql.tds_protocol import Column
 

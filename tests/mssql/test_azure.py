@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lunlat import contract
 from lunlat.dbfiles import DbLunLabels, FileLocator
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from tests.fakesys import FakeHost
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import (
@@ -75,7 +75,7 @@ def test_azure_sql_database_publishes_its_own_files_and_waits_without_sys_master
     assert sql_database.logins[-1] == ("lunlat", "sales")  # the connection opens the target's database
     assert not any("sys.master_files" in b for b in sql_database.batches)
 
-    reads = delta(first, second, contract.MSSQL_FILE_READS)
+    reads = delta(first, second, mssql_metrics.MSSQL_FILE_READS)
     assert {(k[FILES.index("db")], k[FILES.index("role")]) for k in reads} == {
         ("sales", "data"),
         ("sales", "log"),
@@ -83,13 +83,13 @@ def test_azure_sql_database_publishes_its_own_files_and_waits_without_sys_master
     (data,) = [k for k in reads if k[FILES.index("role")] == "data"]
     assert reads[data] == 200 * 60 and data[FILES.index("lun")] == ""
     # Resource Governor's queueing (Azure's IOPS limits) is published apart: stall = (425 + 100) µs
-    queued = delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data]
+    queued = delta(first, second, mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL)[data]
     assert queued / reads[data] == pytest.approx(100e-6, abs=1e-3 / reads[data])
-    writes = delta(first, second, contract.MSSQL_FILE_WRITES)
+    writes = delta(first, second, mssql_metrics.MSSQL_FILE_WRITES)
     (log_file,) = [k for k in writes if k[FILES.index("role")] == "log"]
     assert writes[log_file] == 100 * 60
 
-    waits = delta(first, second, contract.MSSQL_WAITS)
+    waits = delta(first, second, mssql_metrics.MSSQL_WAITS)
     assert {k[2]: v for k, v in waits.items() if v} == {"PAGEIOLATCH_SH": 200 * 60, "WRITELOG": 100 * 60}
     assert any("sys.dm_db_wait_stats" in b for b in sql_database.batches)
     said = [r.getMessage() for r in caplog.records if "Azure SQL Database" in r.getMessage()]
@@ -102,7 +102,7 @@ def test_azure_sql_database_without_a_database_key_reads_the_login_default_and_s
     result = source_for(sql_database, None).collect()
     assert not result.errors
     assert sql_database.logins[-1] == ("lunlat", "master")
-    assert {k[FILES.index("db")] for k in values(result, contract.MSSQL_FILE_READS)} == {"master"}
+    assert {k[FILES.index("db")] for k in values(result, mssql_metrics.MSSQL_FILE_READS)} == {"master"}
 
 
 def test_managed_instance_reads_every_database_and_names_no_local_lun(
@@ -119,7 +119,7 @@ def test_managed_instance_reads_every_database_and_names_no_local_lun(
     managed_instance.state.advance(60, LOAD)
     second = source.collect()
     assert not first.errors and not second.errors
-    reads = delta(first, second, contract.MSSQL_FILE_READS)
+    reads = delta(first, second, mssql_metrics.MSSQL_FILE_READS)
     assert {"master", "tempdb", "sales"} <= {k[FILES.index("db")] for k in reads}  # sys.master_files: all
     assert {k[FILES.index("lun")] for k in reads} == {""}
     assert not registry.merged()[1]

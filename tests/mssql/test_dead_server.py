@@ -9,8 +9,8 @@ from contextlib import ExitStack
 
 import pytest
 
+from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.scrape import Scraper
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests import sockets
 from tests.clock import FakeClock
 from tests.mssql.targets import freetds_target

@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from lunlat import contract
-from lunlat.config import MssqlTarget
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.mssql.config import MssqlTarget
+from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from tests.dblive import collect_twice_cleanly
 
 SERVER = os.environ.get("LUNLAT_TEST_MSSQL_DSN", "")
@@ -37,8 +37,8 @@ def test_a_live_instance_answers_every_query_with_the_least_privilege_login() ->
         timeout_seconds=10,
     )
     second = collect_twice_cleanly(MssqlSource(target, connect_pyodbc(target)))
-    reads = next(f for f in second.families if f.spec is contract.MSSQL_FILE_READS).by_labels()
-    role = contract.MSSQL_FILE_LABELS.index("role")
-    db = contract.MSSQL_FILE_LABELS.index("db")
+    reads = next(f for f in second.families if f.spec is mssql_metrics.MSSQL_FILE_READS).by_labels()
+    role = mssql_metrics.MSSQL_FILE_LABELS.index("role")
+    db = mssql_metrics.MSSQL_FILE_LABELS.index("db")
     assert {k[role] for k in reads} >= {"data", "log", "temp"}
     assert {"master", "tempdb", "model", "msdb"} <= {k[db] for k in reads}, "VIEW ANY DEFINITION missing?"

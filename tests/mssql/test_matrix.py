@@ -21,9 +21,10 @@ import pytest
 
 from lunlat import contract
 from lunlat.dbfiles import DbLunLabels, FileLocator
-from lunlat.sources import mssql_sql as sql
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.mssql import sql
+from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests.clock import FakeClock
 from tests.fakesys import FakeHost
 from tests.mssql.targets import freetds_target
@@ -197,7 +198,7 @@ def test_each_variant_publishes_what_it_has_and_says_what_it_lacks_once(
     assert not first.errors and not second.errors  # no statement the variant lacks was sent
 
     # Files, with their roles, of every database the variant shows
-    reads = delta(first, second, contract.MSSQL_FILE_READS)
+    reads = delta(first, second, mssql_metrics.MSSQL_FILE_READS)
     assert {k[FILES.index("db")] for k in reads} == variant.databases
     roles = {(k[FILES.index("db")], k[FILES.index("role")]) for k in reads}
     assert ("sales", "data") in roles and ("sales", "log") in roles
@@ -205,15 +206,15 @@ def test_each_variant_publishes_what_it_has_and_says_what_it_lacks_once(
     (data,) = [k for k in reads if k[FILES.index("db")] == "sales" and k[FILES.index("role")] == "data"]
     (log_file,) = [k for k in reads if k[FILES.index("db")] == "sales" and k[FILES.index("role")] == "log"]
     assert reads[data] == 200 * 60
-    assert delta(first, second, contract.MSSQL_FILE_WRITES)[log_file] == 100 * 60
+    assert delta(first, second, mssql_metrics.MSSQL_FILE_WRITES)[log_file] == 100 * 60
     # The stall as SQL Server reports it, Resource Governor's queue included: (425 + 100) µs per read
-    stall = delta(first, second, contract.MSSQL_FILE_READ_STALL)[data]
+    stall = delta(first, second, mssql_metrics.MSSQL_FILE_READ_STALL)[data]
     assert stall == pytest.approx(200 * 60 * 525e-6)
 
     # The queued stall where the version has the columns (2014 and later), no series before
-    queued_specs = (contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_WRITE_QUEUED_STALL)
+    queued_specs = (mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL, mssql_metrics.MSSQL_FILE_WRITE_QUEUED_STALL)
     if variant.major >= sql.QUEUED_STALL_SINCE:
-        queued = delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data]
+        queued = delta(first, second, mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL)[data]
         assert queued == pytest.approx(200 * 60 * 100e-6)
     else:
         assert not [f for f in second.families if f.spec in queued_specs]
@@ -229,7 +230,7 @@ def test_each_variant_publishes_what_it_has_and_says_what_it_lacks_once(
     assert any(sql.HOST_INFO.sql == b for b in batches) == variant.reads_host_info
 
     # The I/O waits
-    waits = delta(first, second, contract.MSSQL_WAITS)
+    waits = delta(first, second, mssql_metrics.MSSQL_WAITS)
     assert {k[2]: v for k, v in waits.items() if v} == {"PAGEIOLATCH_SH": 200 * 60, "WRITELOG": 100 * 60}
 
     # Nothing lost: the capability metric says so, and no warning was logged
@@ -260,7 +261,7 @@ def test_amazon_rds_is_told_by_either_mark_and_its_files_name_no_lun(
         result = source.collect()
         batches = list(server.batches)
     assert not result.errors
-    assert {k[FILES.index("lun")] for k in values(result, contract.MSSQL_FILE_READS)} == {""}
+    assert {k[FILES.index("lun")] for k in values(result, mssql_metrics.MSSQL_FILE_READS)} == {""}
     assert not registry.merged()[1]
     assert sql.VOLUMES.sql not in batches  # the RDS host's volumes are not this host's
     assert source.grants_hint == "deploy/mssql/grants-amazon-rds.sql"
@@ -289,14 +290,14 @@ def test_a_windows_volume_lookup_that_fails_is_capability_volumes_0_until_a_retr
     assert denied.errors == Counter({"no_grant": 1}) and not again.errors and not healed.errors
     assert values(denied, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0}
     assert values(again, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0}
-    reads = values(denied, contract.MSSQL_FILE_READS)
+    reads = values(denied, mssql_metrics.MSSQL_FILE_READS)
     assert reads and {k[FILES.index("lun")] for k in reads} == {
         ""
     }  # published, lun unknown: never a wrong one
     assert values(healed, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1}
     lun = {
         k[FILES.index("db")] + "/" + k[FILES.index("role")]: k[FILES.index("lun")]
-        for k in values(healed, contract.MSSQL_FILE_READS)
+        for k in values(healed, mssql_metrics.MSSQL_FILE_READS)
     }
     assert (lun["sales/data"], lun["sales/log"]) == ("D:\\", "L:\\")
     assert volume_batches == 2  # at connect, then once after the pause
@@ -320,7 +321,7 @@ def test_a_view_that_vanishes_mid_run_is_said_once_and_the_rest_is_published(
         gone = source.collect()
         up, errors = scrape_both(host, source)
         assert up[NAME] is True and errors[(NAME, "query_failed")] == 1
-        assert values(gone, contract.MSSQL_FILE_READS) and not values(gone, contract.MSSQL_WAITS)
+        assert values(gone, mssql_metrics.MSSQL_FILE_READS) and not values(gone, mssql_metrics.MSSQL_WAITS)
         failed = [r for r in caplog.records if "query failed" in r.getMessage()]
         assert len(failed) == 1 and "Invalid object name" in getattr(failed[0], "kv", {})["err"]
 
@@ -333,7 +334,7 @@ def test_a_view_that_vanishes_mid_run_is_said_once_and_the_rest_is_published(
         up, errors = scrape_both(host, source)  # the query stays off: no second error, no second line
         assert up[NAME] is True and errors[(NAME, "no_grant")] == 0
     assert denied.errors == Counter({"no_grant": 1})
-    assert values(denied, contract.MSSQL_WAITS) and not values(denied, contract.MSSQL_FILE_READS)
+    assert values(denied, mssql_metrics.MSSQL_WAITS) and not values(denied, mssql_metrics.MSSQL_FILE_READS)
     assert len([r for r in caplog.records if "missing grant" in r.getMessage()]) == 1
 
 

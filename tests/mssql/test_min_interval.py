@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.scrape import Scraper
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests.clock import FakeClock
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import DmvState, TdsServer

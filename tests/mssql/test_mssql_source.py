@@ -18,13 +18,14 @@ import pytest
 from lunlat import contract
 from lunlat.config import DiskstatsConfig
 from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.mssql import sql
+from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.exposition import render
 from lunlat.model import Family
 from lunlat.scrape import Scraper
-from lunlat.sources import mssql_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
-from lunlat.sources.mssql import MssqlSource, connect_pyodbc
 from tests.clock import FakeClock
 from tests.fakesys import FakeHost
 from tests.mssql.targets import freetds_target
@@ -45,7 +46,7 @@ LOAD: Load = {
     ("sales", "data", "write"): Stream(50, 900),
     ("sales", "log", "write"): Stream(100, 300, io_bytes=61440),
 }
-FILES = contract.MSSQL_FILE_LABELS
+FILES = mssql_metrics.MSSQL_FILE_LABELS
 
 
 @pytest.fixture
@@ -111,8 +112,8 @@ def test_per_file_stalls_roles_luns_and_waits_through_the_real_driver(
     second = source.collect()
     assert not first.errors and not second.errors
     assert server.logins and server.last_password == PASSWORD  # the braced password arrived whole
-    reads = delta(first, second, contract.MSSQL_FILE_READS)
-    stalls = delta(first, second, contract.MSSQL_FILE_READ_STALL)
+    reads = delta(first, second, mssql_metrics.MSSQL_FILE_READS)
+    stalls = delta(first, second, mssql_metrics.MSSQL_FILE_READ_STALL)
     data = key_of(reads, db="sales", role="data")
     assert (data[FILES.index("file")], data[FILES.index("lun")]) == (
         "/var/opt/mssql/data/sales.mdf",
@@ -129,15 +130,15 @@ def test_per_file_stalls_roles_luns_and_waits_through_the_real_driver(
     )
     assert reads[data] == 200 * 60
     assert stalls[data] / reads[data] == pytest.approx(425e-6, abs=1e-3 / reads[data])  # ms counters
-    writes = delta(first, second, contract.MSSQL_FILE_WRITES)
+    writes = delta(first, second, mssql_metrics.MSSQL_FILE_WRITES)
     log = key_of(writes, db="sales", role="log")
     assert log[FILES.index("lun")] == "sql1_log"
-    assert delta(first, second, contract.MSSQL_FILE_WRITE_STALL)[log] / writes[log] == pytest.approx(
+    assert delta(first, second, mssql_metrics.MSSQL_FILE_WRITE_STALL)[log] / writes[log] == pytest.approx(
         300e-6, rel=1e-3
     )
-    assert delta(first, second, contract.MSSQL_FILE_WRITE_BYTES)[log] == 100 * 60 * 61440
+    assert delta(first, second, mssql_metrics.MSSQL_FILE_WRITE_BYTES)[log] == 100 * 60 * 61440
     assert {k[FILES.index("role")] for k in reads if k[FILES.index("db")] == "tempdb"} == {"temp"}
-    waits = delta(first, second, contract.MSSQL_WAITS)
+    waits = delta(first, second, mssql_metrics.MSSQL_WAITS)
     (writelog,) = [k for k in waits if k[2] == "WRITELOG"]
     assert writelog[3] == "log" and waits[writelog] == 100 * 60
     _, labels = registry.merged()
@@ -148,10 +149,10 @@ def test_per_file_stalls_roles_luns_and_waits_through_the_real_driver(
 def test_offline_files_are_left_out_and_an_attached_database_appears(server: TdsServer) -> None:
     source = source_for(server)
     server.state.set_offline("sales_snap")
-    dbs = {k[FILES.index("db")] for k in values(source.collect(), contract.MSSQL_FILE_READS)}
+    dbs = {k[FILES.index("db")] for k in values(source.collect(), mssql_metrics.MSSQL_FILE_READS)}
     assert "sales_snap" not in dbs and "sales" in dbs
     server.state.attach("reporting", [(0, "/var/opt/mssql/data/reporting.mdf")])
-    dbs = {k[FILES.index("db")] for k in values(source.collect(), contract.MSSQL_FILE_READS)}
+    dbs = {k[FILES.index("db")] for k in values(source.collect(), mssql_metrics.MSSQL_FILE_READS)}
     assert "reporting" in dbs
 
 
@@ -167,7 +168,7 @@ def test_a_path_with_an_unpaired_surrogate_keeps_its_series_escaped_and_drops_no
     source = source_for(server)
     result = source.collect()
     assert not result.errors
-    reads = values(result, contract.MSSQL_FILE_READS)
+    reads = values(result, mssql_metrics.MSSQL_FILE_READS)
     files = {(k[FILES.index("db")], k[FILES.index("file")]) for k in reads}
     # The code unit escaped as Python writes it: valid UTF-8, and the admin can find the file.
     assert ("sales", "/var/opt/mssql/data/sales\\udc80.mdf") in files
@@ -179,7 +180,7 @@ def test_a_path_with_an_unpaired_surrogate_keeps_its_series_escaped_and_drops_no
     assert len(said) == 1, said
     # A supplementary character (a valid surrogate pair) is text like any other: no escape.
     server.state.attach("emoji", [(0, "/var/opt/mssql/data/\U0001f600.mdf")])
-    paths = {k[FILES.index("file")] for k in values(source.collect(), contract.MSSQL_FILE_READS)}
+    paths = {k[FILES.index("file")] for k in values(source.collect(), mssql_metrics.MSSQL_FILE_READS)}
     assert "/var/opt/mssql/data/\U0001f600.mdf" in paths
     assert len([r for r in caplog.records if "unpaired UTF-16 surrogate" in r.getMessage()]) == 1
 
@@ -199,7 +200,7 @@ def test_files_with_the_same_labels_are_summed_into_one_series_counted_and_said_
         for family in result.families:
             keys = [labels.text for _, labels, _ in family.all_samples()]
             assert len(keys) == len(set(keys)), family.spec.name
-        reads = values(result, contract.MSSQL_FILE_READS)
+        reads = values(result, mssql_metrics.MSSQL_FILE_READS)
         key = key_of(reads, db="sales", file=twice)
         files = [f for f in server.state.files if f.physical_name == twice]
         assert len(files) == 2 and reads[key] == sum(f.reads for f in files)
@@ -274,8 +275,8 @@ def test_a_denied_dmv_disables_that_query_only(server: TdsServer, host: FakeHost
     source = source_for(server, host)
     result = source.collect()
     assert result.errors == Counter({"no_grant": 1})
-    assert values(result, contract.MSSQL_FILE_READS) == {}
-    assert values(result, contract.MSSQL_WAITS)
+    assert values(result, mssql_metrics.MSSQL_FILE_READS) == {}
+    assert values(result, mssql_metrics.MSSQL_WAITS)
     up, _ = scrape_both(host, source)
     assert up[NAME] is True
 
@@ -295,7 +296,7 @@ def test_a_service_restart_is_a_lost_session_then_lower_counters(
     assert errors[(NAME, "connection_lost")] == 1
     clock.now += 1
     after = source.collect()
-    old, new = values(before, contract.MSSQL_FILE_READS), values(after, contract.MSSQL_FILE_READS)
+    old, new = values(before, mssql_metrics.MSSQL_FILE_READS), values(after, mssql_metrics.MSSQL_FILE_READS)
     assert all(new[k] < old[k] for k in old if old[k] > 0)
     assert any("restarted" in r.getMessage() for r in caplog.records)
 
@@ -307,7 +308,7 @@ def test_without_a_mount_table_the_lun_is_the_volume_sql_server_reports(server: 
     server.state.volumes = {"D:\\": ("D:\\", "SQLData"), "L:\\": ("L:\\", "SQLLogs")}
     result = source_for(server).collect()
     assert not result.errors
-    reads = values(result, contract.MSSQL_FILE_READS)
+    reads = values(result, mssql_metrics.MSSQL_FILE_READS)
     assert key_of(reads, db="erp", role="data")[FILES.index("lun")] == "D:\\"
     assert key_of(reads, db="erp", role="log")[FILES.index("lun")] == "L:\\"
     assert key_of(reads, db="sales", role="data")[FILES.index("lun")] == ""  # on no volume the server knows
@@ -335,18 +336,21 @@ def test_every_version_from_2012_names_the_instance_and_publishes_its_files(
         server.state.advance(60, {("sales", "data", "read"): Stream(100, 425, queued_us=100)})
         second = source.collect()
     assert not first.errors and not second.errors
-    reads = values(second, contract.MSSQL_FILE_READS)
+    reads = values(second, mssql_metrics.MSSQL_FILE_READS)
     assert reads and {k[FILES.index("db_instance")] for k in reads} == {"SQL1"}
     data = key_of(reads, db="sales", role="data")
-    stall = delta(first, second, contract.MSSQL_FILE_READ_STALL)[data]
+    stall = delta(first, second, mssql_metrics.MSSQL_FILE_READ_STALL)[data]
     assert stall == pytest.approx(100 * 60 * 525e-6)  # the stall as SQL Server reports it, queue included
     said = [r for r in caplog.records if "io_stall_queued" in r.getMessage()]
     if major == 11:
-        queued_specs = (contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_WRITE_QUEUED_STALL)
+        queued_specs = (
+            mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL,
+            mssql_metrics.MSSQL_FILE_WRITE_QUEUED_STALL,
+        )
         assert not [f for f in second.families if f.spec in queued_specs]  # no series, not zeros
         assert len(said) == 1  # said once, not at every connect
     else:
-        assert delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data] == pytest.approx(
+        assert delta(first, second, mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL)[data] == pytest.approx(
             100 * 60 * 100e-6
         )
         assert not said
@@ -364,15 +368,15 @@ def test_the_queued_stall_is_published_apart_so_the_device_share_is_stall_minus_
     first = source.collect()
     server.state.advance(60, load)
     second = source.collect()
-    reads = delta(first, second, contract.MSSQL_FILE_READS)
+    reads = delta(first, second, mssql_metrics.MSSQL_FILE_READS)
     data = key_of(reads, db="sales", role="data")
-    stall = delta(first, second, contract.MSSQL_FILE_READ_STALL)[data]
-    queued = delta(first, second, contract.MSSQL_FILE_READ_QUEUED_STALL)[data]
+    stall = delta(first, second, mssql_metrics.MSSQL_FILE_READ_STALL)[data]
+    queued = delta(first, second, mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL)[data]
     assert stall / reads[data] == pytest.approx(1925e-6)
     assert queued / reads[data] == pytest.approx(1500e-6)
     assert (stall - queued) / reads[data] == pytest.approx(425e-6)  # what the LUN took
-    log = key_of(delta(first, second, contract.MSSQL_FILE_WRITES), db="sales", role="log")
-    assert delta(first, second, contract.MSSQL_FILE_WRITE_QUEUED_STALL)[log] == 0
+    log = key_of(delta(first, second, mssql_metrics.MSSQL_FILE_WRITES), db="sales", role="log")
+    assert delta(first, second, mssql_metrics.MSSQL_FILE_WRITE_QUEUED_STALL)[log] == 0
 
 
 def test_the_wait_time_is_the_resource_wait_and_the_signal_wait_is_its_own_series(server: TdsServer) -> None:
@@ -383,10 +387,10 @@ def test_the_wait_time_is_the_resource_wait_and_the_signal_wait_is_its_own_serie
     first = source.collect()
     server.state.advance(60, load)
     second = source.collect()
-    waits = delta(first, second, contract.MSSQL_WAITS)
+    waits = delta(first, second, mssql_metrics.MSSQL_WAITS)
     (page,) = [k for k in waits if k[2] == "PAGEIOLATCH_SH"]
-    resource = delta(first, second, contract.MSSQL_WAIT_TIME)[page]
-    signal = delta(first, second, contract.MSSQL_WAIT_SIGNAL_TIME)[page]
+    resource = delta(first, second, mssql_metrics.MSSQL_WAIT_TIME)[page]
+    signal = delta(first, second, mssql_metrics.MSSQL_WAIT_SIGNAL_TIME)[page]
     assert waits[page] == 200 * 60
     assert resource / waits[page] == pytest.approx(425e-6)  # the I/O, not the CPU queue
     assert signal / waits[page] == pytest.approx(2e-3)
@@ -401,8 +405,8 @@ def test_a_slow_synchronous_replica_is_published_as_replica_waits_not_as_log_lat
     server.state.advance(10, load)
     result = source.collect()
     assert not result.errors
-    waits = values(result, contract.MSSQL_WAITS)
-    waited = values(result, contract.MSSQL_WAIT_TIME)
+    waits = values(result, mssql_metrics.MSSQL_WAITS)
+    waited = values(result, mssql_metrics.MSSQL_WAIT_TIME)
     by_type = {k[2]: k for k in waits}
     replica, log = by_type["HADR_SYNC_COMMIT"], by_type["WRITELOG"]
     assert (replica[3], log[3]) == ("replica", "log")
@@ -434,10 +438,10 @@ def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_o
     server.state.advance(10, load)
     result = source.collect()
     assert not result.errors
-    role = {k[2]: k[3] for k in values(result, contract.MSSQL_WAITS)}
+    role = {k[2]: k[3] for k in values(result, mssql_metrics.MSSQL_WAITS)}
     assert set(role) == set(sql.IO_WAITS)
     # A synchronous replica's wait is its own role: never summed into the log LUN's waits.
     assert (role["HADR_SYNC_COMMIT"], role["LOGBUFFER"], role["PAGEIOLATCH_KP"]) == ("replica", "log", "data")
-    counts = {k[2]: v for k, v in values(result, contract.MSSQL_WAITS).items()}
+    counts = {k[2]: v for k, v in values(result, mssql_metrics.MSSQL_WAITS).items()}
     assert (counts["HADR_SYNC_COMMIT"], counts["PAGEIOLATCH_KP"], counts["LOGBUFFER"]) == (1000, 500, 100)
     assert counts["WRITE_COMPLETION"] == 200

@@ -12,10 +12,10 @@ import os
 
 import pytest
 
-from lunlat import contract
-from lunlat.config import OracleTarget
+from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.engines.oracle.config import OracleTarget
+from lunlat.engines.oracle.source import OracleSource, connect_oracledb
 from lunlat.model import Family
-from lunlat.sources.oracle import OracleSource, connect_oracledb
 from tests.dblive import collect_twice_cleanly
 
 DSN = os.environ.get("LUNLAT_TEST_ORACLE_DSN", "")
@@ -40,10 +40,10 @@ def test_a_live_database_answers_every_query_with_the_least_privilege_user() -> 
     )
     second = collect_twice_cleanly(OracleSource(target, connect_oracledb(target)))
     families = _by_name(second.families)
-    reads = families[contract.ORACLE_FILE_READS.name].by_labels()
-    roles = {labels[contract.ORACLE_FILE_LABELS.index("role")] for labels in reads}
+    reads = families[oracle_metrics.ORACLE_FILE_READS.name].by_labels()
+    roles = {labels[oracle_metrics.ORACLE_FILE_LABELS.index("role")] for labels in reads}
     assert {"data", "log", "control"} <= roles
-    histogram = families[contract.ORACLE_WAIT_DURATION.name]
+    histogram = families[oracle_metrics.ORACLE_WAIT_DURATION.name]
     buckets: dict[tuple[str, ...], list[float]] = {}
     counts: dict[tuple[str, ...], float] = {}
     for suffix, labels, value in histogram.all_samples():

@@ -18,8 +18,9 @@ from typing import Literal
 import pytest
 
 from lunlat import contract
+from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.engines.oracle.source import OracleSource
 from lunlat.sources.base import SourceResult
-from lunlat.sources.oracle import OracleSource
 from tests.fakesys import FakeHost
 from tests.oracle.emulation import NON_CDB_UNTIL, EmulatedConnection, OracleEmulation
 from tests.oracle.simulator import IO, Commits, Constant, Load
@@ -146,10 +147,10 @@ def source_of(emu: OracleEmulation, variant: Variant, host: FakeHost) -> OracleS
 
 
 def histogram_counts(result: SourceResult, event: str) -> dict[str, float]:
-    labels = contract.ORACLE_EVENT_LABELS
+    labels = oracle_metrics.ORACLE_EVENT_LABELS
     return {
         s[1].values[labels.index("db")]: s[2]
-        for s in families(result)[contract.ORACLE_WAIT_DURATION.name].all_samples()
+        for s in families(result)[oracle_metrics.ORACLE_WAIT_DURATION.name].all_samples()
         if s[0] == "_count" and s[1].values[labels.index("event")] == event
     }
 
@@ -170,16 +171,16 @@ def test_the_source_publishes_what_the_variant_has_and_says_what_it_cannot(
     assert not first.errors and not second.errors and not third.errors
 
     # Files: every role, each data file on its LUN, one series per instance.
-    files = contract.ORACLE_FILE_LABELS
-    reads = values(second, contract.ORACLE_FILE_READS)
+    files = oracle_metrics.ORACLE_FILE_LABELS
+    reads = values(second, oracle_metrics.ORACLE_FILE_READS)
     assert {k[files.index("role")] for k in reads} == {"data", "temp", "log", "control"}
     assert {k[files.index("db_instance")] for k in reads} == variant.db_instances
     assert {k[files.index("lun")] for k in reads if k[files.index("role")] == "data"} == {variant.data_lun}
 
     # Wait events: each container's own, at its own latency (µs exact); the log write stays local.
-    events = contract.ORACLE_EVENT_LABELS
-    waits = delta(first, second, contract.ORACLE_WAITS)
-    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    events = oracle_metrics.ORACLE_EVENT_LABELS
+    waits = delta(first, second, oracle_metrics.ORACLE_WAITS)
+    waited = delta(first, second, oracle_metrics.ORACLE_WAIT_TIME)
     sequential = {k: n for k, n in waits.items() if k[events.index("event")] == "db file sequential read"}
     assert {k[events.index("db")] for k in sequential} == variant.event_dbs
     for key, n in sequential.items():
@@ -193,16 +194,16 @@ def test_the_source_publishes_what_the_variant_has_and_says_what_it_cannot(
     counts = histogram_counts(second, "db file sequential read")
     assert set(counts) == variant.histogram_dbs
     if variant.histogram_dbs == variant.event_dbs:
-        totals = values(second, contract.ORACLE_WAITS)
+        totals = values(second, oracle_metrics.ORACLE_WAITS)
         for key, n in totals.items():
             if key[events.index("event")] == "db file sequential read":
                 assert counts[key[events.index("db")]] == n
     else:  # the whole instance's: every container's reads together
-        assert counts[""] == sum(values(second, contract.ORACLE_WAITS)[k] for k in sequential)
+        assert counts[""] == sum(values(second, oracle_metrics.ORACLE_WAITS)[k] for k in sequential)
 
     # ASM disks.
-    asm = contract.ORACLE_ASM_LABELS
-    assert {k[asm.index("lun")] for k in values(second, contract.ORACLE_ASM_READS)} == variant.asm_luns
+    asm = oracle_metrics.ORACLE_ASM_LABELS
+    assert {k[asm.index("lun")] for k in values(second, oracle_metrics.ORACLE_ASM_READS)} == variant.asm_luns
 
     # Replica waits: their own role, their own measure; never the log's.
     replica = {
@@ -268,8 +269,10 @@ def test_a_view_that_vanishes_mid_run_is_named_with_both_causes_and_the_rest_is_
     emu.advance(60, VARIANTS["Oracle 19c"].load())
     result = source.collect()
     assert result.errors == {"no_grant": 1}
-    assert values(result, contract.ORACLE_WAITS) == {}
-    assert values(result, contract.ORACLE_FILE_READS) and histogram_counts(result, "db file sequential read")
+    assert values(result, oracle_metrics.ORACLE_WAITS) == {}
+    assert values(result, oracle_metrics.ORACLE_FILE_READS) and histogram_counts(
+        result, "db file sequential read"
+    )
     up, _ = scrape_both(host, source)
     assert up == {"diskstats": True, "oracle:Oracle": True}
     lines = [r.getMessage() for r in caplog.records if "query disabled" in r.getMessage()]

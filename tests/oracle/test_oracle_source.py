@@ -17,14 +17,16 @@ from typing import Any
 import pytest
 
 from lunlat import contract
-from lunlat.config import DiskstatsConfig, OracleTarget
+from lunlat.config import DiskstatsConfig
 from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.engines.oracle import sql
+from lunlat.engines.oracle.config import OracleTarget
+from lunlat.engines.oracle.source import ALL_CONTROL, ALL_REDO, OracleSource
 from lunlat.model import Family
 from lunlat.scrape import Scraper
-from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
-from lunlat.sources.oracle import ALL_CONTROL, ALL_REDO, OracleSource
 from tests.clock import FakeClock
 from tests.fakesys import FakeHost
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
@@ -134,9 +136,9 @@ def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: F
     emu = OracleEmulation()
     source = source_for(emu, host)
     first, second = two_minutes(emu, source, DATA_READ)
-    labels = contract.ORACLE_FILE_LABELS
-    reads = delta(first, second, contract.ORACLE_FILE_READS)
-    read_time = delta(first, second, contract.ORACLE_FILE_READ_TIME)
+    labels = oracle_metrics.ORACLE_FILE_LABELS
+    reads = delta(first, second, oracle_metrics.ORACLE_FILE_READS)
+    read_time = delta(first, second, oracle_metrics.ORACLE_FILE_READ_TIME)
     data = by(labels, reads, role="data")
     assert len(data) == 3 and sum(data.values()) == 400 * 60
     for key, n in data.items():
@@ -144,8 +146,8 @@ def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: F
         assert file.startswith("/u02/oradata/ORCL/") and lun == "ora_data"
         assert (key[labels.index("database")], key[labels.index("workload")]) == ("Oracle", "oltp")
         assert read_time[key] / n == pytest.approx(425e-6, abs=1e-6 / n * 2)  # ms counters: ±1 ms per delta
-    writes = delta(first, second, contract.ORACLE_FILE_WRITES)
-    write_time = delta(first, second, contract.ORACLE_FILE_WRITE_TIME)
+    writes = delta(first, second, oracle_metrics.ORACLE_FILE_WRITES)
+    write_time = delta(first, second, oracle_metrics.ORACLE_FILE_WRITE_TIME)
     ((log_key, log_writes),) = by(labels, writes, role="log").items()
     assert log_key[labels.index("file")] == ALL_REDO
     assert log_key[labels.index("lun")] == "ora_redo_a,ora_redo_b"  # multiplexed members
@@ -154,9 +156,9 @@ def test_per_file_latency_role_and_lun_are_right_and_425_us_stays_425_us(host: F
     assert control_key[labels.index("file")] == ALL_CONTROL
     assert control_key[labels.index("lun")] == "ora_data,ora_redo_b"
     # Wait events are µs counters: the average is exact, not rounded to a millisecond.
-    events = contract.ORACLE_EVENT_LABELS
-    waits = delta(first, second, contract.ORACLE_WAITS)
-    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    events = oracle_metrics.ORACLE_EVENT_LABELS
+    waits = delta(first, second, oracle_metrics.ORACLE_WAITS)
+    waited = delta(first, second, oracle_metrics.ORACLE_WAIT_TIME)
     ((seq_key, seq_waits),) = by(events, waits, event="db file sequential read").items()
     assert seq_key[events.index("role")] == "data" and seq_waits == 400 * 60
     assert waited[seq_key] / seq_waits == pytest.approx(425e-6, rel=1e-12)
@@ -174,9 +176,9 @@ def test_a_slow_sync_standby_is_published_as_replica_waits_not_as_log_lun_latenc
     emu = OracleEmulation()
     source = source_for(emu, host)
     first, second = two_minutes(emu, source, load)
-    events = contract.ORACLE_EVENT_LABELS
-    waits = delta(first, second, contract.ORACLE_WAITS)
-    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    events = oracle_metrics.ORACLE_EVENT_LABELS
+    waits = delta(first, second, oracle_metrics.ORACLE_WAITS)
+    waited = delta(first, second, oracle_metrics.ORACLE_WAIT_TIME)
     ((remote_key, remote),) = by(events, waits, event="SYNC Remote Write").items()
     assert remote_key[events.index("role")] == "replica" and remote == 100 * 60
     assert remote_key[events.index("measure")] == "per_io"
@@ -186,12 +188,12 @@ def test_a_slow_sync_standby_is_published_as_replica_waits_not_as_log_lun_latenc
     assert waited[lgwr] / log_waits[lgwr] == pytest.approx(300e-6, rel=1e-12)
     sync = next(k for k in log_waits if k[events.index("event")] == "log file sync")
     assert waited[sync] / log_waits[sync] > 20e-3  # the commit feels the standby
-    files = contract.ORACLE_FILE_LABELS
-    writes = delta(first, second, contract.ORACLE_FILE_WRITES)
+    files = oracle_metrics.ORACLE_FILE_LABELS
+    writes = delta(first, second, oracle_metrics.ORACLE_FILE_WRITES)
     ((log_file, log_writes),) = by(files, writes, role="log").items()
-    assert delta(first, second, contract.ORACLE_FILE_WRITE_TIME)[log_file] / log_writes == pytest.approx(
-        300e-6, rel=1e-3
-    )
+    assert delta(first, second, oracle_metrics.ORACLE_FILE_WRITE_TIME)[
+        log_file
+    ] / log_writes == pytest.approx(300e-6, rel=1e-3)
 
 
 def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads(host: FakeHost) -> None:
@@ -206,10 +208,10 @@ def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads
     emu = OracleEmulation()
     source = source_for(emu, host)
     first, second = two_minutes(emu, source, load)
-    labels = contract.ORACLE_FILE_LABELS
-    sync_reads = by(labels, delta(first, second, contract.ORACLE_FILE_SYNC_READS), role="data")
-    sync_time = delta(first, second, contract.ORACLE_FILE_SYNC_READ_TIME)
-    reads = delta(first, second, contract.ORACLE_FILE_READS)
+    labels = oracle_metrics.ORACLE_FILE_LABELS
+    sync_reads = by(labels, delta(first, second, oracle_metrics.ORACLE_FILE_SYNC_READS), role="data")
+    sync_time = delta(first, second, oracle_metrics.ORACLE_FILE_SYNC_READ_TIME)
+    reads = delta(first, second, oracle_metrics.ORACLE_FILE_READS)
     assert len(sync_reads) == 3 and sum(sync_reads.values()) == 300 * 60
     for key, n in sync_reads.items():
         assert key[labels.index("lun")] == "ora_data"
@@ -217,9 +219,9 @@ def test_sync_single_block_reads_are_published_per_file_apart_from_batched_reads
         assert reads[key] > n  # the batched reads are reads, not synchronous ones
     # Redo and control files have no synchronous single-block reads in this load.
     for role in ("log", "control"):
-        assert set(by(labels, delta(first, second, contract.ORACLE_FILE_SYNC_READS), role=role).values()) == {
-            0
-        }
+        assert set(
+            by(labels, delta(first, second, oracle_metrics.ORACLE_FILE_SYNC_READS), role=role).values()
+        ) == {0}
 
 
 def test_wait_events_say_whether_one_wait_is_one_io(host: FakeHost) -> None:
@@ -236,10 +238,10 @@ def test_wait_events_say_whether_one_wait_is_one_io(host: FakeHost) -> None:
     emu.advance(60, load)
     result = source.collect()
     assert not result.errors
-    labels = contract.ORACLE_EVENT_LABELS
+    labels = oracle_metrics.ORACLE_EVENT_LABELS
     measures = {
         key[labels.index("event")]: key[labels.index("measure")]
-        for key in values(result, contract.ORACLE_WAITS)
+        for key in values(result, oracle_metrics.ORACLE_WAITS)
     }
     assert measures == {
         "db file sequential read": "per_io",
@@ -249,7 +251,7 @@ def test_wait_events_say_whether_one_wait_is_one_io(host: FakeHost) -> None:
         "log file sync": "per_commit",
     }
     # The histogram's series carry the same label.
-    histogram = families(result)[contract.ORACLE_WAIT_DURATION.name]
+    histogram = families(result)[oracle_metrics.ORACLE_WAIT_DURATION.name]
     counted = {sample[1].values for sample in histogram.all_samples() if sample[0] == "_count"}
     assert {k[labels.index("event")]: k[labels.index("measure")] for k in counted} == measures
 
@@ -275,8 +277,8 @@ def test_histograms_are_consistent_with_the_waits_and_resolve_the_goal(host: Fak
     mix = Choice([(300, 6), (700, 3), (2500, 1)])  # 10 % of reads above the 1 ms goal (sampled, seeded)
     emu.advance(60, Load(IO("data", "read", 500, mix), background=False))
     result = source.collect()
-    waits = values(result, contract.ORACLE_WAITS)
-    histogram = families(result)[contract.ORACLE_WAIT_DURATION.name]
+    waits = values(result, oracle_metrics.ORACLE_WAITS)
+    histogram = families(result)[oracle_metrics.ORACLE_WAIT_DURATION.name]
     buckets: dict[tuple[str, ...], dict[str, float]] = {}
     counts: dict[tuple[str, ...], float] = {}
     sums: dict[tuple[str, ...], float] = {}
@@ -294,7 +296,9 @@ def test_histograms_are_consistent_with_the_waits_and_resolve_the_goal(host: Fak
         assert per_le["+Inf"] == counts[key] == waits[key], "_count is the waits"
         assert len(per_le) == 27  # the same 26 bounds + +Inf for every event, always
     (seq,) = [
-        k for k in buckets if k[contract.ORACLE_EVENT_LABELS.index("event")] == "db file sequential read"
+        k
+        for k in buckets
+        if k[oracle_metrics.ORACLE_EVENT_LABELS.index("event")] == "db file sequential read"
     ]
     total = counts[seq]
     assert buckets[seq]["0.000256"] == 0
@@ -303,7 +307,7 @@ def test_histograms_are_consistent_with_the_waits_and_resolve_the_goal(host: Fak
     assert buckets[seq]["0.002048"] == buckets[seq]["0.001024"]
     assert total - buckets[seq]["0.001024"] == pytest.approx(0.1 * total, rel=0.1)  # above the goal
     # _sum is an estimate from the bucket bounds: close to the true total, documented as such.
-    true_sum = values(result, contract.ORACLE_WAIT_TIME)[seq]
+    true_sum = values(result, oracle_metrics.ORACLE_WAIT_TIME)[seq]
     assert sums[seq] == pytest.approx(true_sum, rel=0.35)
 
 
@@ -336,9 +340,9 @@ def test_asm_disks_are_published_per_lun_and_their_luns_labelled(host: FakeHost)
     first = source.collect()
     emu.advance(60, DATA_READ)
     second = source.collect()
-    asm = contract.ORACLE_ASM_LABELS
-    reads = delta(first, second, contract.ORACLE_ASM_READS)
-    read_time = delta(first, second, contract.ORACLE_ASM_READ_TIME)
+    asm = oracle_metrics.ORACLE_ASM_LABELS
+    reads = delta(first, second, oracle_metrics.ORACLE_ASM_READS)
+    read_time = delta(first, second, oracle_metrics.ORACLE_ASM_READ_TIME)
     data_disks = by(asm, reads, diskgroup="DATA")
     assert {k[asm.index("lun")] for k in data_disks} == {"asm_data1", "asm_data2"}
     assert sum(data_disks.values()) == 400 * 60
@@ -347,11 +351,11 @@ def test_asm_disks_are_published_per_lun_and_their_luns_labelled(host: FakeHost)
     assert {k[asm.index("diskgroup")] for k in reads} == {"DATA", "FRA"}  # candidates (group 0) left out
     # A file's `lun` is its disk group's LUNs (ASM stripes it over all of them), from the first
     # scrape on, so the database layer meets the host layer on the same LUNs.
-    files = contract.ORACLE_FILE_LABELS
+    files = oracle_metrics.ORACLE_FILE_LABELS
     for result in (first, second):
         by_role = {
             (k[files.index("role")], k[files.index("lun")])
-            for k in values(result, contract.ORACLE_FILE_READS)
+            for k in values(result, oracle_metrics.ORACLE_FILE_READS)
         }
         assert ("data", "asm_data1,asm_data2") in by_role
         assert ("log", "asm_data1,asm_data2,asm_fra1") in by_role  # members in +DATA and +FRA
@@ -365,7 +369,7 @@ def test_a_database_without_asm_publishes_no_asm_series_and_no_error(host: FakeH
     emu = OracleEmulation()
     result = source_for(emu, host).collect()
     assert not result.errors
-    assert values(result, contract.ORACLE_ASM_READS) == {}
+    assert values(result, oracle_metrics.ORACLE_ASM_READS) == {}
 
 
 # --- RAC and CDB ---------------------------------------------------------------------------------
@@ -378,8 +382,8 @@ def test_rac_instances_and_cdb_containers_become_labels(host: FakeHost) -> None:
     emu.advance(30, Load(IO("data", "read", 100, Constant(900))), inst_id=2)
     result = source.collect()
     assert not result.errors
-    labels = contract.ORACLE_FILE_LABELS
-    reads = values(result, contract.ORACLE_FILE_READS)
+    labels = oracle_metrics.ORACLE_FILE_LABELS
+    reads = values(result, oracle_metrics.ORACLE_FILE_READS)
     assert {k[labels.index("db_instance")] for k in reads} == {"orcl1", "orcl2"}
     assert {k[labels.index("db")] for k in by(labels, reads, role="data")} >= {"CDB$ROOT", "SALES"}
     per_instance = Counter[str]()
@@ -402,9 +406,9 @@ def test_from_the_cdb_root_each_pdbs_waits_are_its_own(host: FakeHost) -> None:
         background=False,
     )
     first, second = two_minutes(emu, source, load)
-    labels = contract.ORACLE_EVENT_LABELS
-    waits = delta(first, second, contract.ORACLE_WAITS)
-    waited = delta(first, second, contract.ORACLE_WAIT_TIME)
+    labels = oracle_metrics.ORACLE_EVENT_LABELS
+    waits = delta(first, second, oracle_metrics.ORACLE_WAITS)
+    waited = delta(first, second, oracle_metrics.ORACLE_WAIT_TIME)
     reads = by(labels, waits, event="db file sequential read")
     assert {k[labels.index("db")]: n for k, n in reads.items()} == {"SALES": 300 * 60, "HR": 100 * 60}
     for key, n in reads.items():
@@ -421,7 +425,10 @@ def test_a_new_datafile_gets_its_name_without_waiting_for_the_refresh(host: Fake
     emu.advance(10, Load(IO("data", "read", 100, Constant(500), files=("/u02/oradata/ORCL/users02.dbf",))))
     clock.now += 31  # lookups for unknown files are rate-limited to one per 30 s
     result = source.collect()
-    files = {k[contract.ORACLE_FILE_LABELS.index("file")] for k in values(result, contract.ORACLE_FILE_READS)}
+    files = {
+        k[oracle_metrics.ORACLE_FILE_LABELS.index("file")]
+        for k in values(result, oracle_metrics.ORACLE_FILE_READS)
+    }
     assert "/u02/oradata/ORCL/users02.dbf" in files
     assert not any(f.startswith("file#") for f in files)
 
@@ -444,7 +451,10 @@ def test_instance_restart_drops_the_session_then_counters_start_again(host: Fake
     lookups = sum("v$datafile" in s.lower() for s in emu.executed)
     after = source.collect()
     assert sum("v$datafile" in s.lower() for s in emu.executed) == lookups + 1, "names looked up again"
-    old, new = values(before, contract.ORACLE_FILE_READS), values(after, contract.ORACLE_FILE_READS)
+    old, new = (
+        values(before, oracle_metrics.ORACLE_FILE_READS),
+        values(after, oracle_metrics.ORACLE_FILE_READS),
+    )
     # Every counter of the restarted instance is lower: Prometheus sees a reset, never a negative rate.
     assert old.keys() == new.keys()
     assert all(new[k] < old[k] for k in old if old[k] > 0)
@@ -501,7 +511,7 @@ def test_a_query_past_the_call_timeout_fails_this_scrape_and_the_next_reconnects
     emu.clear_hangs()
     connects = emu.connects
     result = source.collect()  # a timeout drops the session but needs no backoff
-    assert emu.connects == connects + 1 and values(result, contract.ORACLE_WAITS)
+    assert emu.connects == connects + 1 and values(result, oracle_metrics.ORACLE_WAITS)
 
 
 def test_a_hung_query_never_delays_the_scrape_past_its_deadline(host: FakeHost, emu: OracleEmulation) -> None:
@@ -538,8 +548,8 @@ def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
     source = source_for(emu, host, clock=clock)
     first = source.collect()
     assert first.errors == Counter({"no_grant": 1})
-    assert families(first)[contract.ORACLE_WAIT_DURATION.name].samples == []
-    assert values(first, contract.ORACLE_FILE_READS) and values(first, contract.ORACLE_WAITS)
+    assert families(first)[oracle_metrics.ORACLE_WAIT_DURATION.name].samples == []
+    assert values(first, oracle_metrics.ORACLE_FILE_READS) and values(first, oracle_metrics.ORACLE_WAITS)
     assert sum("grants.sql" in r.getMessage() for r in caplog.records) == 1
     queried = sum("event_histogram_micro" in s for s in emu.executed)
     second = source.collect()
@@ -549,7 +559,7 @@ def test_a_missing_grant_disables_that_query_only_and_is_retried_later(
     emu.grant("gv$con_event_histogram_micro")
     clock.now += 600
     third = source.collect()
-    assert not third.errors and families(third)[contract.ORACLE_WAIT_DURATION.name].samples
+    assert not third.errors and families(third)[oracle_metrics.ORACLE_WAIT_DURATION.name].samples
 
 
 def test_a_restarting_database_is_retried_with_backoff_until_it_opens(
@@ -626,8 +636,8 @@ def test_bad_rows_are_skipped_and_counted_never_published(host: FakeHost, emu: O
     result = source.collect()
     assert result.errors == Counter({"bad_row": 2})
     good = emu.query(sql.SYSTEM_EVENT.sql)
-    assert len(values(result, contract.ORACLE_WAITS)) == len(good) - 2
-    assert all(v >= 0 for v in values(result, contract.ORACLE_WAITS).values())
+    assert len(values(result, oracle_metrics.ORACLE_WAITS)) == len(good) - 2
+    assert all(v >= 0 for v in values(result, oracle_metrics.ORACLE_WAITS).values())
 
 
 def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
@@ -637,7 +647,10 @@ def test_a_bad_lookup_row_is_skipped_and_its_file_keeps_a_number(
     source = source_for(emu, host, connect=lambda: Corrupting(emu.connect(), lookups=True))  # type: ignore[arg-type,return-value]
     result = source.collect()
     assert result.errors == Counter({"bad_row": 3})  # two event rows, one datafile row
-    files = {k[contract.ORACLE_FILE_LABELS.index("file")] for k in values(result, contract.ORACLE_FILE_READS)}
+    files = {
+        k[oracle_metrics.ORACLE_FILE_LABELS.index("file")]
+        for k in values(result, oracle_metrics.ORACLE_FILE_READS)
+    }
     assert "file#1" in files and len([f for f in files if f.startswith("/u02/")]) >= 2
 
 
@@ -698,12 +711,15 @@ def test_rows_with_the_same_labels_are_summed_into_one_series_counted_and_said_o
         assert result.errors == Counter({"duplicate_row": 3})  # a file row, an event row, a bucket row
     # Every row's I/O is in its series, whichever row came first: the duplicated ones twice.
     reads, clean_reads = (
-        values(results[0], contract.ORACLE_FILE_READS),
-        values(clean, contract.ORACLE_FILE_READS),
+        values(results[0], oracle_metrics.ORACLE_FILE_READS),
+        values(clean, oracle_metrics.ORACLE_FILE_READS),
     )
     assert len(reads) == len(clean_reads) == len({r[:4] for r in files})
     assert sum(reads.values()) == sum(clean_reads.values()) + files[0][4]
-    waits, clean_waits = values(results[0], contract.ORACLE_WAITS), values(clean, contract.ORACLE_WAITS)
+    waits, clean_waits = (
+        values(results[0], oracle_metrics.ORACLE_WAITS),
+        values(clean, oracle_metrics.ORACLE_WAITS),
+    )
     assert len(waits) == len(clean_waits) == len(events)
     assert sum(waits.values()) == sum(clean_waits.values()) + events[0][3]
     said = [r for r in caplog.records if "same labels" in r.getMessage()]
@@ -728,7 +744,7 @@ def test_a_pdb_login_on_asm_says_once_that_asm_cannot_be_read(
     emu.advance(60, DATA_READ)
     results = [source.collect() for _ in range(3)]
     for result in results:
-        assert values(result, contract.ORACLE_ASM_READS) == {}
+        assert values(result, oracle_metrics.ORACLE_ASM_READS) == {}
         assert capability(result) == {("oracle:Oracle", "asm"): 0}
     warnings = [r.getMessage() for r in caplog.records if "ASM disks cannot be read" in r.getMessage()]
     assert len(warnings) == 1, warnings
@@ -778,10 +794,10 @@ PDB_READS = Load(
 
 def histogram_counts(result: SourceResult) -> dict[tuple[str, str], float]:
     """(db, event) -> the histogram's `_count`."""
-    labels = contract.ORACLE_EVENT_LABELS
+    labels = oracle_metrics.ORACLE_EVENT_LABELS
     return {
         (s[1].values[labels.index("db")], s[1].values[labels.index("event")]): s[2]
-        for s in families(result)[contract.ORACLE_WAIT_DURATION.name].all_samples()
+        for s in families(result)[oracle_metrics.ORACLE_WAIT_DURATION.name].all_samples()
         if s[0] == "_count"
     }
 
@@ -797,13 +813,13 @@ def test_from_19c_the_histograms_are_per_container_like_the_wait_counters(host: 
     assert counts[("HR", "db file sequential read")] == 100 * 60
     assert ("", "db file sequential read") not in counts  # no instance-wide mix next to them
     # The same label sets as the wait counters: a histogram series and its counter line up.
-    labels = contract.ORACLE_EVENT_LABELS
-    for key, n in values(result, contract.ORACLE_WAITS).items():
+    labels = oracle_metrics.ORACLE_EVENT_LABELS
+    for key, n in values(result, oracle_metrics.ORACLE_WAITS).items():
         assert counts[(key[labels.index("db")], key[labels.index("event")])] == n
     # SALES's 425 µs reads and HR's 2 ms reads each sit in their own bucket.
     buckets = {
         (s[1].values[labels.index("db")], s[1].values[-1]): s[2]
-        for s in families(result)[contract.ORACLE_WAIT_DURATION.name].all_samples()
+        for s in families(result)[oracle_metrics.ORACLE_WAIT_DURATION.name].all_samples()
         if s[0] == "_bucket" and s[1].values[labels.index("event")] == "db file sequential read"
     }
     assert buckets[("SALES", "0.000512")] == 300 * 60 and buckets[("SALES", "0.000256")] == 0

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import OracleTarget
+from lunlat.engines.oracle.config import OracleTarget
+from lunlat.engines.oracle.source import OracleSource, connect_oracledb
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError
-from lunlat.sources.oracle import OracleSource, connect_oracledb
 from tests import sockets
 from tests.clock import FakeClock
 from tests.extras import needs

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from lunlat.config import load_config
+from lunlat.engines.oracle import source as oracle
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
-from lunlat.sources import oracle
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation

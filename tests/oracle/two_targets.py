@@ -14,9 +14,9 @@ import os
 import sys
 import time
 
-from lunlat.config import OracleTarget
+from lunlat.engines.oracle.config import OracleTarget
+from lunlat.engines.oracle.source import OracleSource, connect_oracledb
 from lunlat.sources.base import SourceError
-from lunlat.sources.oracle import OracleSource, connect_oracledb
 
 PASSWORD_ENV = "LUNLAT_TEST_TWO_TARGETS_PASSWORD"  # noqa: S105 - a variable name
 

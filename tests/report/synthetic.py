@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lunlat import contract
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.oracle import metrics as oracle_metrics
 
 INTERVAL = 15
 PHASE_SECONDS = 1200
@@ -201,21 +203,21 @@ def openmetrics(start: int) -> str:
         (
             "oracle",
             (
-                contract.ORACLE_FILE_READS,
-                contract.ORACLE_FILE_WRITES,
-                contract.ORACLE_FILE_READ_TIME,
-                contract.ORACLE_FILE_WRITE_TIME,
+                oracle_metrics.ORACLE_FILE_READS,
+                oracle_metrics.ORACLE_FILE_WRITES,
+                oracle_metrics.ORACLE_FILE_READ_TIME,
+                oracle_metrics.ORACLE_FILE_WRITE_TIME,
             ),
         ),
         (
             "mssql",
             (
-                contract.MSSQL_FILE_READS,
-                contract.MSSQL_FILE_WRITES,
-                contract.MSSQL_FILE_READ_STALL,
-                contract.MSSQL_FILE_WRITE_STALL,
-                contract.MSSQL_FILE_READ_BYTES,
-                contract.MSSQL_FILE_WRITE_BYTES,
+                mssql_metrics.MSSQL_FILE_READS,
+                mssql_metrics.MSSQL_FILE_WRITES,
+                mssql_metrics.MSSQL_FILE_READ_STALL,
+                mssql_metrics.MSSQL_FILE_WRITE_STALL,
+                mssql_metrics.MSSQL_FILE_READ_BYTES,
+                mssql_metrics.MSSQL_FILE_WRITE_BYTES,
             ),
         ),
     ):
@@ -248,7 +250,7 @@ def openmetrics(start: int) -> str:
     base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read")
     out.extend(_histogram(name, base, HISTOGRAM_SHARES, reads))
     # Oracle's wait-event histogram ('db file sequential read', µs power-of-two buckets in seconds).
-    name = contract.ORACLE_WAIT_DURATION.name
+    name = oracle_metrics.ORACLE_WAIT_DURATION.name
     out.append(f"# TYPE {name} histogram")
     base = _labels(
         job=JOB,

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from lunlat.config import DEFAULT_EXCLUDE, Config, ConfigError, load_config, parse_config
+from lunlat.engines.mssql import targets as mssql_targets
+from lunlat.engines.oracle import targets as oracle_targets
 
 GOOD = """\
 diskstats:
@@ -117,7 +119,7 @@ mssql:
 
 
 def test_sql_server_target_loads_and_bad_ones_are_named() -> None:
-    (target,) = parse_config(MSSQL).mssql
+    (target,) = mssql_targets(parse_config(MSSQL))
     assert (target.name, target.server, target.driver, target.encrypt) == (
         "SQL Server 1",
         "sql1.example.com,1433",
@@ -147,7 +149,7 @@ oracle:
 
 
 def test_oracle_target_loads_with_its_password_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    (target,) = parse_config(ORACLE).oracle
+    (target,) = oracle_targets(parse_config(ORACLE))
     assert (target.name, target.dsn, target.user, target.workload) == (
         "Oracle",
         "db1.example.com:1521/ORCLPDB1",
@@ -165,7 +167,7 @@ def test_oracle_password_file_loses_one_trailing_newline_only(tmp_path: Path) ->
     secret = tmp_path / "pw"
     secret.write_text("  pass word \n", encoding="utf-8")
     text = ORACLE.replace("password_env: LUNLAT_ORACLE_PASSWORD", f"password_file: {secret}")
-    (target,) = parse_config(text).oracle
+    (target,) = oracle_targets(parse_config(text))
     assert target.password.read() == "  pass word "
     secret.unlink()
     with pytest.raises(ValueError, match=r"cannot read .*pw") as caught:

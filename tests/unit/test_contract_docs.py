@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from lunlat import contract
+from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.engines.oracle.source import OracleSource
 from lunlat.sources.diskstats import DiskstatsSource
-from lunlat.sources.oracle import OracleSource
 from lunlat.sources.psutil_disks import PsutilDisksSource
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,8 +45,8 @@ def test_documented_labels_match() -> None:
         .split("Oracle layer, per configured database", 1)[1]
         .split("|", 1)[0]
     )
-    assert re.findall(r"`([a-z_]+)`", oracle_intro) == list(contract.ORACLE_FILE_LABELS)
-    for spec in (contract.ORACLE_WAITS, contract.ORACLE_ASM_READS):
+    assert re.findall(r"`([a-z_]+)`", oracle_intro) == list(oracle_metrics.ORACLE_FILE_LABELS)
+    for spec in (oracle_metrics.ORACLE_WAITS, oracle_metrics.ORACLE_ASM_READS):
         assert re.findall(r"labels ((?:`[a-z_]+`(?:, )?)+)", rows[spec.name][1])[0].replace("`", "").split(
             ", "
         ) == list(spec.labels)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import sqlglot
 
-from lunlat.sources import mssql_sql
+from lunlat.engines.mssql import sql as mssql_sql
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lunlat.config import MssqlTarget
+from lunlat.engines.mssql.config import MssqlTarget
+from lunlat.engines.mssql.source import classify, connection_string
 from lunlat.sources.dbsession import Kind
-from lunlat.sources.mssql import classify, connection_string
 
 pyodbc = pytest.importorskip("pyodbc", reason="pyodbc is not installed (pip install 'lunlat[mssql]')")
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from lunlat.config import parse_config
+from lunlat.engines.mssql.source import MssqlSource
+from lunlat.engines.oracle.source import OracleSource
 from lunlat.sources import registry
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.factory import Settings
-from lunlat.sources.mssql import MssqlSource
-from lunlat.sources.oracle import OracleSource
 from lunlat.sources.psutil_disks import PsutilDisksSource
 from lunlat.sources.registry import build_sources
 from tests.extras import needs

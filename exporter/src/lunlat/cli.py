@@ -22,7 +22,8 @@ from types import FrameType
 from lunlat import __version__, logs
 from lunlat import top as top_command
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
-from lunlat.config import Config, ConfigError, MssqlTarget, OracleTarget, load_config
+from lunlat.config import Config, ConfigError, load_config
+from lunlat.engines.registry import ENGINES
 from lunlat.files import write_atomic
 from lunlat.httplimits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
 from lunlat.reference import DEFAULT_REFERENCE_FILE
@@ -307,9 +308,8 @@ def _load(path: Path | None, check_secrets: bool = False) -> Config:
 
 
 def _target_name(config: Config, loc: tuple[int | str, ...]) -> str:
-    """The `name` of the database target at key path `loc` (("oracle", 0, …))."""
-    targets: list[OracleTarget] | list[MssqlTarget] = config.oracle if loc[0] == "oracle" else config.mssql
-    return targets[int(loc[1])].name
+    """The `name` of the database target at key path `loc` ((<engine section>, 0, …))."""
+    return config.targets(str(loc[0]))[int(loc[1])].name
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -401,9 +401,9 @@ def serve(args: argparse.Namespace) -> int:
 def check_config(args: argparse.Namespace) -> int:
     config = _load(args.file, check_secrets=not args.syntax_only)
     databases = "".join(
-        f", {len(targets)} {kind} targets"
-        for kind, targets in (("Oracle", config.oracle), ("SQL Server", config.mssql))
-        if targets
+        f", {len(targets)} {engine.title} targets"
+        for engine in ENGINES
+        if (targets := config.targets(engine.key))
     )
     print(f"{args.file}: valid ({len(config.luns)} luns entries{databases})")
     return 0

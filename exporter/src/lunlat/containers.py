@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lunlat.config import DockerConfig, _DatabaseTarget, is_loopback
+from lunlat.config import DockerConfig, is_loopback
+from lunlat.dbtarget import DatabaseTarget
 
 SDK_MISSING = "the `container` lookup needs the Docker SDK for Python: pip install 'lunlat[docker]'"
 DEFAULT_TIMEOUT_SECONDS = DockerConfig().timeout_seconds
@@ -61,7 +62,7 @@ class ContainerRef:
         return self.name or f"(publishing {self.host}:{self.port})"
 
 
-def ref_for(target: _DatabaseTarget, docker: DockerConfig | None) -> ContainerRef | None:
+def ref_for(target: DatabaseTarget, docker: DockerConfig | None) -> ContainerRef | None:
     """The container a target's database runs in, or None when it is not in one (as far as the config says)."""
     if target.container is not None:
         return ContainerRef(name=target.container)

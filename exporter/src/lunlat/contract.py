@@ -8,12 +8,12 @@ that compare the docs and rules with this module fail until they follow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
 
-MetricType = Literal["counter", "gauge", "histogram"]
+from lunlat.engines.registry import ENGINES
+from lunlat.metricspec import PREFIX, Capability, MetricSpec, MetricType
 
-PREFIX = "lunlat_"
+__all__ = ["PREFIX", "Capability", "MetricSpec", "MetricType"]
 
 # Roles a LUN or a database file can have (docs/contract.md, "Model"). Config files, the lab, the
 # database sources and the rules all take this one definition.
@@ -43,20 +43,6 @@ LUN_INFO_LABELS: tuple[str, ...] = (
     "mountpoint",
     "kind",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSpec:
-    name: str
-    type: MetricType
-    help: str
-    labels: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        if not self.name.startswith(PREFIX):
-            raise ValueError(f"metric {self.name} lacks the {PREFIX} prefix")
-        if self.type == "counter" and not self.name.endswith("_total"):
-            raise ValueError(f"counter {self.name} must end in _total")
 
 
 # --- host layer (diskstats / psutil), per device -------------------------------------------------
@@ -219,215 +205,6 @@ DEVICE_METRICS: tuple[MetricSpec, ...] = (
     DEVICE_FLUSH_TIME,
 )
 
-# --- database layer: Oracle ----------------------------------------------------------------------
-# `db_instance` rather than `instance`: Prometheus owns `instance` (the scrape target)
-# and would rename an exporter's `instance` to `exported_instance` at every scrape.
-# `workload` (from the target's config) is on the file series too, so the db-layer recording rules
-# carry it like the host layer's and the goal overrides by workload apply to both layers.
-ORACLE_FILE_LABELS: tuple[str, ...] = ("database", "workload", "db", "db_instance", "file", "role", "lun")
-# `measure` says what one wait of the event is (sources/oracle_events.py): `per_io` (time / waits is
-# an I/O latency), `time_spent` (a wait covers part of a batch: only the time counts), `per_commit`.
-# A wait's `role` is a Role, or `replica` (a synchronous standby's/replica's wait: Data Guard
-# 'SYNC Remote Write', SQL Server HADR_SYNC_COMMIT). `replica` is not a Role: no LUN has it, and
-# Role is what config files and LUN labels are checked against (so ROLE_PRIORITY needs no place).
-ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role", "measure")
-ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
-
-ORACLE_FILE_READS = MetricSpec(
-    "lunlat_oracle_file_reads_total",
-    "counter",
-    "Read requests of a database file, small + large (V$IOSTAT_FILE). Redo logs and control files are one row each.",
-    ORACLE_FILE_LABELS,
-)
-ORACLE_FILE_WRITES = MetricSpec(
-    "lunlat_oracle_file_writes_total",
-    "counter",
-    "Write requests of a database file, small + large (V$IOSTAT_FILE).",
-    ORACLE_FILE_LABELS,
-)
-ORACLE_FILE_READ_TIME = MetricSpec(
-    "lunlat_oracle_file_read_time_seconds_total",
-    "counter",
-    "Service time summed over the file's reads (V$IOSTAT_FILE small + large read service time, ms).",
-    ORACLE_FILE_LABELS,
-)
-ORACLE_FILE_WRITE_TIME = MetricSpec(
-    "lunlat_oracle_file_write_time_seconds_total",
-    "counter",
-    "Service time summed over the file's writes (V$IOSTAT_FILE small + large write service time, ms).",
-    ORACLE_FILE_LABELS,
-)
-ORACLE_WAITS = MetricSpec(
-    "lunlat_oracle_wait_event_waits_total",
-    "counter",
-    "Waits for an I/O wait event in a container (V$CON_SYSTEM_EVENT.TOTAL_WAITS).",
-    ORACLE_EVENT_LABELS,
-)
-ORACLE_WAIT_TIME = MetricSpec(
-    "lunlat_oracle_wait_event_time_seconds_total",
-    "counter",
-    "Time waited for an I/O wait event, in µs precision (V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO).",
-    ORACLE_EVENT_LABELS,
-)
-ORACLE_WAIT_DURATION = MetricSpec(
-    "lunlat_oracle_wait_event_duration_seconds",
-    "histogram",
-    "Distribution of an I/O wait event's durations (per container from V$CON_EVENT_HISTOGRAM_MICRO on 18c "
-    "and later, else the whole instance's from V$EVENT_HISTOGRAM_MICRO with db empty; power-of-two µs buckets; "
-    "le is Oracle's exclusive upper bound). _sum is estimated as 3/4 of each bucket's bound per wait: "
-    "for the exact average use the _time_seconds_total and _waits_total counters.",
-    ORACLE_EVENT_LABELS,
-)
-ORACLE_ASM_READS = MetricSpec(
-    "lunlat_oracle_asm_disk_reads_total",
-    "counter",
-    "Reads of an ASM disk (V$ASM_DISK_STAT.READS).",
-    ORACLE_ASM_LABELS,
-)
-ORACLE_ASM_WRITES = MetricSpec(
-    "lunlat_oracle_asm_disk_writes_total",
-    "counter",
-    "Writes of an ASM disk (V$ASM_DISK_STAT.WRITES).",
-    ORACLE_ASM_LABELS,
-)
-ORACLE_ASM_READ_TIME = MetricSpec(
-    "lunlat_oracle_asm_disk_read_time_seconds_total",
-    "counter",
-    "Time summed over an ASM disk's reads (V$ASM_DISK_STAT.READ_TIME, seconds).",
-    ORACLE_ASM_LABELS,
-)
-ORACLE_ASM_WRITE_TIME = MetricSpec(
-    "lunlat_oracle_asm_disk_write_time_seconds_total",
-    "counter",
-    "Time summed over an ASM disk's writes (V$ASM_DISK_STAT.WRITE_TIME, seconds).",
-    ORACLE_ASM_LABELS,
-)
-
-# Oracle's tuning guide names the synchronous single-block read latency the best indicator of I/O
-# performance: write caches flatter writes, multiblock sizes vary, and an asynchronous I/O's service
-# time is not the full wait ("Monitoring I/O", 2 Day + Performance Tuning Guide:
-# https://docs.oracle.com/en/database/oracle/oracle-database/23/tdppt/monitoring-i-o.html).
-# Columns and units: Oracle Database Reference, V$IOSTAT_FILE
-# (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-IOSTAT_FILE.html).
-ORACLE_FILE_SYNC_READS = MetricSpec(
-    "lunlat_oracle_file_sync_reads_total",
-    "counter",
-    "Synchronous single-block read requests of a database file (V$IOSTAT_FILE.SMALL_SYNC_READ_REQS).",
-    ORACLE_FILE_LABELS,
-)
-ORACLE_FILE_SYNC_READ_TIME = MetricSpec(
-    "lunlat_oracle_file_sync_read_time_seconds_total",
-    "counter",
-    "Latency summed over the file's synchronous single-block reads (V$IOSTAT_FILE.SMALL_SYNC_READ_LATENCY, ms): "
-    "the full wait, Oracle's best indicator of I/O performance.",
-    ORACLE_FILE_LABELS,
-)
-
-ORACLE_METRICS: tuple[MetricSpec, ...] = (
-    ORACLE_FILE_READS,
-    ORACLE_FILE_WRITES,
-    ORACLE_FILE_READ_TIME,
-    ORACLE_FILE_WRITE_TIME,
-    ORACLE_WAITS,
-    ORACLE_WAIT_TIME,
-    ORACLE_WAIT_DURATION,
-    ORACLE_ASM_READS,
-    ORACLE_ASM_WRITES,
-    ORACLE_ASM_READ_TIME,
-    ORACLE_ASM_WRITE_TIME,
-    ORACLE_FILE_SYNC_READS,
-    ORACLE_FILE_SYNC_READ_TIME,
-)
-
-# --- database layer: SQL Server ------------------------------------------------------------------
-# Same shape as Oracle's: `db` is the database inside the instance, `db_instance` the server name.
-MSSQL_FILE_LABELS: tuple[str, ...] = ORACLE_FILE_LABELS
-MSSQL_WAIT_LABELS: tuple[str, ...] = ("database", "db_instance", "wait_type", "role")
-
-MSSQL_FILE_READS = MetricSpec(
-    "lunlat_mssql_file_reads_total",
-    "counter",
-    "Reads of a database file (sys.dm_io_virtual_file_stats.num_of_reads).",
-    MSSQL_FILE_LABELS,
-)
-MSSQL_FILE_WRITES = MetricSpec(
-    "lunlat_mssql_file_writes_total",
-    "counter",
-    "Writes of a database file (num_of_writes).",
-    MSSQL_FILE_LABELS,
-)
-MSSQL_FILE_READ_STALL = MetricSpec(
-    "lunlat_mssql_file_read_stall_seconds_total",
-    "counter",
-    "Time users waited for reads of the file (io_stall_read_ms).",
-    MSSQL_FILE_LABELS,
-)
-MSSQL_FILE_WRITE_STALL = MetricSpec(
-    "lunlat_mssql_file_write_stall_seconds_total",
-    "counter",
-    "Time users waited for writes of the file (io_stall_write_ms).",
-    MSSQL_FILE_LABELS,
-)
-MSSQL_FILE_READ_BYTES = MetricSpec(
-    "lunlat_mssql_file_read_bytes_total",
-    "counter",
-    "Bytes read from the file (num_of_bytes_read).",
-    MSSQL_FILE_LABELS,
-)
-MSSQL_FILE_WRITE_BYTES = MetricSpec(
-    "lunlat_mssql_file_write_bytes_total",
-    "counter",
-    "Bytes written to the file (num_of_bytes_written).",
-    MSSQL_FILE_LABELS,
-)
-MSSQL_WAITS = MetricSpec(
-    "lunlat_mssql_wait_waits_total",
-    "counter",
-    "Waits of an I/O wait type (sys.dm_os_wait_stats.waiting_tasks_count).",
-    MSSQL_WAIT_LABELS,
-)
-MSSQL_WAIT_TIME = MetricSpec(
-    "lunlat_mssql_wait_time_seconds_total",
-    "counter",
-    "Resource wait of an I/O wait type: wait_time_ms minus signal_wait_time_ms (the I/O itself, "
-    "without waiting for a CPU afterwards).",
-    MSSQL_WAIT_LABELS,
-)
-MSSQL_WAIT_SIGNAL_TIME = MetricSpec(
-    "lunlat_mssql_wait_signal_seconds_total",
-    "counter",
-    "Signal wait of an I/O wait type: from the I/O's completion to a CPU running the task again "
-    "(signal_wait_time_ms, CPU pressure, not storage).",
-    MSSQL_WAIT_LABELS,
-)
-MSSQL_FILE_READ_QUEUED_STALL = MetricSpec(
-    "lunlat_mssql_file_read_queued_stall_seconds_total",
-    "counter",
-    "Part of the read stall the I/Os spent queued by Resource Governor before being issued "
-    "(io_stall_queued_read_ms, 2014+): throttling, not the device.",
-    MSSQL_FILE_LABELS,
-)
-MSSQL_FILE_WRITE_QUEUED_STALL = MetricSpec(
-    "lunlat_mssql_file_write_queued_stall_seconds_total",
-    "counter",
-    "Part of the write stall the I/Os spent queued by Resource Governor (io_stall_queued_write_ms, 2014+).",
-    MSSQL_FILE_LABELS,
-)
-
-MSSQL_METRICS: tuple[MetricSpec, ...] = (
-    MSSQL_FILE_READS,
-    MSSQL_FILE_WRITES,
-    MSSQL_FILE_READ_STALL,
-    MSSQL_FILE_WRITE_STALL,
-    MSSQL_FILE_READ_BYTES,
-    MSSQL_FILE_WRITE_BYTES,
-    MSSQL_WAITS,
-    MSSQL_WAIT_TIME,
-    MSSQL_WAIT_SIGNAL_TIME,
-    MSSQL_FILE_READ_QUEUED_STALL,
-    MSSQL_FILE_WRITE_QUEUED_STALL,
-)
-
 # --- exporter health -----------------------------------------------------------------------------
 SOURCE_UP = MetricSpec(
     "lunlat_source_up",
@@ -465,44 +242,16 @@ SOURCE_CAPABILITY = MetricSpec(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Capability:
-    """A part of a database a source may be unable to read (`lunlat_source_capability{capability}`).
-
-    `fixable`: the login, grants or exporter config can restore it, so a 0 opens a ticket
-    (LunLatencySourceCapabilityMissing); otherwise the server's release or service lacks it, and a 0
-    is said once in the log and shown, never ticketed (a ticket no one could close).
-    """
-
-    name: str
-    meaning: str
-    fixable: bool
-
-
+# What a database in a container needs, whatever its engine; each engine adds its own (its `metrics`).
+CONTAINER_CAPABILITY = Capability(
+    "container",
+    "a database in a container (`container:`): its files followed through the container's mounts to "
+    "the host's LUNs (Docker Engine API)",
+    fixable=True,
+)
 CAPABILITIES: tuple[Capability, ...] = (
-    Capability(
-        "asm",
-        "Oracle: the ASM disks under files named +GROUP/... (GV$ASM_DISK_STAT), and so those files' lun",
-        fixable=True,
-    ),
-    Capability(
-        "container",
-        "a database in a container (`container:`): its files followed through the container's mounts to "
-        "the host's LUNs (Docker Engine API)",
-        fixable=True,
-    ),
-    Capability(
-        "container_histograms",
-        "Oracle: wait histograms per container (GV$CON_EVENT_HISTOGRAM_MICRO, 18c and later); before 18c "
-        "the whole instance's histogram is published with db empty",
-        fixable=False,
-    ),
-    Capability(
-        "volumes",
-        "SQL Server on Windows: the volume of each file (sys.dm_os_volume_stats), the `lun` of files no mount "
-        "table leads to; the login's VIEW SERVER STATE (VIEW SERVER PERFORMANCE STATE on 2022+) reads it",
-        fixable=True,
-    ),
+    CONTAINER_CAPABILITY,
+    *(capability for engine in ENGINES for capability in engine.capabilities),
 )
 CAPABILITY_NAMES: frozenset[str] = frozenset(c.name for c in CAPABILITIES)
 FIXABLE_CAPABILITIES: tuple[str, ...] = tuple(c.name for c in CAPABILITIES if c.fixable)
@@ -546,7 +295,6 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     *BIO_METRICS,
     LUN_INFO,
     *PATH_METRICS,
-    *ORACLE_METRICS,
-    *MSSQL_METRICS,
+    *(spec for engine in ENGINES for spec in engine.metrics),
     *HEALTH_METRICS,
 )

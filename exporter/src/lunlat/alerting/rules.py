@@ -31,6 +31,8 @@ import yaml
 
 from lunlat import contract
 from lunlat.alerting.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
+from lunlat.engines.engine import Engine, FileLayer
+from lunlat.engines.registry import ENGINES
 from lunlat.exposition import format_value
 from lunlat.recorded import (
     ABOVE_GOAL,
@@ -104,26 +106,17 @@ class HostLayer:
 
 @dataclass(frozen=True, slots=True)
 class DbLayer:
-    """A database's own view (Oracle V$IOSTAT_FILE, SQL Server dm_io_virtual_file_stats per file),
-    summed per LUN, database and role.
+    """A database's own view (its engine's per-file counters, `Engine.files`), summed per LUN,
+    database and role.
 
     Files whose LUN the exporter could not find (lun="") still form one series per database and
     role: the database's latency matters even when the mapping is unknown.
     """
 
     selector: str
-    reads: contract.MetricSpec
-    writes: contract.MetricSpec
-    read_time: contract.MetricSpec
-    write_time: contract.MetricSpec
-    read_bytes: contract.MetricSpec | None = None
-    write_bytes: contract.MetricSpec | None = None
-    # Time inside read_time / write_time that is not the device's (SQL Server's Resource Governor
-    # queue): subtracted, so the layer's latency is the device's share; throttling has its own series.
-    read_queued: contract.MetricSpec | None = None
-    write_queued: contract.MetricSpec | None = None
+    files: FileLayer
     name: str = "db"
-    # The `engine` label of the layer's recorded series: the two engines' rules share names, and a
+    # The `engine` label of the layer's recorded series: the engines' rules share names, and a
     # static label keeps them distinct rules (promtool's duplicate-rule lint); the alerts carry it,
     # so Alertmanager routes a page by what the database is, never by how it is named.
     engine: str = ""
@@ -133,14 +126,14 @@ class DbLayer:
         return f"sum by ({by}) (\n    rate({counter}{{{self.selector}}}[{window}])\n)"
 
     def operations(self, op: str, window: str) -> str:
-        return self._per_lun((self.reads if op == "read" else self.writes).name, window)
+        return self._per_lun((self.files.reads if op == "read" else self.files.writes).name, window)
 
     def time(self, op: str, window: str) -> str:
-        spent = (self.read_time if op == "read" else self.write_time).name
-        queued = self.read_queued if op == "read" else self.write_queued
+        spent = (self.files.read_time if op == "read" else self.files.write_time).name
+        queued = self.files.read_queued if op == "read" else self.files.write_queued
         if queued is None:
             return self._per_lun(spent, window)
-        # A file without the queued series (SQL Server 2012) keeps its stall as is: `or` fills a
+        # A file without the queued series (an engine release without it) keeps its stall as is: `or` fills a
         # zero for it, so the subtraction never drops the file.
         selector, by = self.selector, ", ".join(label for label in SERIES_LABELS if label != "layer")
         return (
@@ -151,35 +144,18 @@ class DbLayer:
         )
 
     def bytes(self, op: str, window: str) -> str | None:
-        spec = self.read_bytes if op == "read" else self.write_bytes
+        spec = self.files.read_bytes if op == "read" else self.files.write_bytes
         return None if spec is None else self._per_lun(spec.name, window)
 
 
-def oracle_layer(selector: str) -> DbLayer:
-    # No bytes: V$IOSTAT_FILE counts whole megabytes, too coarse for a throughput rate.
-    return DbLayer(
-        selector,
-        contract.ORACLE_FILE_READS,
-        contract.ORACLE_FILE_WRITES,
-        contract.ORACLE_FILE_READ_TIME,
-        contract.ORACLE_FILE_WRITE_TIME,
-        engine="oracle",
-    )
+def db_layer(engine: Engine, selector: str) -> DbLayer:
+    """The database layer of `engine`'s series."""
+    return DbLayer(selector, engine.files, engine=engine.key)
 
 
-def mssql_layer(selector: str) -> DbLayer:
-    return DbLayer(
-        selector,
-        contract.MSSQL_FILE_READS,
-        contract.MSSQL_FILE_WRITES,
-        contract.MSSQL_FILE_READ_STALL,
-        contract.MSSQL_FILE_WRITE_STALL,
-        contract.MSSQL_FILE_READ_BYTES,
-        contract.MSSQL_FILE_WRITE_BYTES,
-        contract.MSSQL_FILE_READ_QUEUED_STALL,
-        contract.MSSQL_FILE_WRITE_QUEUED_STALL,
-        engine="mssql",
-    )
+def db_layers(selector: str) -> tuple[DbLayer, ...]:
+    """The database layer of every registered engine."""
+    return tuple(db_layer(engine, selector) for engine in ENGINES)
 
 
 Layer = HostLayer | DbLayer
@@ -351,8 +327,7 @@ class RuleSet:
         self.goals = goals
         self.layers: list[Layer] = [
             HostLayer(goals.selector),
-            oracle_layer(goals.selector),
-            mssql_layer(goals.selector),
+            *db_layers(goals.selector),
         ]
 
     # --- recording rules ---------------------------------------------------------------------------
@@ -389,8 +364,8 @@ class RuleSet:
             _record(
                 ENGINE_INFO,
                 f"group by (job, instance, database) (\n"
-                f"    {layer.reads.name}{{{self.goals.selector}}}\n"
-                f"  or {layer.writes.name}{{{self.goals.selector}}}\n"
+                f"    {layer.files.reads.name}{{{self.goals.selector}}}\n"
+                f"  or {layer.files.writes.name}{{{self.goals.selector}}}\n"
                 ")",
                 engine=layer.engine,
             )
@@ -818,7 +793,7 @@ class RuleSet:
         return [r["alert"] for g in self.groups() for r in g["rules"] if "alert" in r]
 
 
-# " (SQL Server 1 data)" when the LUN is labelled with a database (and role), else nothing.
+# " (PROD data)" when the LUN is labelled with a database (and role), else nothing.
 _OWNER = "{{ with $labels.database }} ({{ . }}{{ with $labels.role }} {{ . }}{{ end }}){{ end }}"
 
 
@@ -829,16 +804,22 @@ def _where() -> str:
     )
 
 
-# A synchronous replica's share of the database's log-write waits (role="replica": SQL Server
-# HADR_SYNC_COMMIT, Oracle Data Guard 'SYNC Remote Write'; sources/mssql_sql.py, oracle_events.py),
-# so the log hint says "replica" when that is where commit time goes. Only the local log write's own
-# waits count beside it (WRITELOG, 'log file parallel write'): an engine's series lack the other's
-# label (`event` / `wait_type`), which the `|` alternative ("" matches an absent label) lets through.
-_LOG_WAITS = (
-    f'{{__name__=~"{contract.MSSQL_WAIT_TIME.name}|{contract.ORACLE_WAIT_TIME.name}", database=%q, '
-    'role=~"log|replica", wait_type=~"WRITELOG|HADR_SYNC_COMMIT|", '
-    'event=~"log file parallel write|SYNC Remote Write|"}'
-)
+# A synchronous replica's share of the database's log-write waits (role="replica", each engine's
+# WaitLayer.replica), so the log hint says "replica" when that is where commit time goes. Only the
+# local log write's own waits (WaitLayer.log_write) count beside it.
+def _log_waits() -> str:
+    """The selector of every engine's log-write waits (its local log write's and a replica's). An
+    engine's series lack the other engines' wait label, which the trailing `|` alternative lets
+    through ("" matches an absent label)."""
+    names = "|".join(engine.waits.time.name for engine in ENGINES)
+    by_label: dict[str, list[str]] = {}
+    for engine in ENGINES:
+        by_label.setdefault(engine.waits.label, []).extend((engine.waits.log_write, engine.waits.replica))
+    matchers = "".join(f', {label}=~"{"|".join(values)}|"' for label, values in by_label.items())
+    return f'{{__name__=~"{names}", database=%q, role=~"log|replica"{matchers}}}'
+
+
+_LOG_WAITS = _log_waits()
 _REPLICA_SHARE = (
     f'sum(rate({_LOG_WAITS[:-1]}, role="replica"}}[{BREACH_WINDOW}]))'
     f" / sum(rate({_LOG_WAITS}[{BREACH_WINDOW}])) > 0"
@@ -846,7 +827,9 @@ _REPLICA_SHARE = (
 _REPLICA_HINT = (
     f"{{{{ with printf `{_REPLICA_SHARE}` $labels.database $labels.database | query }}}} "
     "{{ . | first | value | humanizePercentage }} of this database's log-write wait time is a "
-    "synchronous replica's (role replica: SQL Server HADR_SYNC_COMMIT, Oracle 'SYNC Remote Write'): "
+    "synchronous replica's (role replica: "
+    + ", ".join(engine.waits.names["replica"] for engine in ENGINES)
+    + "): "
     "the replica's network and remote log write, not this LUN; look at the replica.{{ end }}"
 )
 
@@ -854,17 +837,19 @@ _REPLICA_HINT = (
 # The data-vs-log hint: what a slow LUN of this role means for the database.
 _ROLE_HINT: dict[str, dict[str, str]] = {
     "data": {
-        "read": " Data reads stall queries that miss the buffer cache (Oracle 'db file sequential read', "
-        "SQL Server PAGEIOLATCH_*).",
+        "read": " Data reads stall queries that miss the buffer cache ("
+        + ", ".join(engine.waits.names["data_read"] for engine in ENGINES)
+        + ").",
         "write": " Data writes are mostly asynchronous (DBWR, checkpoints); sustained, they hold back "
         "checkpoints and free buffers.",
     },
     "log": {
         "read": " Log reads serve archiving, backups and log shipping, not commits.",
-        # Oracle's per-I/O event of this write is 'log file parallel write'; 'log file sync' is the
-        # commit's wait around it, not one I/O (sources/oracle_events.py).
-        "write": " Every commit waits for the log write (Oracle 'log file parallel write', which commits "
-        "wait for in 'log file sync'; SQL Server WRITELOG)." + _REPLICA_HINT,
+        # Each engine names its per-I/O wait of this write, not the commit's wait around it.
+        "write": " Every commit waits for the log write ("
+        + "; ".join(engine.waits.names["log_write"] for engine in ENGINES)
+        + ")."
+        + _REPLICA_HINT,
     },
     "other": {"read": "", "write": ""},
 }

@@ -11,9 +11,10 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import heatmap
 
-from lunlat import contract
 from lunlat.alerting.goals import Goals
 from lunlat.dashboards import panels as p
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.oracle import metrics as oracle_metrics
 
 UID = "lunlat-database-io"
 # Series of the database layer carry these labels (Oracle's and SQL Server's wait series only
@@ -77,7 +78,7 @@ def _per_file(time_metric: str, ops_metric: str) -> str:
 
 
 def _heatmap(event: str, meaning: str) -> heatmap.Panel:
-    buckets = p.rate(contract.ORACLE_WAIT_DURATION.name + "_bucket", WAIT_FILTERS, event=event)
+    buckets = p.rate(oracle_metrics.ORACLE_WAIT_DURATION.name + "_bucket", WAIT_FILTERS, event=event)
     return (
         p.latency_heatmap(
             f"Oracle '{event}' latency distribution",
@@ -94,7 +95,7 @@ def _heatmap(event: str, meaning: str) -> heatmap.Panel:
 
 
 def build(goals: Goals) -> dash.Dashboard:
-    hist = contract.ORACLE_WAIT_DURATION.name + "_bucket"
+    hist = oracle_metrics.ORACLE_WAIT_DURATION.name + "_bucket"
     event_sel = '=~"' + "|".join([*ORACLE_EVENTS, "log file sync"]) + '"'
     quantile_source = f"sum by (database, event, le) ({p.rate(hist, WAIT_FILTERS, event=event_sel)})"
     board = (
@@ -178,8 +179,8 @@ def build(goals: Goals) -> dash.Dashboard:
                 [
                     p.query(
                         _per_wait(
-                            contract.ORACLE_WAIT_TIME.name,
-                            contract.ORACLE_WAITS.name,
+                            oracle_metrics.ORACLE_WAIT_TIME.name,
+                            oracle_metrics.ORACLE_WAITS.name,
                             "job, instance, database, event",
                             measure=PER_WAIT_MEASURES,
                         ),
@@ -204,7 +205,7 @@ def build(goals: Goals) -> dash.Dashboard:
                 [
                     p.query(
                         "sum by (job, instance, database, event) ("
-                        + p.rate(contract.ORACLE_WAIT_TIME.name, WAIT_FILTERS, measure="time_spent")
+                        + p.rate(oracle_metrics.ORACLE_WAIT_TIME.name, WAIT_FILTERS, measure="time_spent")
                         + ")",
                         "{{event}} {{database}}",
                     )
@@ -217,8 +218,8 @@ def build(goals: Goals) -> dash.Dashboard:
 
     board = board.with_row(dash.Row("SQL Server files and waits"))
     for op, spec_time, spec_ops in (
-        ("read", contract.MSSQL_FILE_READ_STALL, contract.MSSQL_FILE_READS),
-        ("write", contract.MSSQL_FILE_WRITE_STALL, contract.MSSQL_FILE_WRITES),
+        ("read", mssql_metrics.MSSQL_FILE_READ_STALL, mssql_metrics.MSSQL_FILE_READS),
+        ("write", mssql_metrics.MSSQL_FILE_WRITE_STALL, mssql_metrics.MSSQL_FILE_WRITES),
     ):
         board = board.with_panel(
             p.latency_timeseries(
@@ -248,15 +249,20 @@ def build(goals: Goals) -> dash.Dashboard:
                     ref,
                 )
                 for op, queued, ops, ref in (
-                    ("read", contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_READS, "A"),
-                    ("write", contract.MSSQL_FILE_WRITE_QUEUED_STALL, contract.MSSQL_FILE_WRITES, "B"),
+                    ("read", mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL, mssql_metrics.MSSQL_FILE_READS, "A"),
+                    (
+                        "write",
+                        mssql_metrics.MSSQL_FILE_WRITE_QUEUED_STALL,
+                        mssql_metrics.MSSQL_FILE_WRITES,
+                        "B",
+                    ),
                 )
             ],
         )
         .span(24)
         .height(8)
     )
-    wait_time, wait_count = contract.MSSQL_WAIT_TIME.name, contract.MSSQL_WAITS.name
+    wait_time, wait_count = mssql_metrics.MSSQL_WAIT_TIME.name, mssql_metrics.MSSQL_WAITS.name
     board = board.with_panel(
         p.latency_timeseries(
             "Log writes: WRITELOG and log file parallel write, and the replica",
@@ -278,8 +284,8 @@ def build(goals: Goals) -> dash.Dashboard:
                 ),
                 p.query(
                     _per_wait(
-                        contract.ORACLE_WAIT_TIME.name,
-                        contract.ORACLE_WAITS.name,
+                        oracle_metrics.ORACLE_WAIT_TIME.name,
+                        oracle_metrics.ORACLE_WAITS.name,
                         "job, instance, database, event",
                         event='=~"' + "|".join(COMMIT_EVENTS) + '"',
                         measure=PER_WAIT_MEASURES,
@@ -294,8 +300,8 @@ def build(goals: Goals) -> dash.Dashboard:
                 ),
                 p.query(
                     _replica_wait(
-                        contract.ORACLE_WAIT_TIME.name,
-                        contract.ORACLE_WAITS.name,
+                        oracle_metrics.ORACLE_WAIT_TIME.name,
+                        oracle_metrics.ORACLE_WAITS.name,
                         "job, instance, database, event",
                         measure=PER_WAIT_MEASURES,
                     ),

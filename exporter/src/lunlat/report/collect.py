@@ -12,7 +12,8 @@ from datetime import datetime
 
 from lunlat import averages, contract
 from lunlat.alerting.goals import Goals
-from lunlat.alerting.rules import SERIES_LABELS, DbLayer, mssql_layer, oracle_layer
+from lunlat.alerting.rules import SERIES_LABELS, db_layers
+from lunlat.engines.registry import ENGINES
 from lunlat.report.api import Prometheus, ReportError
 
 # About this many points per plotted curve, whatever the range: the step grows with it.
@@ -262,8 +263,7 @@ class Collector:
 
     def db_rows(self, phase: Phase, devices: dict[tuple[str, str], str]) -> list[Row]:
         rows = []
-        layers: tuple[DbLayer, ...] = (oracle_layer(self.goals.selector), mssql_layer(self.goals.selector))
-        for layer in layers:
+        for layer in db_layers(self.goals.selector):
             for op in averages.OPS:
                 # The rules' per-LUN rates over the whole phase: rate x seconds is the phase's increase.
                 ops = self._vector(layer.operations(op, phase.window), phase.end, _DB_LABELS)
@@ -324,10 +324,19 @@ class Collector:
     def histograms(self, start: float, end: float) -> dict[str, list[tuple[float, float]]]:
         window = f"{max(1, round(end - start))}s"
         found: dict[str, list[tuple[float, float]]] = {}
-        for spec, by, title in (
+        wanted: list[tuple[contract.MetricSpec, tuple[str, ...], str]] = [
             (contract.DEVICE_IO_LATENCY, ("instance", "lun", "op"), "{lun} {op} ({instance}), per I/O"),
-            (contract.ORACLE_WAIT_DURATION, ("database", "event"), "{database}: {event}"),
-        ):
+            *(
+                (
+                    engine.waits.histogram,
+                    ("database", engine.waits.label),
+                    f"{{database}}: {{{engine.waits.label}}}",
+                )
+                for engine in ENGINES
+                if engine.waits.histogram is not None
+            ),
+        ]
+        for spec, by, title in wanted:
             promql = (
                 f"sum by ({', '.join(by)}, le) (increase({self.selector(spec.name + '_bucket')}[{window}]))"
             )

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 from lunlat import contract, logs
-from lunlat.config import _DatabaseTarget
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
+from lunlat.dbtarget import DatabaseTarget
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError
 from lunlat.sources.dbsession import Classified, Conn, Kind, QueryGates, Session
@@ -80,7 +80,7 @@ class DbSource(Generic[Conn]):
         "duplicate_row",
     )
     grants_hint = ""  # where a missing grant is explained (deploy/…/grants.sql)
-    _target: _DatabaseTarget  # the target's config, set by each engine's source
+    _target: DatabaseTarget  # the target's config, set by each engine's source
 
     @property
     def built_from(self) -> object:

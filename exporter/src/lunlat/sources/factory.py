@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Literal
 
 from lunlat import containers
-from lunlat.config import BiolatencyConfig, Config, DiskstatsConfig, _DatabaseTarget
+from lunlat.config import BiolatencyConfig, Config, DiskstatsConfig
 from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.dbtarget import DatabaseTarget
 from lunlat.sources.base import Source
 from lunlat.sources.published import PublishedDevices
 
@@ -89,7 +90,7 @@ class Context:
             return None
         return FileLocator(self.settings.procfs, self.settings.sysfs)
 
-    def container(self, target: _DatabaseTarget) -> containers.ContainerMapper | None:
+    def container(self, target: DatabaseTarget) -> containers.ContainerMapper | None:
         """The container `target`'s database runs in (its `container:`, or found by its published
         port with a `docker:` section), or None; BuildError when one is asked for without the SDK."""
         ref = containers.ref_for(target, self.config.docker)

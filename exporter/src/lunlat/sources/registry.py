@@ -1,7 +1,8 @@
 """Every source lunlat has, in the order they are built and scraped.
 
-A source module offers `build(context)` (see `factory`); adding a source is that module plus one
-line here. The host layer comes first: database sources publish LUN labels it reads.
+A host source module offers `build(context)` (see `factory`); adding one is that module plus one
+line here. Database engines come from `engines.registry` (an engine is its package plus one line
+there). The host layer comes first: database sources publish LUN labels it reads.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from dataclasses import dataclass, field
 
 from lunlat.config import Config
 from lunlat.dbfiles import DbLunLabels
-from lunlat.sources import biolatency, diskstats, mssql, oracle, psutil_disks
+from lunlat.engines.registry import ENGINES
+from lunlat.sources import biolatency, diskstats, psutil_disks
 from lunlat.sources.base import Source
 from lunlat.sources.factory import BuildError, Context, Factory, Settings
 
@@ -18,8 +20,7 @@ FACTORIES: tuple[tuple[str, Factory], ...] = (
     ("diskstats", diskstats.build),
     ("psutil", psutil_disks.build),
     ("biolatency", biolatency.build),
-    ("oracle", oracle.build),
-    ("mssql", mssql.build),
+    *((engine.key, engine.build) for engine in ENGINES),
 )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from lunlat.sources import oracle_events
+from lunlat.engines.oracle import events as oracle_events
 from lunlat.sources.dbsource import Query
 
 # The wait events that are I/O, with the role and direction each one measures (what one wait of

@@ -16,12 +16,13 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lunlat import contract, logs
-from lunlat.config import MssqlTarget
+from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location
+from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.mssql import sql, targets
+from lunlat.engines.mssql.config import MssqlTarget
 from lunlat.model import Family, LabelSet
-from lunlat.sources import mssql_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Connection, Kind
 from lunlat.sources.dbsource import DbSource, Query, count_value, id_value, text_value
@@ -343,14 +344,16 @@ class MssqlSource(DbSource[Connection]):
         remote = self._edition in sql.AZURE_EDITIONS or self._rds
         expect_lun = not self._volumes
         specs = (
-            contract.MSSQL_FILE_READS,
-            contract.MSSQL_FILE_READ_BYTES,
-            contract.MSSQL_FILE_READ_STALL,
-            contract.MSSQL_FILE_WRITES,
-            contract.MSSQL_FILE_WRITE_BYTES,
-            contract.MSSQL_FILE_WRITE_STALL,
+            mssql_metrics.MSSQL_FILE_READS,
+            mssql_metrics.MSSQL_FILE_READ_BYTES,
+            mssql_metrics.MSSQL_FILE_READ_STALL,
+            mssql_metrics.MSSQL_FILE_WRITES,
+            mssql_metrics.MSSQL_FILE_WRITE_BYTES,
+            mssql_metrics.MSSQL_FILE_WRITE_STALL,
         ) + (
-            (contract.MSSQL_FILE_READ_QUEUED_STALL, contract.MSSQL_FILE_WRITE_QUEUED_STALL) if queued else ()
+            (mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL, mssql_metrics.MSSQL_FILE_WRITE_QUEUED_STALL)
+            if queued
+            else ()
         )
         # Stalls are integer milliseconds: published exactly (see Family.exponent).
         families = [Family(s, exponent=-3 if "stall" in s.name else 0) for s in specs]
@@ -387,7 +390,7 @@ class MssqlSource(DbSource[Connection]):
             # the name its admins know: 'D:\\' or a mount point folder.
             lun = location.lun or self._volumes.get((database_id, id_value(row[1], "file_id")), "")
             labels = self._label_set(
-                contract.MSSQL_FILE_LABELS,
+                mssql_metrics.MSSQL_FILE_LABELS,
                 (self._target.name, self._target.workload or "", db, self._server, path, role, lun),
             )
             return labels, counts
@@ -401,14 +404,14 @@ class MssqlSource(DbSource[Connection]):
         return families
 
     def _wait_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
-        waits = Family(contract.MSSQL_WAITS)
-        waited = Family(contract.MSSQL_WAIT_TIME, exponent=-3)
-        signal = Family(contract.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
+        waits = Family(mssql_metrics.MSSQL_WAITS)
+        waited = Family(mssql_metrics.MSSQL_WAIT_TIME, exponent=-3)
+        signal = Family(mssql_metrics.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, int, int]]:
             wait_type = text_value(row[0], "wait_type")
             labels = self._label_set(
-                contract.MSSQL_WAIT_LABELS,
+                mssql_metrics.MSSQL_WAIT_LABELS,
                 (self._target.name, self._server, wait_type, sql.IO_WAITS.get(wait_type, ("other", ""))[0]),
             )
             total = count_value(row[2], "wait_time_ms")
@@ -430,7 +433,8 @@ class MssqlSource(DbSource[Connection]):
 
 def build(context: Context) -> list[MssqlSource] | BuildError:
     """One source per configured SQL Server instance."""
-    if not context.config.mssql:
+    found = targets(context.config)
+    if not found:
         return []
     try:
         return [
@@ -441,7 +445,7 @@ def build(context: Context) -> list[MssqlSource] | BuildError:
                 context.db_labels,
                 container=context.container(target),
             )
-            for target in context.config.mssql
+            for target in found
         ]
     except BuildError as exc:
         return exc

@@ -23,13 +23,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lunlat import contract, logs
-from lunlat.config import OracleTarget
+from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
+from lunlat.engines.oracle import events as oracle_events
+from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.engines.oracle import sql, targets
+from lunlat.engines.oracle.config import OracleTarget
 from lunlat.model import Family, LabelSet
-from lunlat.sources import oracle_events
-from lunlat.sources import oracle_sql as sql
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Connection, Kind
 from lunlat.sources.dbsource import (
@@ -402,12 +403,12 @@ class OracleSource(DbSource[OracleConnection]):
     # --- families -----------------------------------------------------------------------------
 
     def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        reads = Family(contract.ORACLE_FILE_READS)
-        writes = Family(contract.ORACLE_FILE_WRITES)
-        read_time = Family(contract.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
-        write_time = Family(contract.ORACLE_FILE_WRITE_TIME, exponent=-3)
-        sync_reads = Family(contract.ORACLE_FILE_SYNC_READS)
-        sync_read_time = Family(contract.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
+        reads = Family(oracle_metrics.ORACLE_FILE_READS)
+        writes = Family(oracle_metrics.ORACLE_FILE_WRITES)
+        read_time = Family(oracle_metrics.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
+        write_time = Family(oracle_metrics.ORACLE_FILE_WRITE_TIME, exponent=-3)
+        sync_reads = Family(oracle_metrics.ORACLE_FILE_SYNC_READS)
+        sync_read_time = Family(oracle_metrics.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, ...]]:
             inst, con, file_no = (
@@ -426,7 +427,7 @@ class OracleSource(DbSource[OracleConnection]):
             )
             file, lun = self._file_and_lun(role, con, file_no)
             labels = self._label_set(
-                contract.ORACLE_FILE_LABELS,
+                oracle_metrics.ORACLE_FILE_LABELS,
                 (
                     self._target.name,
                     self._target.workload or "",
@@ -476,8 +477,8 @@ class OracleSource(DbSource[OracleConnection]):
         )
 
     def _event_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        waits = Family(contract.ORACLE_WAITS)
-        time_waited = Family(contract.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
+        waits = Family(oracle_metrics.ORACLE_WAITS)
+        time_waited = Family(oracle_metrics.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
             labels = self._event_labels(row)
@@ -493,7 +494,7 @@ class OracleSource(DbSource[OracleConnection]):
         event = text_value(row[2], "event")
         role = sql.IO_EVENTS.get(event, ("other", ""))[0]
         return self._label_set(
-            contract.ORACLE_EVENT_LABELS,
+            oracle_metrics.ORACLE_EVENT_LABELS,
             (
                 self._target.name,
                 self._db(id_value(row[1], "con_id")),
@@ -505,7 +506,7 @@ class OracleSource(DbSource[OracleConnection]):
         )
 
     def _histogram_family(self, rows: Sequence[Any], errors: Counter[str]) -> Family:
-        family = Family(contract.ORACLE_WAIT_DURATION)
+        family = Family(oracle_metrics.ORACLE_WAIT_DURATION)
 
         def parse(row: Any) -> tuple[LabelSet, int, int]:
             bound = count_value(row[3], "wait_time_micro")
@@ -537,10 +538,10 @@ class OracleSource(DbSource[OracleConnection]):
         return family
 
     def _asm_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        reads = Family(contract.ORACLE_ASM_READS)
-        writes = Family(contract.ORACLE_ASM_WRITES)
-        read_time = Family(contract.ORACLE_ASM_READ_TIME)  # seconds (fractional)
-        write_time = Family(contract.ORACLE_ASM_WRITE_TIME)
+        reads = Family(oracle_metrics.ORACLE_ASM_READS)
+        writes = Family(oracle_metrics.ORACLE_ASM_WRITES)
+        read_time = Family(oracle_metrics.ORACLE_ASM_READ_TIME)  # seconds (fractional)
+        write_time = Family(oracle_metrics.ORACLE_ASM_WRITE_TIME)
         disks: set[tuple[int, str]] = set()
 
         def parse(row: Any) -> tuple[LabelSet, tuple[float, ...]]:
@@ -548,7 +549,7 @@ class OracleSource(DbSource[OracleConnection]):
             path = text_value(row[4], "path")
             disks.add((group, path))
             labels = self._label_set(
-                contract.ORACLE_ASM_LABELS,
+                oracle_metrics.ORACLE_ASM_LABELS,
                 (
                     self._target.name,
                     self._instance(id_value(row[0], "inst_id")),
@@ -602,7 +603,8 @@ class OracleSource(DbSource[OracleConnection]):
 
 def build(context: Context) -> list[OracleSource] | BuildError:
     """One source per configured Oracle target."""
-    if not context.config.oracle:
+    found = targets(context.config)
+    if not found:
         return []
     try:
         return [
@@ -614,7 +616,7 @@ def build(context: Context) -> list[OracleSource] | BuildError:
                 names_refresh=context.settings.refresh_interval,
                 container=context.container(target),
             )
-            for target in context.config.oracle
+            for target in found
         ]
     except BuildError as exc:
         return exc

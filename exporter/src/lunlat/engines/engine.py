@@ -1,0 +1,82 @@
+"""What an engine package tells the rest of lunlat (`engines/__init__.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lunlat.dbtarget import DatabaseTarget
+from lunlat.metricspec import Capability, MetricSpec
+
+if TYPE_CHECKING:  # the factory module imports the config, which imports the engines
+    from lunlat.sources.base import Source
+    from lunlat.sources.factory import BuildError, Context
+
+# The labels of every engine's per-file series. `db_instance` rather than `instance`: Prometheus
+# owns `instance` (the scrape target) and would rename an exporter's `instance` to
+# `exported_instance` at every scrape. `workload` (from the target's config) is on the file series
+# too, so the db-layer recording rules carry it like the host layer's and the goal overrides by
+# workload apply to both layers. `db` is the database inside the instance (a PDB, a SQL Server database).
+DB_FILE_LABELS: tuple[str, ...] = ("database", "workload", "db", "db_instance", "file", "role", "lun")
+
+# A problem with a target this host could not serve: (key path inside the engine's list, what is wrong).
+TargetProblem = tuple[tuple[int | str, ...], str]
+
+
+@dataclass(frozen=True, slots=True)
+class FileLayer:
+    """The per-file counters from which the rules, the report and the dashboards compute a database's
+    own latency per LUN (the `db` layer): time / operations per direction, summed per LUN, database
+    and role. `*_queued`: time inside `*_time` that is not the device's (a throttle's queue): left out
+    of the layer's latency, which is the device's share."""
+
+    reads: MetricSpec
+    writes: MetricSpec
+    read_time: MetricSpec
+    write_time: MetricSpec
+    read_bytes: MetricSpec | None = None
+    write_bytes: MetricSpec | None = None
+    read_queued: MetricSpec | None = None
+    write_queued: MetricSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitLayer:
+    """An engine's per-wait series and the waits the rules and dashboards single out.
+
+    `label` names the wait in its series (`event`, `wait_type`). `log_write` is the local log write's
+    own per-I/O wait, `replica` a synchronous replica's share of the commit (role="replica"),
+    `data_read` the wait a query feels for one data read. `names`: how the alerts' hints name the
+    data read and log write waits to a reader of this engine ("Oracle 'db file sequential read'").
+    """
+
+    waits: MetricSpec
+    time: MetricSpec
+    label: str
+    log_write: str
+    replica: str
+    data_read: str
+    names: dict[str, str] = field(default_factory=dict)  # "data_read", "log_write", "replica" -> text
+    histogram: MetricSpec | None = None  # the waits' latency distribution, where the engine keeps one
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One database engine: see `engines/__init__.py`."""
+
+    key: str  # the config's section, the sources' name prefix and the rules' `engine` label
+    title: str  # how people name it ("SQL Server")
+    target: type[DatabaseTarget]  # one entry of the config's section
+    extra: str  # pip install 'lunlat[<extra>]' brings the driver
+    driver_module: str  # what the extra installs, imported to check it is there
+    driver_name: str  # how its users name the driver ("python-oracledb")
+    metrics: tuple[MetricSpec, ...]
+    capabilities: tuple[Capability, ...]
+    files: FileLayer
+    waits: WaitLayer
+    build: Callable[[Context], Sequence[Source] | BuildError]
+    # What else the driver needs on this host (an ODBC driver registered with unixODBC), checked by
+    # check-config once the driver imports.
+    host_problems: Callable[[Sequence[DatabaseTarget]], list[TargetProblem]] | None = None
+    install_hint: str = ""  # said after `pip install 'lunlat[<extra>]'` when the driver is missing

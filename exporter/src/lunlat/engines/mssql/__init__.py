@@ -1,0 +1,91 @@
+"""SQL Server (and Azure SQL, Amazon RDS): files (sys.dm_io_virtual_file_stats) and I/O wait types."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+from lunlat.dbtarget import DatabaseTarget
+from lunlat.engines.engine import Engine, FileLayer, TargetProblem, WaitLayer
+from lunlat.engines.mssql import metrics as m
+from lunlat.engines.mssql.config import MssqlTarget
+
+if TYPE_CHECKING:
+    from lunlat.config import Config
+    from lunlat.sources.base import Source
+    from lunlat.sources.factory import BuildError, Context
+
+KEY = "mssql"
+
+
+def targets(config: Config) -> list[MssqlTarget]:
+    """The config's SQL Server targets."""
+    return cast("list[MssqlTarget]", config.targets(KEY))
+
+
+def _build(context: Context) -> Sequence[Source] | BuildError:
+    from lunlat.engines.mssql import source  # noqa: PLC0415 - the source imports the config, which imports this
+
+    return source.build(context)
+
+
+def _unregistered_drivers(found: Sequence[DatabaseTarget]) -> list[TargetProblem]:
+    """Targets naming an ODBC driver unixODBC does not know: the connect would fail with
+    "Can't open lib"."""
+    pyodbc = importlib.import_module("pyodbc")  # the extra, present: Config checks it first
+    # pyodbc.drivers() lists what the driver manager's SQLDrivers returns (mkleehammer/pyodbc
+    # src/pyodbcmodule.cpp mod_drivers), i.e. the names unixODBC has registered in odbcinst.ini:
+    # the names a connection string's DRIVER= can take.
+    known = list(pyodbc.drivers())
+    problems: list[TargetProblem] = []
+    for i, target in enumerate(found):
+        assert isinstance(target, MssqlTarget)
+        if target.driver not in known:
+            listed = ", ".join(repr(name) for name in known) or "none"
+            problems.append(
+                (
+                    (i, "driver"),
+                    f"{target.driver!r} is not registered with unixODBC (odbcinst -q -d lists: {listed}): "
+                    "install that driver, or name one of these",
+                )
+            )
+    return problems
+
+
+ENGINE = Engine(
+    key=KEY,
+    title="SQL Server",
+    target=MssqlTarget,
+    extra="mssql",
+    driver_module="pyodbc",
+    driver_name="pyodbc",
+    metrics=m.MSSQL_METRICS,
+    capabilities=m.CAPABILITIES,
+    files=FileLayer(
+        m.MSSQL_FILE_READS,
+        m.MSSQL_FILE_WRITES,
+        m.MSSQL_FILE_READ_STALL,
+        m.MSSQL_FILE_WRITE_STALL,
+        m.MSSQL_FILE_READ_BYTES,
+        m.MSSQL_FILE_WRITE_BYTES,
+        m.MSSQL_FILE_READ_QUEUED_STALL,
+        m.MSSQL_FILE_WRITE_QUEUED_STALL,
+    ),
+    waits=WaitLayer(
+        m.MSSQL_WAITS,
+        m.MSSQL_WAIT_TIME,
+        label="wait_type",
+        log_write="WRITELOG",
+        replica="HADR_SYNC_COMMIT",
+        data_read="PAGEIOLATCH_.*",
+        names={
+            "data_read": "SQL Server PAGEIOLATCH_*",
+            "log_write": "SQL Server WRITELOG",
+            "replica": "SQL Server HADR_SYNC_COMMIT",
+        },
+    ),
+    build=_build,
+    host_problems=_unregistered_drivers,
+    install_hint=" (and an ODBC driver)",
+)

@@ -1,0 +1,103 @@
+"""What the SQL Server source publishes: its metric names, help texts and labels (docs/reference/metrics.md)."""
+
+from __future__ import annotations
+
+from lunlat.engines.engine import DB_FILE_LABELS
+from lunlat.metricspec import Capability, MetricSpec
+
+# `db` is the database inside the instance, `db_instance` the server name.
+MSSQL_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
+MSSQL_WAIT_LABELS: tuple[str, ...] = ("database", "db_instance", "wait_type", "role")
+
+MSSQL_FILE_READS = MetricSpec(
+    "lunlat_mssql_file_reads_total",
+    "counter",
+    "Reads of a database file (sys.dm_io_virtual_file_stats.num_of_reads).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITES = MetricSpec(
+    "lunlat_mssql_file_writes_total",
+    "counter",
+    "Writes of a database file (num_of_writes).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_READ_STALL = MetricSpec(
+    "lunlat_mssql_file_read_stall_seconds_total",
+    "counter",
+    "Time users waited for reads of the file (io_stall_read_ms).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITE_STALL = MetricSpec(
+    "lunlat_mssql_file_write_stall_seconds_total",
+    "counter",
+    "Time users waited for writes of the file (io_stall_write_ms).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_READ_BYTES = MetricSpec(
+    "lunlat_mssql_file_read_bytes_total",
+    "counter",
+    "Bytes read from the file (num_of_bytes_read).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITE_BYTES = MetricSpec(
+    "lunlat_mssql_file_write_bytes_total",
+    "counter",
+    "Bytes written to the file (num_of_bytes_written).",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_WAITS = MetricSpec(
+    "lunlat_mssql_wait_waits_total",
+    "counter",
+    "Waits of an I/O wait type (sys.dm_os_wait_stats.waiting_tasks_count).",
+    MSSQL_WAIT_LABELS,
+)
+MSSQL_WAIT_TIME = MetricSpec(
+    "lunlat_mssql_wait_time_seconds_total",
+    "counter",
+    "Resource wait of an I/O wait type: wait_time_ms minus signal_wait_time_ms (the I/O itself, "
+    "without waiting for a CPU afterwards).",
+    MSSQL_WAIT_LABELS,
+)
+MSSQL_WAIT_SIGNAL_TIME = MetricSpec(
+    "lunlat_mssql_wait_signal_seconds_total",
+    "counter",
+    "Signal wait of an I/O wait type: from the I/O's completion to a CPU running the task again "
+    "(signal_wait_time_ms, CPU pressure, not storage).",
+    MSSQL_WAIT_LABELS,
+)
+MSSQL_FILE_READ_QUEUED_STALL = MetricSpec(
+    "lunlat_mssql_file_read_queued_stall_seconds_total",
+    "counter",
+    "Part of the read stall the I/Os spent queued by Resource Governor before being issued "
+    "(io_stall_queued_read_ms, 2014+): throttling, not the device.",
+    MSSQL_FILE_LABELS,
+)
+MSSQL_FILE_WRITE_QUEUED_STALL = MetricSpec(
+    "lunlat_mssql_file_write_queued_stall_seconds_total",
+    "counter",
+    "Part of the write stall the I/Os spent queued by Resource Governor (io_stall_queued_write_ms, 2014+).",
+    MSSQL_FILE_LABELS,
+)
+
+MSSQL_METRICS: tuple[MetricSpec, ...] = (
+    MSSQL_FILE_READS,
+    MSSQL_FILE_WRITES,
+    MSSQL_FILE_READ_STALL,
+    MSSQL_FILE_WRITE_STALL,
+    MSSQL_FILE_READ_BYTES,
+    MSSQL_FILE_WRITE_BYTES,
+    MSSQL_WAITS,
+    MSSQL_WAIT_TIME,
+    MSSQL_WAIT_SIGNAL_TIME,
+    MSSQL_FILE_READ_QUEUED_STALL,
+    MSSQL_FILE_WRITE_QUEUED_STALL,
+)
+
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability(
+        "volumes",
+        "SQL Server on Windows: the volume of each file (sys.dm_os_volume_stats), the `lun` of files no mount "
+        "table leads to; the login's VIEW SERVER STATE (VIEW SERVER PERFORMANCE STATE on 2022+) reads it",
+        fixable=True,
+    ),
+)

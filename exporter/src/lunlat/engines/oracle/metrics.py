@@ -1,0 +1,135 @@
+"""What the Oracle source publishes: its metric names, help texts and labels (docs/reference/metrics.md)."""
+
+from __future__ import annotations
+
+from lunlat.engines.engine import DB_FILE_LABELS
+from lunlat.metricspec import Capability, MetricSpec
+
+ORACLE_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
+# `measure` says what one wait of the event is (sources/oracle_events.py): `per_io` (time / waits is
+# an I/O latency), `time_spent` (a wait covers part of a batch: only the time counts), `per_commit`.
+# A wait's `role` is a Role, or `replica` (a synchronous standby's/replica's wait: Data Guard
+# 'SYNC Remote Write', SQL Server HADR_SYNC_COMMIT). `replica` is not a Role: no LUN has it, and
+# Role is what config files and LUN labels are checked against (so ROLE_PRIORITY needs no place).
+ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role", "measure")
+ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
+
+ORACLE_FILE_READS = MetricSpec(
+    "lunlat_oracle_file_reads_total",
+    "counter",
+    "Read requests of a database file, small + large (V$IOSTAT_FILE). Redo logs and control files are one row each.",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_WRITES = MetricSpec(
+    "lunlat_oracle_file_writes_total",
+    "counter",
+    "Write requests of a database file, small + large (V$IOSTAT_FILE).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_READ_TIME = MetricSpec(
+    "lunlat_oracle_file_read_time_seconds_total",
+    "counter",
+    "Service time summed over the file's reads (V$IOSTAT_FILE small + large read service time, ms).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_WRITE_TIME = MetricSpec(
+    "lunlat_oracle_file_write_time_seconds_total",
+    "counter",
+    "Service time summed over the file's writes (V$IOSTAT_FILE small + large write service time, ms).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_WAITS = MetricSpec(
+    "lunlat_oracle_wait_event_waits_total",
+    "counter",
+    "Waits for an I/O wait event in a container (V$CON_SYSTEM_EVENT.TOTAL_WAITS).",
+    ORACLE_EVENT_LABELS,
+)
+ORACLE_WAIT_TIME = MetricSpec(
+    "lunlat_oracle_wait_event_time_seconds_total",
+    "counter",
+    "Time waited for an I/O wait event, in µs precision (V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO).",
+    ORACLE_EVENT_LABELS,
+)
+ORACLE_WAIT_DURATION = MetricSpec(
+    "lunlat_oracle_wait_event_duration_seconds",
+    "histogram",
+    "Distribution of an I/O wait event's durations (per container from V$CON_EVENT_HISTOGRAM_MICRO on 18c "
+    "and later, else the whole instance's from V$EVENT_HISTOGRAM_MICRO with db empty; power-of-two µs buckets; "
+    "le is Oracle's exclusive upper bound). _sum is estimated as 3/4 of each bucket's bound per wait: "
+    "for the exact average use the _time_seconds_total and _waits_total counters.",
+    ORACLE_EVENT_LABELS,
+)
+ORACLE_ASM_READS = MetricSpec(
+    "lunlat_oracle_asm_disk_reads_total",
+    "counter",
+    "Reads of an ASM disk (V$ASM_DISK_STAT.READS).",
+    ORACLE_ASM_LABELS,
+)
+ORACLE_ASM_WRITES = MetricSpec(
+    "lunlat_oracle_asm_disk_writes_total",
+    "counter",
+    "Writes of an ASM disk (V$ASM_DISK_STAT.WRITES).",
+    ORACLE_ASM_LABELS,
+)
+ORACLE_ASM_READ_TIME = MetricSpec(
+    "lunlat_oracle_asm_disk_read_time_seconds_total",
+    "counter",
+    "Time summed over an ASM disk's reads (V$ASM_DISK_STAT.READ_TIME, seconds).",
+    ORACLE_ASM_LABELS,
+)
+ORACLE_ASM_WRITE_TIME = MetricSpec(
+    "lunlat_oracle_asm_disk_write_time_seconds_total",
+    "counter",
+    "Time summed over an ASM disk's writes (V$ASM_DISK_STAT.WRITE_TIME, seconds).",
+    ORACLE_ASM_LABELS,
+)
+
+# Oracle's tuning guide names the synchronous single-block read latency the best indicator of I/O
+# performance: write caches flatter writes, multiblock sizes vary, and an asynchronous I/O's service
+# time is not the full wait ("Monitoring I/O", 2 Day + Performance Tuning Guide:
+# https://docs.oracle.com/en/database/oracle/oracle-database/23/tdppt/monitoring-i-o.html).
+# Columns and units: Oracle Database Reference, V$IOSTAT_FILE
+# (https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-IOSTAT_FILE.html).
+ORACLE_FILE_SYNC_READS = MetricSpec(
+    "lunlat_oracle_file_sync_reads_total",
+    "counter",
+    "Synchronous single-block read requests of a database file (V$IOSTAT_FILE.SMALL_SYNC_READ_REQS).",
+    ORACLE_FILE_LABELS,
+)
+ORACLE_FILE_SYNC_READ_TIME = MetricSpec(
+    "lunlat_oracle_file_sync_read_time_seconds_total",
+    "counter",
+    "Latency summed over the file's synchronous single-block reads (V$IOSTAT_FILE.SMALL_SYNC_READ_LATENCY, ms): "
+    "the full wait, Oracle's best indicator of I/O performance.",
+    ORACLE_FILE_LABELS,
+)
+
+ORACLE_METRICS: tuple[MetricSpec, ...] = (
+    ORACLE_FILE_READS,
+    ORACLE_FILE_WRITES,
+    ORACLE_FILE_READ_TIME,
+    ORACLE_FILE_WRITE_TIME,
+    ORACLE_WAITS,
+    ORACLE_WAIT_TIME,
+    ORACLE_WAIT_DURATION,
+    ORACLE_ASM_READS,
+    ORACLE_ASM_WRITES,
+    ORACLE_ASM_READ_TIME,
+    ORACLE_ASM_WRITE_TIME,
+    ORACLE_FILE_SYNC_READS,
+    ORACLE_FILE_SYNC_READ_TIME,
+)
+
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability(
+        "asm",
+        "Oracle: the ASM disks under files named +GROUP/... (GV$ASM_DISK_STAT), and so those files' lun",
+        fixable=True,
+    ),
+    Capability(
+        "container_histograms",
+        "Oracle: wait histograms per container (GV$CON_EVENT_HISTOGRAM_MICRO, 18c and later); before 18c "
+        "the whole instance's histogram is published with db empty",
+        fixable=False,
+    ),
+)
