@@ -276,7 +276,10 @@ def _engine_sections() -> dict[str, Any]:
     return {
         engine.key: (
             list[engine.target],  # type: ignore[name-defined]  # a type made at run time, per engine
-            Field(default_factory=list, description=f"{engine.title} targets. {_first_line(engine.target.__doc__)}"),
+            Field(
+                default_factory=list,
+                description=f"{engine.title} targets. {_first_line(engine.target.__doc__)}",
+            ),
         )
         for engine in ENGINES
     }

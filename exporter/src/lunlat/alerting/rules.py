@@ -31,7 +31,7 @@ import yaml
 
 from lunlat import contract
 from lunlat.alerting.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
-from lunlat.engines.engine import Engine, FileLayer
+from lunlat.engines.engine import Engine, FileLayer, WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.exposition import format_value
 from lunlat.recorded import (
@@ -807,14 +807,17 @@ def _where() -> str:
 # A synchronous replica's share of the database's log-write waits (role="replica", each engine's
 # WaitLayer.replica), so the log hint says "replica" when that is where commit time goes. Only the
 # local log write's own waits (WaitLayer.log_write) count beside it.
+_WAITS: tuple[WaitLayer, ...] = tuple(engine.waits for engine in ENGINES if engine.waits is not None)
+
+
 def _log_waits() -> str:
     """The selector of every engine's log-write waits (its local log write's and a replica's). An
     engine's series lack the other engines' wait label, which the trailing `|` alternative lets
     through ("" matches an absent label)."""
-    names = "|".join(engine.waits.time.name for engine in ENGINES)
+    names = "|".join(waits.time.name for waits in _WAITS)
     by_label: dict[str, list[str]] = {}
-    for engine in ENGINES:
-        by_label.setdefault(engine.waits.label, []).extend((engine.waits.log_write, engine.waits.replica))
+    for waits in _WAITS:
+        by_label.setdefault(waits.label, []).extend((waits.log_write, waits.replica))
     matchers = "".join(f', {label}=~"{"|".join(values)}|"' for label, values in by_label.items())
     return f'{{__name__=~"{names}", database=%q, role=~"log|replica"{matchers}}}'
 
@@ -827,9 +830,7 @@ _REPLICA_SHARE = (
 _REPLICA_HINT = (
     f"{{{{ with printf `{_REPLICA_SHARE}` $labels.database $labels.database | query }}}} "
     "{{ . | first | value | humanizePercentage }} of this database's log-write wait time is a "
-    "synchronous replica's (role replica: "
-    + ", ".join(engine.waits.names["replica"] for engine in ENGINES)
-    + "): "
+    "synchronous replica's (role replica: " + ", ".join(waits.names["replica"] for waits in _WAITS) + "): "
     "the replica's network and remote log write, not this LUN; look at the replica.{{ end }}"
 )
 
@@ -838,7 +839,7 @@ _REPLICA_HINT = (
 _ROLE_HINT: dict[str, dict[str, str]] = {
     "data": {
         "read": " Data reads stall queries that miss the buffer cache ("
-        + ", ".join(engine.waits.names["data_read"] for engine in ENGINES)
+        + ", ".join(waits.names["data_read"] for waits in _WAITS)
         + ").",
         "write": " Data writes are mostly asynchronous (DBWR, checkpoints); sustained, they hold back "
         "checkpoints and free buffers.",
@@ -847,7 +848,7 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
         "read": " Log reads serve archiving, backups and log shipping, not commits.",
         # Each engine names its per-I/O wait of this write, not the commit's wait around it.
         "write": " Every commit waits for the log write ("
-        + "; ".join(engine.waits.names["log_write"] for engine in ENGINES)
+        + "; ".join(waits.names["log_write"] for waits in _WAITS)
         + ")."
         + _REPLICA_HINT,
     },

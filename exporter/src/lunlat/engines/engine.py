@@ -74,7 +74,7 @@ class Engine:
     metrics: tuple[MetricSpec, ...]
     capabilities: tuple[Capability, ...]
     files: FileLayer
-    waits: WaitLayer
+    waits: WaitLayer | None  # None: the engine keeps no per-wait counters
     build: Callable[[Context], Sequence[Source] | BuildError]
     # What else the driver needs on this host (an ODBC driver registered with unixODBC), checked by
     # check-config once the driver imports.
