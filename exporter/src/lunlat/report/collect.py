@@ -325,17 +325,14 @@ class Collector:
         window = f"{max(1, round(end - start))}s"
         found: dict[str, list[tuple[float, float]]] = {}
         wanted: list[tuple[contract.MetricSpec, tuple[str, ...], str]] = [
-            (contract.DEVICE_IO_LATENCY, ("instance", "lun", "op"), "{lun} {op} ({instance}), per I/O"),
-            *(
-                (
-                    engine.waits.histogram,
-                    ("database", engine.waits.label),
-                    f"{{database}}: {{{engine.waits.label}}}",
-                )
-                for engine in ENGINES
-                if engine.waits.histogram is not None
-            ),
+            (contract.DEVICE_IO_LATENCY, ("instance", "lun", "op"), "{lun} {op} ({instance}), per I/O")
         ]
+        for engine in ENGINES:
+            waits = engine.waits
+            if waits is not None and waits.histogram is not None:
+                wanted.append(
+                    (waits.histogram, ("database", waits.label), f"{{database}}: {{{waits.label}}}")
+                )
         for spec, by, title in wanted:
             promql = (
                 f"sum by ({', '.join(by)}, le) (increase({self.selector(spec.name + '_bucket')}[{window}]))"
