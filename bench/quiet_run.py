@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
-from lunlat.alerting.goals import duration_seconds, load_goals
+from lunlat.goals import duration_seconds, load_goals
 from lunlat_lab import commands, measure
 from lunlat_lab.config import LabConfig
 from lunlat_lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine

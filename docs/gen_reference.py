@@ -174,19 +174,29 @@ def _walk(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, arg
 
 def flags_page() -> str:
     os.environ["COLUMNS"] = HELP_COLUMNS
+    from lunlat_dashboards.cli import _parser as dashboards_parser  # noqa: PLC0415 - the mixin's own
+    from lunlat_rules.cli import _parser as rules_parser  # noqa: PLC0415 - the mixin's own
+
     from lunlat.cli import _parser  # noqa: PLC0415
     from lunlat_lab.cli import PROG as LAB_PROG  # noqa: PLC0415 - the lab's own distribution
     from lunlat_lab.cli import parser as lab_parser  # noqa: PLC0415
 
     lines = [
         HEADER.format(
-            source="the argparse parsers of exporter/src/lunlat/cli.py and lab/src/lunlat_lab/cli.py"
+            source="the argparse parsers of exporter/src/lunlat/cli.py, alerts/src/lunlat_rules/cli.py, "
+            "dashboards/src/lunlat_dashboards/cli.py and lab/src/lunlat_lab/cli.py"
         ),
         "# Command-line reference\n\n",
         "The `--help` of `lunlat`, of the lab's `lunlat-lab` (its own distribution, `lab/`) and of each "
         "of their subcommands. What they do, with examples: [Command line](../cli.md), [The lab](../lab.md).\n",
     ]
-    for root, prog in ((_parser(), "lunlat"), (lab_parser(), LAB_PROG)):
+    roots = (
+        (_parser(), "lunlat"),
+        (rules_parser(), "lunlat-rules"),
+        (dashboards_parser(), "lunlat-dashboards"),
+        (lab_parser(), LAB_PROG),
+    )
+    for root, prog in roots:
         for path, parser in _walk(root, prog):
             lines.append(f"\n## `{path}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")
     return "".join(lines)

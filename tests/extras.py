@@ -20,7 +20,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "oracledb": ("python-oracledb", "pip install 'lunlat[oracle]'"),
     "pyodbc": ("pyodbc", "pip install 'lunlat[mssql]'"),
     "docker": ("the Docker SDK", "pip install 'lunlat[docker]'"),
-    "grafana_foundation_sdk": ("the Grafana Foundation SDK", "pip install 'lunlat[dashboards]'"),
+    "grafana_foundation_sdk": ("the Grafana Foundation SDK", "pip install ./dashboards"),
     "mfusepy": ("mfusepy", "pip install ./lab"),
     "lunlat_lab": ("the lab", "pip install ./lab"),
 }

@@ -5,7 +5,7 @@
 --   sqlcmd -S myserver.database.windows.net -d sales -U admin -i deploy/mssql/grants-azure-sql-database.sql \
 --          -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
 --
--- What the exporter reads there (exporter/src/lunlat/sources/mssql_sql.py: SERVER, DB_FILE_STATS,
+-- What the exporter reads there (exporter/src/lunlat/engines/mssql/sql.py: SERVER, DB_FILE_STATS,
 -- DB_WAIT_STATS) and what each needs:
 --   sys.dm_io_virtual_file_stats(DB_ID(), NULL), sys.dm_db_wait_stats, sys.dm_os_sys_info
 --       VIEW DATABASE STATE: "In SQL Database, querying a dynamic management view requires VIEW

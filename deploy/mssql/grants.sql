@@ -3,7 +3,7 @@
 -- Run as a sysadmin with sqlcmd, the password from a variable (never in this file or a history):
 --   sqlcmd -S sql1.example.com,1433 -U sa -i deploy/mssql/grants.sql -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
 --
--- What the exporter reads (exporter/src/lunlat/sources/mssql_sql.py) and what each needs:
+-- What the exporter reads (exporter/src/lunlat/engines/mssql/sql.py) and what each needs:
 --   sys.dm_io_virtual_file_stats, sys.dm_os_wait_stats, sys.dm_os_sys_info
 --       VIEW SERVER STATE (SQL Server 2019 and older) or VIEW SERVER PERFORMANCE STATE (2022+,
 --       the narrower permission: performance DMVs without the security-related ones);

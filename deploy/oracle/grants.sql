@@ -1,7 +1,7 @@
 -- lunlat: a least-privilege Oracle user for the exporter's oracle source (Oracle 12.2 or later).
 --
 -- It gets CREATE SESSION and SELECT on exactly the twelve V$/GV$ views the exporter reads
--- (exporter/src/lunlat/sources/oracle_sql.py, VIEWS; tests/oracle/test_deploy.py keeps the two
+-- (exporter/src/lunlat/engines/oracle/sql.py, VIEWS; tests/oracle/test_deploy.py keeps the two
 -- equal), nothing else: no SELECT ANY DICTIONARY, no SELECT_CATALOG_ROLE, no ASH/AWR views (those
 -- need the Diagnostics Pack licence). V$X is a public synonym of SYS.V_$X and GV$X of SYS.GV_$X:
 -- a grant has to name the SYS view, not the synonym.

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lunlat_rules.cli import main
+from lunlat_rules.rules import RuleSet, render, render_prometheus_rule
 
 from lunlat import contract, recorded
-from lunlat.alerting.goals import DEFAULT_GOALS_FILE, Goals, goals_or_default, load_goals, parse_goals
-from lunlat.alerting.rules import RuleSet, render, render_prometheus_rule
-from lunlat.cli import main
+from lunlat.goals import DEFAULT_GOALS_FILE, Goals, goals_or_default, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,14 +33,13 @@ def _tool(name: str) -> str:
 
 def test_committed_rules_are_what_the_goals_generate() -> None:
     assert RULES.read_text(encoding="utf-8") == render(load_goals(GOALS)), (
-        "alerts/lunlat.rules.yml is stale: run `lunlat rules generate`"
+        "alerts/lunlat.rules.yml is stale: run `bash .ci/generate`"
     )
 
 
 def test_check_flag_reports_stale_and_fresh_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     output, kubernetes = tmp_path / "rules.yml", tmp_path / "prometheusrule.yaml"
     argv = [
-        "rules",
         "generate",
         "--goals",
         str(GOALS),
@@ -64,7 +63,7 @@ def test_check_flag_reports_stale_and_fresh_files(tmp_path: Path, capsys: pytest
 def test_the_prometheus_rule_carries_exactly_the_rule_groups() -> None:
     """deploy/kubernetes/prometheusrule.yaml: the committed one is fresh and holds the same groups."""
     committed = (REPO / "deploy" / "kubernetes" / "prometheusrule.yaml").read_text(encoding="utf-8")
-    assert committed == render_prometheus_rule(load_goals(GOALS)), "stale: run `lunlat rules generate`"
+    assert committed == render_prometheus_rule(load_goals(GOALS)), "stale: run `bash .ci/generate`"
     resource = yaml.safe_load(committed)
     assert (resource["apiVersion"], resource["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
     assert resource["spec"]["groups"] == yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
@@ -76,7 +75,6 @@ def test_bad_goals_exit_2_naming_key_and_line(tmp_path: Path, capsys: pytest.Cap
     output = tmp_path / "rules.yml"
     kubernetes = tmp_path / "prometheusrule.yaml"
     argv = [
-        "rules",
         "generate",
         "--goals",
         str(goals),
@@ -501,3 +499,13 @@ def test_commands_outside_the_repository_judge_against_the_default_goal(
     DEFAULT_GOALS_FILE.parent.mkdir()
     DEFAULT_GOALS_FILE.write_text("default: {goal_ms: 2}\n")
     assert goals_or_default(None).default.goal_ms == 2
+
+
+def test_generate_runs_from_an_empty_directory_with_the_shipped_goals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No checkout needed: the goals default to the file lunlat-rules ships, the output to here."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["generate"]) == 0
+    assert (tmp_path / "lunlat.rules.yml").read_text(encoding="utf-8") == render(load_goals(GOALS))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lunlat.rules.yml"]

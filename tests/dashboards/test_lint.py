@@ -20,11 +20,11 @@ import pytest
 import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
+from lunlat_dashboards import BOARDS, GRAFANA_VERSION, render_all
 
-from lunlat.alerting.goals import load_goals
-from lunlat.dashboards import BOARDS, GRAFANA_VERSION, render_all
 from lunlat.engines.oracle import events as oracle_events
 from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.goals import load_goals
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from tests.dashboards import boards, lint
 
@@ -51,13 +51,13 @@ def test_committed_dashboards_are_what_the_generator_writes() -> None:
     assert committed == set(BOARDS), "dashboards/ holds a JSON file no generator writes, or misses one"
     for name, text in rendered.items():
         assert (boards.DASHBOARDS / name).read_text(encoding="utf-8") == text, (
-            f"dashboards/{name} is stale: run `lunlat dashboards generate`"
+            f"dashboards/{name} is stale: run `bash .ci/generate`"
         )
 
 
 def _generate(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "lunlat", "dashboards", "generate", f"--goals={GOALS}", *args],
+        [sys.executable, "-m", "lunlat_dashboards", "generate", f"--goals={GOALS}", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -86,8 +86,7 @@ def test_a_bad_goals_file_exits_2_naming_the_key(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "lunlat",
-            "dashboards",
+            "lunlat_dashboards",
             "generate",
             f"--goals={goals}",
             f"--output-dir={tmp_path}",

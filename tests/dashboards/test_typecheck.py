@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lunlat_dashboards import render_all
 
-from lunlat.alerting.goals import load_goals
-from lunlat.dashboards import render_all
+from lunlat.goals import load_goals
 from tests.dashboards import boards
 
 TYPECHECK = boards.DASHBOARDS / "typecheck"

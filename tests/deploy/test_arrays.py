@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lunlat_rules.rules import RuleSet, render
 
-from lunlat.alerting.goals import Goals, load_goals, parse_goals
-from lunlat.alerting.rules import RuleSet, render
+from lunlat.goals import Goals, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

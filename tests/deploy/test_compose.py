@@ -126,7 +126,7 @@ def test_alertmanager_gets_the_repositorys_config_and_its_secret_folder() -> Non
 
 
 def test_grafana_runs_the_dashboards_version_with_them_provisioned() -> None:
-    from lunlat.dashboards import GRAFANA_VERSION  # noqa: PLC0415 - needs the dashboards extra
+    from lunlat_dashboards import GRAFANA_VERSION  # noqa: PLC0415 - needs the dashboards extra
 
     grafana = compose_config()["services"]["grafana"]
     assert grafana["image"] == f"grafana/grafana:{GRAFANA_VERSION}"

@@ -1,4 +1,5 @@
-"""The exporter's wheel is the exporter: no lab module, no C source, nothing of the lab's."""
+"""The exporter's wheel is the exporter: nothing of the lab's, no rule or dashboard generator; the
+mixin's wheels hold those, with the goals file they default to."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def test_the_exporters_wheel_holds_no_lab(tmp_path: Path) -> None:
     assert "lunlat/reference.csv" in names  # its package data (`lunlat report --reference`, the lab)
     lab = [n for n in names if n.startswith(("lunlat/lab/", "lunlat_lab/")) or n.endswith((".c", "lab.yaml"))]
     assert lab == []
+    mixin = [n for n in names if n.startswith(("lunlat/dashboards/", "lunlat/alerting/")) or "rules" in n]
+    assert mixin == []
     assert wheel.name.endswith("-py3-none-any.whl")  # nothing compiled
     # The licence the metadata names travels with the wheel: exporter/LICENSE is a copy of the
     # repository's (a copy, not a link: an image built with exporter/ as its context sees no parent).
@@ -29,3 +32,23 @@ def test_the_exporters_licence_is_the_repositorys() -> None:
     exporter_copy = ROOT / "exporter" / "LICENSE"
     assert not exporter_copy.is_symlink()
     assert exporter_copy.read_bytes() == (ROOT / "LICENSE").read_bytes()
+
+
+def _wheel(folder: str, tmp_path: Path) -> list[str]:
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*pip_wheel, "--wheel-dir", str(tmp_path), str(ROOT / folder)], check=True)
+    [wheel] = tmp_path.glob("*.whl")
+    return zipfile.ZipFile(wheel).namelist()
+
+
+def test_the_rules_wheel_ships_the_goals_file(tmp_path: Path) -> None:
+    names = _wheel("alerts", tmp_path)
+    assert "lunlat_rules/rules.py" in names and "lunlat_rules/cli.py" in names
+    with zipfile.ZipFile(next(tmp_path.glob("*.whl"))) as wheel:
+        assert wheel.read("lunlat_rules/goals.yaml") == (ROOT / "alerts" / "goals.yaml").read_bytes()
+
+
+def test_the_dashboards_wheel_holds_the_generator(tmp_path: Path) -> None:
+    names = _wheel("dashboards", tmp_path)
+    assert "lunlat_dashboards/cli.py" in names and "lunlat_dashboards/panels.py" in names
+    assert not [n for n in names if n.endswith(".json")]  # the generated boards stay in the repository

@@ -13,10 +13,10 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from lunlat_rules.rules import render_prometheus_rule
 
 from lunlat import webconfig
-from lunlat.alerting.goals import load_goals
-from lunlat.alerting.rules import render_prometheus_rule
+from lunlat.goals import load_goals
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = ROOT / "deploy" / "kubernetes"
@@ -118,7 +118,7 @@ def test_validation_would_catch_mistakes() -> None:
 def test_the_prometheus_rule_is_generated_and_fresh() -> None:
     text = (KUBE / "prometheusrule.yaml").read_text(encoding="utf-8")
     assert text == render_prometheus_rule(load_goals(ROOT / "alerts" / "goals.yaml")), (
-        "deploy/kubernetes/prometheusrule.yaml is stale: run `lunlat rules generate`"
+        "deploy/kubernetes/prometheusrule.yaml is stale: run `bash .ci/generate`"
     )
 
 

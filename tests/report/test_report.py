@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from lunlat import averages, contract
-from lunlat.alerting.goals import load_goals
+from lunlat.goals import load_goals
 from lunlat.report import Progress
 from lunlat.report.api import Prometheus
 from lunlat.report.collect import Collector, parse_phases

@@ -165,14 +165,19 @@ def test_serve_warns_of_an_unreadable_password_file_and_still_serves(procfs: Pat
                 proc.kill()
 
 
-@pytest.mark.parametrize("command", [["rules", "generate"], ["dashboards", "generate"]])
-def test_generating_outside_a_checkout_says_where_to_run_it(
-    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("command", "now"),
+    [("rules", "lunlat-rules generate"), ("dashboards", "lunlat-dashboards generate"), ("lab", "lunlat-lab")],
+)
+def test_commands_that_left_lunlat_say_where_they_went(
+    command: str,
+    now: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The generators' defaults are a checkout's paths: from any other directory, without --goals,
-    the error says so and names the flag (it used to be "alerts/goals.yaml: cannot read")."""
+    """The generators and the lab are distributions of their own: the old spelling names the new one."""
     monkeypatch.chdir(tmp_path)
-    assert main(command) == 2
-    err = capsys.readouterr().err
-    assert "alerts/goals.yaml is not here" in err and "--goals FILE" in err
+    assert main([command, "generate"]) == 2
+    assert f"`lunlat {command}` is now `{now}" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written

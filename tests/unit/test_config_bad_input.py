@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.alerting.goals import load_goals, parse_goals
 from lunlat.config import CONFIG_MAX_BYTES, ConfigError, parse_config
 from lunlat.dbtarget import SECRET_MAX_BYTES
+from lunlat.goals import load_goals, parse_goals
 from lunlat.yamlmodel import MAX_PROBLEMS
 from tests.hostile import PROMPTLY, lunlat_argv, make_fifo
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lunlat.alerting.goals import parse_goals
+from lunlat.goals import parse_goals
 from lunlat.top import (
     Counters,
     Snapshot,

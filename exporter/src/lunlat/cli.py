@@ -1,5 +1,6 @@
-"""The `lunlat` command: `serve` the exporter, `check-config` a config file, generate `rules` and
-`dashboards`, watch LUNs with `top` (top.py). The lab is its own command, `lunlat-lab` (lab/).
+"""The `lunlat` command: `serve` the exporter, `check-config` a config file, watch LUNs with `top`
+(top.py), write a `report`. The rules, the dashboards and the lab are their own distributions and
+commands (`lunlat-rules`, `lunlat-dashboards`, `lunlat-lab`).
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
 Bad input exits 2 with a message naming what is wrong; nothing here prints a traceback.
@@ -24,7 +25,6 @@ from lunlat import top as top_command
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.engines.registry import ENGINES
-from lunlat.files import write_atomic
 from lunlat.httplimits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
 from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat.reload import Reloader
@@ -41,18 +41,9 @@ log = logs.get("lunlat.cli")
 # full; registrations continue above 10000). See README "Port".
 DEFAULT_PORT = 10431
 EXIT_USAGE = 2
-# Paths relative to a checkout of the repository, where `lunlat rules generate` is run.
-DEFAULT_RULES_FILE = Path("alerts/lunlat.rules.yml")
-DEFAULT_PROMETHEUS_RULE_FILE = Path("deploy/kubernetes/prometheusrule.yaml")
-DEFAULT_DASHBOARDS_DIR = Path("dashboards")
-# lunlat.alerting.goals.DEFAULT_GOALS_FILE, not imported from there so that parsing the command line does
+# lunlat.goals.DEFAULT_GOALS_FILE, not imported from there so that parsing the command line does
 # not load the goals' models (tests/unit/test_cli.py checks that both are the same path).
 DEFAULT_GOALS_FILE = Path("alerts/goals.yaml")
-GENERATE_HELP = (
-    "Write the recording and alert rules generated from the goals file, and the same rules as a Kubernetes "
-    "PrometheusRule. With --check, write nothing and exit 1 when either file is stale (CI runs this). A bad "
-    "goals file exits 2 naming the key and line."
-)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -176,8 +167,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check the file only, not the password files and variables it names",
     )
-    _rules_parser(commands)
-    _dashboards_parser(commands)
     _report_parser(commands)
     top_command.add_parser(commands)
     return parser
@@ -222,68 +211,6 @@ def _report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     report.add_argument("--output", type=Path, required=True, metavar="DIR")
     # None: the report's own title (lunlat.report.DEFAULT_TITLE), which lives with the report's code.
     report.add_argument("--title", help="the page's title")
-
-
-def _dashboards_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    dashboards = commands.add_parser(
-        "dashboards",
-        help="Grafana dashboards from the latency goals",
-        description="Grafana dashboards generated as code (needs the `dashboards` extra).",
-    )
-    actions = dashboards.add_subparsers(dest="dashboards_command", required=True, metavar="ACTION")
-    generate = actions.add_parser(
-        "generate",
-        help="write the dashboards' JSON (or, with --check, compare it)",
-        description=(
-            "Write one JSON file per dashboard, generated from the goals file and the metric contract. With "
-            "--check, write nothing and exit 1 when a committed file is stale or missing (CI runs this)."
-        ),
-    )
-    generate.add_argument(
-        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help=f"default {DEFAULT_GOALS_FILE}"
-    )
-    generate.add_argument(
-        "--output-dir", type=Path, default=DEFAULT_DASHBOARDS_DIR, metavar="DIR", help="default dashboards/"
-    )
-    generate.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 when a file differs from what would be written",
-    )
-
-
-def _rules_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    rules = commands.add_parser(
-        "rules",
-        help="Prometheus rules from the latency goals",
-        description="Recording and alert rules generated from the goal definition (alerts/goals.yaml).",
-    )
-    actions = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
-    generate = actions.add_parser(
-        "generate", help="write the rules file (or, with --check, compare it)", description=GENERATE_HELP
-    )
-    generate.add_argument(
-        "--goals", type=Path, default=DEFAULT_GOALS_FILE, metavar="FILE", help=f"default {DEFAULT_GOALS_FILE}"
-    )
-    generate.add_argument(
-        "--output",
-        type=Path,
-        default=DEFAULT_RULES_FILE,
-        metavar="FILE",
-        help="default alerts/lunlat.rules.yml",
-    )
-    generate.add_argument(
-        "--kubernetes-output",
-        type=Path,
-        default=DEFAULT_PROMETHEUS_RULE_FILE,
-        metavar="FILE",
-        help="the same rules as a PrometheusRule resource (default deploy/kubernetes/prometheusrule.yaml)",
-    )
-    generate.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 when a file differs from what would be written",
-    )
 
 
 def source_settings(args: argparse.Namespace) -> Settings:
@@ -409,85 +336,6 @@ def check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _goals_missing(goals: Path) -> bool:
-    """True, having said why, when the default goals file is not where the command runs: the
-    generators' defaults are paths of a lunlat checkout (alerts/, dashboards/, deploy/)."""
-    if goals != DEFAULT_GOALS_FILE or goals.exists():
-        return False
-    print(
-        f"lunlat: {goals} is not here: run this from the root of a lunlat checkout, where the rules and "
-        "dashboards are generated and committed, or pass --goals FILE (and the output paths)",
-        file=sys.stderr,
-    )
-    return True
-
-
-def generate_rules(args: argparse.Namespace) -> int:
-    from lunlat.alerting.goals import load_goals  # noqa: PLC0415 - the exporter does not load the rules
-    from lunlat.alerting.rules import RuleSet  # noqa: PLC0415
-
-    if _goals_missing(args.goals):
-        return EXIT_USAGE
-    try:
-        rule_set = RuleSet(load_goals(args.goals))
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(f"lunlat: goals error: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    files = {args.output: rule_set.render()}
-    if args.kubernetes_output is not None:
-        files[args.kubernetes_output] = rule_set.render_prometheus_rule()
-    return _write_generated(files, args.goals, args.check, "lunlat rules generate")
-
-
-def _write_generated(files: dict[Path, str], source: Path, check: bool, command: str) -> int:
-    """Write generated files atomically, or with `check` compare them: exit 1 naming each stale or
-    missing one."""
-    if check:
-        stale = []
-        for path, text in files.items():
-            try:
-                current = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                stale.append(f"{path}: cannot read ({exc.strerror})")
-                continue
-            if current != text:
-                stale.append(f"{path} is stale: it differs from what {source} gives")
-        for message in stale:
-            print(f"{message}; run `{command}`", file=sys.stderr)
-        if stale:
-            return 1
-        print(f"{', '.join(str(p) for p in files)}: up to date with {source}")
-        return 0
-    for path, text in files.items():
-        write_atomic(path, text)
-    print(f"{', '.join(str(p) for p in files)}: written from {source}")
-    return 0
-
-
-def generate_dashboards(args: argparse.Namespace) -> int:
-    from lunlat.alerting.goals import load_goals  # noqa: PLC0415 - the exporter does not load the SDK
-
-    if _goals_missing(args.goals):
-        return EXIT_USAGE
-    try:
-        from lunlat.dashboards import render_all  # noqa: PLC0415
-    except ImportError as exc:
-        print(
-            f"lunlat: {exc}; install the `dashboards` extra: pip install 'lunlat[dashboards]'",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    try:
-        rendered = render_all(load_goals(args.goals))
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(f"lunlat: goals error: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    files = {args.output_dir / name: text for name, text in rendered.items()}
-    return _write_generated(files, args.goals, args.check, "lunlat dashboards generate")
-
-
 def _run_report(args: argparse.Namespace) -> int:
     from lunlat.report import run  # noqa: PLC0415 - only `report` needs it
 
@@ -498,15 +346,25 @@ def _run_report(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": serve,
     "check-config": check_config,
-    "rules": generate_rules,
-    "dashboards": generate_dashboards,
     "report": _run_report,
     "top": top_command.run,
 }
 
 
+# Commands that left `lunlat` for a distribution of their own: said plainly instead of "invalid choice".
+MOVED = {
+    "rules": "`lunlat-rules generate` (pip install lunlat-rules: the alerts/ folder of the repository)",
+    "dashboards": "`lunlat-dashboards generate` (pip install lunlat-dashboards: the dashboards/ folder)",
+    "lab": "`lunlat-lab` (pip install lunlat-lab: the lab/ folder)",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in MOVED:
+        print(f"lunlat: `lunlat {given[0]}` is now {MOVED[given[0]]}", file=sys.stderr)
+        return EXIT_USAGE
+    args = _parser().parse_args(given)
     return COMMANDS[args.command](args)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 KiB = 1024
@@ -115,3 +116,28 @@ def write_atomic(path: Path, text: str) -> None:
         temporary.replace(path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def write_generated(files: dict[Path, str], source: Path, check: bool, command: str) -> int:
+    """Write generated files atomically, or with `check` compare them: exit status 1 naming each
+    stale or missing one (the mixins' `--check`, which CI runs on the committed files)."""
+    if check:
+        stale = []
+        for path, text in files.items():
+            try:
+                current = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                stale.append(f"{path}: cannot read ({exc.strerror})")
+                continue
+            if current != text:
+                stale.append(f"{path} is stale: it differs from what {source} gives")
+        for message in stale:
+            print(f"{message}; run `{command}`", file=sys.stderr)
+        if stale:
+            return 1
+        print(f"{', '.join(str(p) for p in files)}: up to date with {source}")
+        return 0
+    for path, text in files.items():
+        write_atomic(path, text)
+    print(f"{', '.join(str(p) for p in files)}: written from {source}")
+    return 0

@@ -35,7 +35,7 @@ from lunlat.sources.base import SourceError
 from lunlat.sources.factory import BuildError, Context, Settings
 
 if TYPE_CHECKING:
-    from lunlat.alerting.goals import Goals
+    from lunlat.goals import Goals
     from lunlat.sources.diskstats import DiskstatsSource
 
 EXIT_USAGE = 2
@@ -395,7 +395,7 @@ def run_batch(
 
 
 def _goals(path: Path | None) -> Goals:
-    from lunlat.alerting.goals import goals_or_default  # noqa: PLC0415
+    from lunlat.goals import goals_or_default  # noqa: PLC0415
 
     try:
         return goals_or_default(path)

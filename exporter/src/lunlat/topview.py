@@ -34,7 +34,7 @@ from lunlat.top import (
 )
 
 if TYPE_CHECKING:
-    from lunlat.alerting.goals import Goals
+    from lunlat.goals import Goals
 
 KEY_POLL_MS = 100
 PROMPT = "filter (regex on LUN/database/role/workload, empty clears): "

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TextIO
 
 from lunlat import reference as reference_table
-from lunlat.alerting.goals import Goals, goals_or_default
 from lunlat.config import ConfigError
+from lunlat.goals import Goals, goals_or_default
 from lunlat.report.api import Prometheus, ReportError
 from lunlat.report.collect import CSV_COLUMNS, Collected, Collector, parse_phases, parse_time
 from lunlat.report.page import cells, render

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lunlat import averages, contract
-from lunlat.alerting.goals import Goals
-from lunlat.alerting.rules import SERIES_LABELS, db_layers
 from lunlat.engines.registry import ENGINES
+from lunlat.goals import Goals
+from lunlat.layers import SERIES_LABELS, db_layers
 from lunlat.report.api import Prometheus, ReportError
 
 # About this many points per plotted curve, whatever the range: the step grows with it.

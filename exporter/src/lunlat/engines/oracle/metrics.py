@@ -6,7 +6,7 @@ from lunlat.engines.engine import DB_FILE_LABELS
 from lunlat.metricspec import Capability, MetricSpec
 
 ORACLE_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
-# `measure` says what one wait of the event is (sources/oracle_events.py): `per_io` (time / waits is
+# `measure` says what one wait of the event is (engines/oracle/events.py): `per_io` (time / waits is
 # an I/O latency), `time_spent` (a wait covers part of a batch: only the time counts), `per_commit`.
 # A wait's `role` is a Role, or `replica` (a synchronous standby's/replica's wait: Data Guard
 # 'SYNC Remote Write', SQL Server HADR_SYNC_COMMIT). `replica` is not a Role: no LUN has it, and

@@ -1,11 +1,11 @@
 """Grafana dashboards generated as code (grafana-foundation-sdk, pinned to one Grafana version).
 
-`lunlat dashboards generate` writes one JSON file per dashboard into `dashboards/`; `--check` fails
-when a committed file differs (CI). Goal, metric and label names come from the goal definition
+`lunlat-dashboards generate` writes one JSON file per dashboard (into dashboards/ in the
+repository); `--check` fails when a committed file differs (CI). Goal, metric and label names come from the goal definition
 (`alerts/goals.yaml`), the metric contract and the recorded rule names, the same sources as the
 rules, so a renamed metric or a changed goal cannot leave a dashboard behind.
 
-Needs the `dashboards` extra (`pip install 'lunlat[dashboards]'`); the exporter itself does not.
+The dashboards' mixin: the exporter does not need it (nor the SDK).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as model
 
-from lunlat.alerting.goals import Goals
-from lunlat.dashboards import database_io, interference, overview, reference
+from lunlat.goals import Goals
+from lunlat_dashboards import database_io, interference, overview, reference
 
 # The Grafana version the SDK's models are generated for; docker-compose.yml runs the same.
 GRAFANA_VERSION = "11.6.0"

@@ -17,8 +17,8 @@ from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import xychart as xychart_model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from lunlat.alerting.goals import Goals
-from lunlat.dashboards import panels as p
+from lunlat.goals import Goals
+from lunlat_dashboards import panels as p
 
 UID = "lunlat-workload-interference"
 VICTIM = p.Var("victim", ".*")

@@ -15,8 +15,8 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 
 from lunlat import averages, contract
-from lunlat.alerting.goals import Goals
-from lunlat.dashboards import panels as p
+from lunlat.goals import Goals
+from lunlat_dashboards import panels as p
 
 UID = "lunlat-reference-tables"
 # The reference's columns: data LUNs and log LUNs.

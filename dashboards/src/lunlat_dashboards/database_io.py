@@ -11,10 +11,10 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import heatmap
 
-from lunlat.alerting.goals import Goals
-from lunlat.dashboards import panels as p
 from lunlat.engines.mssql import metrics as mssql_metrics
 from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.goals import Goals
+from lunlat_dashboards import panels as p
 
 UID = "lunlat-database-io"
 # Series of the database layer carry these labels (Oracle's and SQL Server's wait series only
@@ -25,12 +25,12 @@ ORACLE_EVENTS = {
     "log file parallel write": "LGWR's redo writes: the log LUN's write latency as Oracle sees it",
 }
 COMMIT_EVENTS = ("log file parallel write", "log file sync")
-# Time / waits is a latency only where one wait is one I/O (or one commit): sources/oracle_events.py.
+# Time / waits is a latency only where one wait is one I/O (or one commit): engines/oracle/events.py.
 PER_WAIT_MEASURES = '=~"per_io|per_commit"'
 
 MSSQL_LOG_WAIT = "WRITELOG"
 # A synchronous replica's or standby's waits (Data Guard 'SYNC Remote Write', SQL Server
-# HADR_SYNC_COMMIT) carry role="replica" (sources/oracle_events.py, mssql_sql.py): the log panel
+# HADR_SYNC_COMMIT) carry role="replica" (engines/oracle/events.py, mssql_sql.py): the log panel
 # shows them as their own series, so a slow replica reads as "replica", never as the log LUN.
 REPLICA_ROLE = "replica"
 MSSQL_DATA_WAITS = "PAGEIOLATCH_.*"

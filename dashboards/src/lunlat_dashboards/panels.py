@@ -20,7 +20,7 @@ from grafana_foundation_sdk.models import heatmap as heatmap_model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from lunlat import contract, recorded
-from lunlat.alerting.goals import Goals
+from lunlat.goals import Goals
 
 DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
 # Grafana's $__rate_interval: max(4 x scrape interval, $__interval + scrape interval), so a rate
@@ -140,7 +140,10 @@ def standard_variables(
     ]
     before: list[Var] = []
     texts = {
-        "database": ("Database", "Configured database (Oracle or SQL Server target) using the LUN."),
+        "database": (
+            "Database",
+            "Configured database (a database target of the exporter's config) using the LUN.",
+        ),
         "role": ("Role", "What the LUN holds for its database: data, log, temp, control or other."),
         "workload": ("Workload", "Workload label from the config: oltp, dss, snapshot_oltp …"),
         "lun": ("LUN", "The LUN as the storage admin knows it: multipath alias, WWID or device."),

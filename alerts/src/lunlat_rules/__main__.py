@@ -1,0 +1,5 @@
+import sys
+
+from lunlat_rules.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from lunlat_dashboards.cli import main
+
+sys.exit(main())

@@ -1,1 +1,0 @@
-"""Alerting: the latency goal definition and the Prometheus rules generated from it."""
