@@ -174,12 +174,11 @@ def _walk(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, arg
 
 def flags_page() -> str:
     os.environ["COLUMNS"] = HELP_COLUMNS
-    from lunlat_dashboards.cli import _parser as dashboards_parser  # noqa: PLC0415 - the mixin's own
-    from lunlat_rules.cli import _parser as rules_parser  # noqa: PLC0415 - the mixin's own
-
     from lunlat.cli import _parser  # noqa: PLC0415
+    from lunlat_dashboards.cli import _parser as dashboards_parser  # noqa: PLC0415 - the mixin's own
     from lunlat_lab.cli import PROG as LAB_PROG  # noqa: PLC0415 - the lab's own distribution
     from lunlat_lab.cli import parser as lab_parser  # noqa: PLC0415
+    from lunlat_rules.cli import _parser as rules_parser  # noqa: PLC0415 - the mixin's own
 
     lines = [
         HEADER.format(

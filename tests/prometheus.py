@@ -1,7 +1,7 @@
 """The Debian Prometheus as a child process, and a small client of its HTTP API.
 
 Shared by the end-to-end alerting stack (tests/alerting/stack.py) and the dashboards' query tests
-(tests/dashboards): both run the real binary with the repo's rules and ask it PromQL.
+(dashboards/tests): both run the real binary with the repo's rules and ask it PromQL.
 """
 
 from __future__ import annotations

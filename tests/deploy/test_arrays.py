@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lunlat_rules.rules import RuleSet, render
 
 from lunlat.goals import Goals, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
+from lunlat_rules.rules import RuleSet, render
 
 REPO = Path(__file__).resolve().parents[2]
 PUREFA = REPO / "deploy" / "arrays" / "purefa.yml"

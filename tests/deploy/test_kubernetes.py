@@ -13,10 +13,10 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from lunlat_rules.rules import render_prometheus_rule
 
 from lunlat import webconfig
 from lunlat.goals import load_goals
+from lunlat_rules.rules import render_prometheus_rule
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = ROOT / "deploy" / "kubernetes"

@@ -8,12 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lunlat_rules import default_goals
-
 from lunlat.files import write_generated
 from lunlat.goals import load_goals
 from lunlat.yamlmodel import ConfigError
 from lunlat_dashboards import render_all
+from lunlat_rules import default_goals
 
 EXIT_USAGE = 2
 

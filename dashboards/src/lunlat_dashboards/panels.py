@@ -1,7 +1,7 @@
 """What every lunlat dashboard shares: the datasource and filter variables, the selectors built from
 them, the goal thresholds, and panel constructors that refuse a panel without a description or unit.
 
-The dashboard lint (tests/dashboards) checks the generated JSON for what grafana's dashboard-linter
+The dashboard lint (dashboards/tests) checks the generated JSON for what grafana's dashboard-linter
 checks; building every selector and panel here is how the generator meets it by construction.
 """
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lunlat_rules.cli import main
-from lunlat_rules.rules import RuleSet, render, render_prometheus_rule
 
 from lunlat import contract, recorded
 from lunlat.goals import DEFAULT_GOALS_FILE, Goals, goals_or_default, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
+from lunlat_rules.cli import main
+from lunlat_rules.rules import RuleSet, render, render_prometheus_rule
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "alerts"

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lunlat_dashboards import render_all
 
+from dashboards.tests import boards
 from lunlat.goals import load_goals
-from tests.dashboards import boards
+from lunlat_dashboards import render_all
 
 TYPECHECK = boards.DASHBOARDS / "typecheck"
 CHECK = TYPECHECK / "check.mjs"

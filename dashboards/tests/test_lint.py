@@ -1,5 +1,5 @@
 """The dashboards as files: generated and fresh, valid for the SDK's model, and clean by the lint
-(tests/dashboards/lint.py: what grafana's dashboard-linter checks, plus lunlat's own rules). Each
+(dashboards/tests/lint.py: what grafana's dashboard-linter checks, plus lunlat's own rules). Each
 lint is also run on a deliberately broken copy, so a lint that can never fail would show here.
 """
 
@@ -20,13 +20,13 @@ import pytest
 import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
-from lunlat_dashboards import BOARDS, GRAFANA_VERSION, render_all
 
+from dashboards.tests import boards, lint
 from lunlat.engines.oracle import events as oracle_events
 from lunlat.engines.oracle import metrics as oracle_metrics
 from lunlat.goals import load_goals
+from lunlat_dashboards import BOARDS, GRAFANA_VERSION, render_all
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
-from tests.dashboards import boards, lint
 
 REPO = boards.REPO
 GOALS = REPO / "alerts" / "goals.yaml"

@@ -1,7 +1,7 @@
 """The overview's per-I/O latency panels and the tail rules, run against the real Prometheus.
 
 The biolatency source (the block layer's per-I/O histogram) needs eBPF and root, and the lab's data
-(tests/dashboards/test_queries.py) gets it once that source exists. Here the exporter itself (its
+(dashboards/tests/test_queries.py) gets it once that source exists. Here the exporter itself (its
 scraper, exposition and HTTP server) publishes a synthetic source in the exact families the
 contract defines: lunlat_lun_info, the diskstats counters and lunlat_device_io_latency_seconds
 (every bucket, `_sum`, `_count`), each scrape adding one fixed step of I/Os. The Debian Prometheus
@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from dashboards.tests import boards
 from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.model import Family, LabelSet
@@ -35,7 +36,6 @@ from lunlat.scrape import Scraper
 from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import SourceResult
 from tests import prometheus
-from tests.dashboards import boards
 from tests.procs import LOOPBACK
 
 OVERVIEW = "lunlat-overview.json"

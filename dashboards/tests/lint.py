@@ -19,8 +19,8 @@ from typing import Any
 import promql_parser as pp
 import yaml
 
+from dashboards.tests import boards
 from lunlat import contract
-from tests.dashboards import boards
 
 DATASOURCE_UID = "${datasource}"
 # Sentinels Grafana's variables are replaced with before parsing (as the linter does), so the

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lunlat_rules.rules import render
 
 from lunlat.goals import parse_goals
+from lunlat_rules.rules import render
 from tests import prometheus, textstub
 from tests.procs import LOOPBACK
 

@@ -3,7 +3,7 @@
 The data: the lab's LUNs under OLTP, then OLTP + DSS + snapshot copies with one data LUN raised to
 2 ms; an emulated Oracle on ASM disk groups on the lab's Oracle LUNs and a SQL Server (wire-level
 TDS server, pyodbc + FreeTDS) with its files on the SQL Server 1 LUNs; one lunlat exporter; the
-Debian Prometheus with the repo's rules (tests/dashboards/datastack.py).
+Debian Prometheus with the repo's rules (dashboards/tests/datastack.py).
 
 Each query runs with every variable at "All" and then with each variable, in turn, at each of its
 concrete values (the values its own query lists): no query may fail, none may come back empty
@@ -22,16 +22,16 @@ from typing import Any
 
 import pytest
 
-from lunlat import contract, recorded
-from lunlat.sources import biolatency
-from tests import prometheus
-from tests.dashboards import boards
-from tests.dashboards.datastack import (
+from dashboards.tests import boards
+from dashboards.tests.datastack import (
     BREACH_LUN,
     INTERVAL_SECONDS,
     DashboardData,
     dashboard_data,
 )
+from lunlat import contract, recorded
+from lunlat.sources import biolatency
+from tests import prometheus
 from tests.labhost import lab_skip_reason, memory_backed_dir
 
 pytestmark = pytest.mark.lab
