@@ -16,6 +16,7 @@ import re
 import resource
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -79,6 +80,29 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     [deb] = out.glob("lunlat_*_amd64.deb")
     [rpm] = out.glob("lunlat-*.x86_64.rpm")
     return {"deb": deb, "rpm": rpm}
+
+
+# --- the default config ------------------------------------------------------------------------------
+
+
+def test_the_default_config_and_its_commented_examples_are_valid(tmp_path: Path) -> None:
+    """/etc/lunlat/lunlat.yaml as shipped, and with every commented example block uncommented."""
+    shipped = ROOT / "deploy" / "packages" / "lunlat.yaml"
+    lines = shipped.read_text(encoding="utf-8").splitlines()
+    # Example blocks: a "# key:" line and the "#   …" lines under it.
+    uncommented = [line[2:] if re.match(r"# (luns|oracle|mssql):$|#   ", line) else line for line in lines]
+    assert sum(1 for a, b in zip(lines, uncommented, strict=True) if a != b) > 10
+    full = tmp_path / "lunlat.yaml"
+    full.write_text("\n".join(uncommented) + "\n", encoding="utf-8")
+    for config in (shipped, full):
+        done = subprocess.run(
+            [sys.executable, "-m", "lunlat", "check-config", "--syntax-only", str(config)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "(2 luns entries, 1 Oracle targets, 1 SQL Server targets)" in done.stdout
 
 
 # --- the RPM ---------------------------------------------------------------------------------------
