@@ -66,8 +66,8 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("packages")
     python = shutil.which("python3") or "python3"
     venv_python = ROOT / ".venv" / "bin" / "python"
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "NFPM": nfpm, "HOME": str(Path.home())}
-    env["PYTHON"] = str(venv_python) if venv_python.exists() else python
+    # The caller's environment (a proxy, pip's index settings) with the two tools named.
+    env = {**os.environ, "NFPM": nfpm, "PYTHON": str(venv_python) if venv_python.exists() else python}
     done = subprocess.run(
         [str(ROOT / "deploy" / "packages" / "build"), str(out)],
         capture_output=True,
@@ -145,6 +145,9 @@ def test_the_rpm_scripts_create_the_user_build_the_runtime_and_clean_up(packages
     assert "systemctl preset lunlat.service" in by_name["postinstall"]
     assert "disable --now lunlat.service" in by_name["preuninstall"]
     assert "rm -rf /opt/lunlat" in by_name["postuninstall"]
+    for name, script in by_name.items():  # each parses as the /bin/sh rpm runs it with
+        parsed = subprocess.run(["sh", "-n"], input=script, capture_output=True, text=True, check=False)
+        assert parsed.returncode == 0, f"{name}: {parsed.stderr}"
     # The user stays (docs/deploy/packages.md, "Remove"): no command removes it.
     commands = [line for line in scripts.splitlines() if not line.lstrip().startswith("#")]
     assert not [line for line in commands if re.search(r"\b(userdel|groupdel|deluser)\b", line)]
