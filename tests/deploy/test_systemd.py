@@ -1,12 +1,13 @@
 """deploy/systemd/lunlat.service: `systemd-analyze verify` finds nothing to say, the unit keeps
-the dedicated user, the hardening and the credentials docs/deploy/systemd.md promises, and its system call
-filter and address families allow everything lunlat does (traced with strace: no systemd runs as
-PID 1 here, so the unit itself is never started)."""
+the dedicated user, the hardening and the password files docs/deploy/systemd.md promises, and its system call
+filter and address families allow everything lunlat does (traced with strace), and every setting it
+uses is one systemd 239 knows (tests/deploy/systemd-239-directives.txt, with its source)."""
 
 from __future__ import annotations
 
 import configparser
 import functools
+import gzip
 import re
 import shutil
 import subprocess
@@ -21,6 +22,8 @@ from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "lunlat.service"
 BIOLATENCY_DROP_IN = UNIT.with_name("biolatency.conf")
+# The settings systemd 239 understands, with where the list comes from.
+DIRECTIVES_239 = Path(__file__).with_name("systemd-239-directives.txt")
 INSTALLED_BINARY = "/opt/lunlat/bin/lunlat"
 # The config the install steps (docs/deploy/systemd.md) copy to /etc/lunlat/lunlat.yaml.
 INSTALLED_CONFIG = ROOT / "deploy" / "lunlat" / "host.yaml"
@@ -83,13 +86,15 @@ def test_dedicated_user_hardening_and_credentials() -> None:
         "LimitNOFILE": "65536",
     }.items():
         assert service[key] == value, key
-    assert service["LoadCredential"] == "lunlat:/etc/lunlat/credentials"
+    # Passwords are files the service reads itself (0640, group lunlat): LoadCredential= came in
+    # systemd 247 and RHEL 8 has 239 (every setting is checked against 239 below).
+    assert "LoadCredential" not in service
     assert service["EnvironmentFile"] == "-/etc/default/lunlat"
     assert "--config.file=/etc/lunlat/lunlat.yaml" in service["ExecStart"]
     assert parser["Install"]["WantedBy"] == "multi-user.target"
     install_steps = UNIT.parents[2] / "docs" / "deploy" / "systemd.md"
     readme = install_steps.read_text(encoding="utf-8")
-    assert "/run/credentials/lunlat.service/lunlat_" in readme and "systemctl enable --now lunlat" in readme
+    assert "password_file: /etc/lunlat/credentials/" in readme and "systemctl enable --now lunlat" in readme
 
 
 def unit_values(key: str, *drop_ins: Path) -> list[str]:
@@ -189,6 +194,19 @@ def test_the_filter_check_would_catch_a_denied_call() -> None:
     assert "prlimit64" in allowed
 
 
+def test_the_newer_hardening_drop_ins_verify_clean_with_the_unit(tmp_path: Path) -> None:
+    """hardening-<version>.conf (settings systemd added after 239) with the unit, under this machine's
+    systemd (Debian 12: 252, newer than each): verify knows every key."""
+    drop_ins = tmp_path / f"{UNIT.name}.d"
+    drop_ins.mkdir()
+    confs = sorted(UNIT.parent.glob("hardening-*.conf"))
+    assert [c.name for c in confs] == ["hardening-242.conf", "hardening-244.conf", "hardening-245.conf"]
+    for conf in confs:
+        (drop_ins / conf.name).write_text(conf.read_text(encoding="utf-8"))
+    assert verify(UNIT.read_text(encoding="utf-8"), tmp_path) == ""
+    assert unit_values("ProtectClock", *confs) == ["yes"]
+
+
 def test_the_biolatency_drop_in_verifies_and_grants_only_what_the_programs_need(tmp_path: Path) -> None:
     drop_ins = tmp_path / f"{UNIT.name}.d"
     drop_ins.mkdir()
@@ -216,3 +234,61 @@ def test_the_drop_in_filter_allows_what_biolatency_does(tmp_path: Path) -> None:
     calls, _families = trace_exporter(tmp_path, config)
     assert "bpf" in calls, "the programs were not loaded"
     assert calls - allowed_syscalls(BIOLATENCY_DROP_IN) == set(), "SystemCallFilter= would kill lunlat"
+
+
+# --- the unit holds to systemd 239 (RHEL 8) -------------------------------------------------------
+
+
+def _known_239() -> tuple[set[str], set[str]]:
+    lines = [line.strip() for line in DIRECTIVES_239.read_text(encoding="utf-8").splitlines()]
+    entries = [line for line in lines if line and not line.startswith("#")]
+    return {e for e in entries if not e.startswith("@")}, {e for e in entries if e.startswith("@")}
+
+
+def _settings(path: Path) -> list[tuple[str, str, str]]:
+    """(section, key, value) of every setting of a unit file or drop-in, repeated keys kept."""
+    settings, section = [], ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("["):
+            section = line.strip("[] ")
+        elif line.strip() and not line.lstrip().startswith(("#", ";")):
+            key, _, value = line.partition("=")
+            settings.append((section, key.strip(), value.strip()))
+    return settings
+
+
+def test_the_directive_list_is_systemd_239s() -> None:
+    """The stored list is what it says: settings 239 added are in it, ones added later are not
+    (systemd NEWS: RestrictNamespaces= 233, LockPersonality= 235; ProtectHostname= 242,
+    ProtectKernelLogs= 244, LoadCredential= 247)."""
+    known, groups = _known_239()
+    assert {"Service.RestrictNamespaces", "Service.LockPersonality", "Service.ProtectSystem"} <= known
+    assert not {"Service.ProtectHostname", "Service.ProtectKernelLogs", "Service.LoadCredential"} & known
+    assert "@system-service" in groups and len(known) > 250
+
+
+def test_every_setting_of_the_unit_is_one_systemd_239_knows() -> None:
+    known, groups = _known_239()
+    shipped = [UNIT, ROOT / "deploy" / "packages" / "runtime.conf"]
+    unknown = [f"{p.name}: {s}.{k}" for p in shipped for s, k, _ in _settings(p) if f"{s}.{k}" not in known]
+    assert unknown == []
+    filters = [v for s, k, v in _settings(UNIT) if k == "SystemCallFilter"]
+    named = {
+        word.lstrip("~") for value in filters for word in value.split() if word.lstrip("~").startswith("@")
+    }
+    assert named and named <= groups
+
+
+@pytest.mark.parametrize("version", [242, 244, 245])
+def test_each_newer_drop_in_states_its_minimum_and_holds_only_what_239_lacks(version: int) -> None:
+    drop_in = UNIT.with_name(f"hardening-{version}.conf")
+    known, _ = _known_239()
+    assert f"# minimum systemd: {version}\n" in drop_in.read_text(encoding="utf-8")
+    settings = _settings(drop_in)
+    assert settings and all(section == "Service" for section, _, _ in settings)
+    assert not {f"Service.{key}" for _, key, _ in settings} & known
+    news = Path("/usr/share/doc/systemd/NEWS.gz")
+    if news.exists():  # systemd's NEWS as Debian ships it: each setting is announced in that version
+        sections = re.split(r"^CHANGES WITH (\d+):", gzip.decompress(news.read_bytes()).decode(), flags=re.M)
+        text = dict(zip(sections[1::2], sections[2::2], strict=True))[str(version)]
+        assert all(f"{key}=" in text for _, key, _ in settings)
