@@ -160,6 +160,22 @@ def base_image(podman: Podman, log: Path) -> str:
     return tag
 
 
+def prune_leftovers(podman: Podman) -> list[str]:
+    """Remove the untagged leaf images built on the test's base (a build stage's result, an image a
+    rebuild untagged) so that repeated runs do not fill the disk; returns their ids. podman's
+    `dangling=true` lists images "no longer referenced by any image" (podman-images(1)), so the
+    layer cache of the tagged images stays; images not built on the test's base are left alone."""
+    listed = podman.run("images", "--quiet", "--no-trunc", "--filter", "dangling=true").stdout.split()
+    ours = []
+    for image in listed:
+        history = podman.run("image", "inspect", "--format", "{{json .History}}", image, check=False).stdout
+        if f"FROM localhost/{BASE_NAME}:" in history:
+            ours.append(image)
+    for image in ours:
+        podman.run("rmi", image, check=False)  # a build running beside this one may hold it: no matter
+    return ours
+
+
 @contextmanager
 def podman_service(podman: Podman, workdir: Path) -> Iterator[Mapping[str, str]]:
     """`podman system service` on a socket of its own (podman-system-service(1): `--time=0` never

@@ -148,6 +148,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         name: podman.build(STACK / "Containerfile", STACK, name, f"lunlat-test-{name}:{digest}", base)
         for name in ("prometheus", "alertmanager", "receiver")
     }
+    containers.prune_leftovers(podman)
     ports = {name: containers.free_port() for name in SERVICES}
     file = stack_file(workdir, images, ports)
     with containers.podman_service(podman, workdir) as env:
