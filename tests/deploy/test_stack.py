@@ -107,6 +107,8 @@ def stack_file(workdir: Path, images: dict[str, str], ports: dict[str, int]) -> 
             source, target, *mode = volume.split(":")
             volumes.append(":".join([str(swapped.get(target, source)), target, *mode]))
         service["volumes"] = volumes
+    mounted = {volume.split(":")[1] for service in services.values() for volume in service["volumes"]}
+    assert set(swapped) <= mounted, f"docker-compose.yml no longer mounts {set(swapped) - mounted}"
     services["prometheus"]["volumes"].append(
         f"{workdir / 'stack-test.rules.yml'}:/etc/prometheus/rules/stack-test.rules.yml:ro"
     )
