@@ -141,3 +141,27 @@ def test_snapshot_from_an_exporters_text() -> None:
     counters = taken.counters[key]
     assert (counters.reads, counters.read_seconds) == (12.0, 0.036)
     assert counters.buckets == {"read": {0.001: 7.0, INF: 12.0}}
+
+
+@pytest.mark.parametrize(
+    ("goals_text", "goal", "red"),
+    [
+        ("", None, None),  # the shipped default: a LUN no database uses is not judged
+        ("unowned:\n  severity: ticket\n  goal_ms: 20\n", 20.0, False),
+        ("unowned:\n  severity: warning\n", 1.0, True),  # its own severity, the default's goal
+    ],
+)
+def test_a_lun_no_database_uses_is_judged_as_the_rules_judge_it(
+    goals_text: str, goal: float | None, red: bool | None
+) -> None:
+    """The root disk under a backup: no role, so the goals' `unowned` section, not the database goal."""
+    before = Snapshot(
+        0.0, {("root", "vda"): Counters(writes=0, write_seconds=0.0)}, {("root", "vda"): ("", "", "")}
+    )
+    after = Snapshot(
+        1.0, {("root", "vda"): Counters(writes=100, write_seconds=0.4)}, {("root", "vda"): ("", "", "")}
+    )
+    (row,) = frame(1, before, after, parse_goals(goals_text)).rows
+    assert row.values["w_await"] == pytest.approx(4.0)
+    assert row.goal_ms == goal
+    assert row.above_goal("w_await") is red

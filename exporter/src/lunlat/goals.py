@@ -390,6 +390,15 @@ class Goals(Strict):
                 return self.resolve(override)
         return self.default
 
+    def judged(self, labels: dict[str, str]) -> tuple[float, float] | None:
+        """(goal_ms, min_iops) the rules judge a LUN with these labels against: one no database uses
+        (no `role`) by `unowned`, None when that says not to judge it; any other by `tier`."""
+        if labels.get("role"):
+            tier = self.tier(labels)
+            return tier.goal_ms, tier.min_iops
+        unowned = self.unowned_tier()
+        return None if unowned is None else (unowned[0], unowned[2])
+
     def resolve(self, override: Override) -> DefaultTier:
         return DefaultTier(
             goal_ms=override.goal_ms if override.goal_ms is not None else self.default.goal_ms,

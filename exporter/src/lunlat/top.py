@@ -219,7 +219,7 @@ class Row:
     role: str
     workload: str
     values: dict[str, float | None]  # numeric columns; None: nothing to show
-    goal_ms: float
+    goal_ms: float | None  # None: the goals do not judge this LUN (no database uses it)
     histogram: bool  # whether the source publishes this LUN's per-I/O histogram
 
     def text(self, column: Column) -> str:
@@ -232,9 +232,10 @@ class Row:
         return f"{number:.{column.decimals}f}"
 
     def above_goal(self, column: str) -> bool | None:
-        """Whether a latency column is at or above the LUN's goal; None when not a latency or empty."""
+        """Whether a latency column is at or above the LUN's goal; None when not a latency, empty, or
+        the LUN is not judged."""
         value = self.values.get(column)
-        if column not in LATENCY_COLUMNS or value is None:
+        if column not in LATENCY_COLUMNS or value is None or self.goal_ms is None:
             return None
         return value >= self.goal_ms
 
@@ -288,7 +289,8 @@ def frame(number: int, before: Snapshot, after: Snapshot, goals: Goals) -> Frame
         if then is None:
             continue
         database, role, workload = after.labels.get(key, ("", "", ""))
-        tier = goals.tier({"database": database, "role": role, "workload": workload})
+        # As the rules judge it: a LUN no database uses by the goals' `unowned` section.
+        tier = goals.judged({"database": database, "role": role, "workload": workload})
         values: dict[str, float | None] = {
             "r/s": _rate(now.reads, then.reads, seconds),
             "w/s": _rate(now.writes, then.writes, seconds),
@@ -301,7 +303,18 @@ def frame(number: int, before: Snapshot, after: Snapshot, goals: Goals) -> Frame
         for op, column in (("read", "r_p99"), ("write", "w_p99")):
             p99 = quantile(P99, then.buckets.get(op, {}), now.buckets.get(op, {}))
             values[column] = _scaled(p99, 1000.0)
-        rows.append(Row(key[0], key[1], database, role, workload, values, tier.goal_ms, bool(now.buckets)))
+        rows.append(
+            Row(
+                key[0],
+                key[1],
+                database,
+                role,
+                workload,
+                values,
+                None if tier is None else tier[0],
+                bool(now.buckets),
+            )
+        )
     return Frame(number, seconds, rows)
 
 

@@ -111,7 +111,7 @@ class Row:
     time_total: float
     operations: float
     bytes_total: float | None
-    goal_seconds: float
+    goal_seconds: float | None  # None: not judged (a LUN no database uses, goals `unowned`)
     min_iops: float
 
     @property
@@ -124,9 +124,9 @@ class Row:
 
     @property
     def breach(self) -> bool | None:
-        """Above the goal; None when not judged (no operation, or below the idle guard)."""
+        """Above the goal; None when not judged (no goal, no operation, or below the idle guard)."""
         avg = self.avg
-        if avg is None or self.iops < self.min_iops:
+        if avg is None or self.goal_seconds is None or self.iops < self.min_iops:
             return None
         return avg > self.goal_seconds
 
@@ -148,7 +148,7 @@ class Row:
             "iops": repr(self.iops),
             "throughput_bytes": "" if throughput is None else repr(throughput / self.phase.seconds),
             "operations": repr(self.operations),
-            "goal_seconds": repr(self.goal_seconds),
+            "goal_seconds": "" if self.goal_seconds is None else repr(self.goal_seconds),
             "breach": {None: "", True: "yes", False: "no"}[self.breach],
         }
 
@@ -224,9 +224,10 @@ class Collector:
             )
         self.progress(promql)
 
-    def _goal(self, labels: dict[str, str]) -> tuple[float, float]:
-        tier = self.goals.tier(labels)
-        return tier.goal_ms / 1000, tier.min_iops
+    def _goal(self, labels: dict[str, str]) -> tuple[float | None, float]:
+        """(goal in seconds, idle guard) as the rules judge these labels; no goal: not judged."""
+        tier = self.goals.judged(labels)
+        return (None, 0.0) if tier is None else (tier[0] / 1000, tier[1])
 
     def host_rows(self, phase: Phase) -> list[Row]:
         rows = []

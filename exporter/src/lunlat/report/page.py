@@ -67,9 +67,12 @@ def _cell(row: Row | None) -> str:
         return '<td class="idle">&ndash;</td>'
     verdict = row.breach
     css = "idle" if verdict is None else "above" if verdict else "within"
-    note = f"goal {_ms(row.goal_seconds)} ms, {row.iops:.0f} IOPS" + (
-        " (idle: not judged)" if verdict is None else ""
-    )
+    if row.goal_seconds is None:
+        note = f"not judged (no database uses this LUN), {row.iops:.0f} IOPS"
+    else:
+        note = f"goal {_ms(row.goal_seconds)} ms, {row.iops:.0f} IOPS" + (
+            " (idle: not judged)" if verdict is None else ""
+        )
     return f'<td class="{css}" title="{escape(note)}">{_ms(row.avg)}</td>'
 
 
@@ -149,6 +152,12 @@ def _raised(phases: list[Phase], table: dict[tuple[str, str, str, str, str], Row
     return "".join(out)
 
 
+def _goal(row: Row) -> float:
+    """The goal of a row above it (a row with no goal is never above one)."""
+    assert row.goal_seconds is not None, "only judged rows breach"
+    return row.goal_seconds
+
+
 def _verdict(rows: list[Row], table: dict[tuple[str, str, str, str, str], Row]) -> str:
     bad_cells = [c for c in table.values() if c.breach]
     bad_rows = [r for r in rows if r.breach]
@@ -160,14 +169,14 @@ def _verdict(rows: list[Row], table: dict[tuple[str, str, str, str, str], Row]) 
         )
     items = [
         f"<li>{escape(c.phase.name)} · {escape(c.labels['workload'])} · {escape(c.labels['database'])} · "
-        f"{c.labels['role']} LUNs · {c.op}: {_ms(c.avg)} ms (goal {_ms(c.goal_seconds)} ms)</li>"
+        f"{c.labels['role']} LUNs · {c.op}: {_ms(c.avg)} ms (goal {_ms(_goal(c))} ms)</li>"
         for c in bad_cells
     ]
     items += [
         f"<li>{escape(r.phase.name)} · {r.layer} · LUN {escape(r.labels.get('lun', ''))} "
         f"({escape(r.labels.get('database', '') or 'no database')}, {escape(r.labels.get('role', '') or 'no role')}) · "
-        f"{r.op}: {_ms(r.avg)} ms (goal {_ms(r.goal_seconds)} ms)</li>"
-        for r in sorted(bad_rows, key=lambda r: -(r.avg or 0) / r.goal_seconds)[:30]
+        f"{r.op}: {_ms(r.avg)} ms (goal {_ms(_goal(r))} ms)</li>"
+        for r in sorted(bad_rows, key=lambda r: -(r.avg or 0) / _goal(r))[:30]
     ]
     more = len(bad_rows) - 30
     return (
@@ -186,7 +195,8 @@ def worst_first(rows: list[Row]) -> list[tuple[str, str]]:
     score: dict[tuple[str, str], float] = {}
     for row in rows:
         if row.layer == "host":
-            ratio = (row.avg or 0.0) / row.goal_seconds
+            # A LUN no goal judges sorts after every judged one.
+            ratio = 0.0 if row.goal_seconds is None else (row.avg or 0.0) / row.goal_seconds
             score[_lun_key(row)] = max(ratio, score.get(_lun_key(row), 0.0))
     return sorted(score, key=lambda k: (-score[k], k))
 
@@ -222,7 +232,7 @@ def _lun_table(order: list[tuple[str, str]], rows: list[Row], phases: list[Phase
     return out
 
 
-def _card(key: tuple[str, str], data: Collected, goal: float) -> str:
+def _card(key: tuple[str, str], data: Collected, goal: float | None) -> str:
     instance, lun = key
     phases = [(p.name, p.start, p.end) for p in data.phases]
     latency = data.latency.get(key, {})
@@ -297,7 +307,7 @@ def render(data: Collected, title: str, source: str, comparisons: list[Compariso
     if left > 0:
         parts.append(f"<p>{left} more LUNs are in the tables above and in tables.csv, not plotted.</p>")
     if data.histograms:
-        default_goal = min(goals.values(), default=0.001)
+        default_goal = min((g for g in goals.values() if g is not None), default=0.001)
         parts.append("<h2>Latency distribution</h2>")
         hist = [
             f'<div class="card"><h3>{escape(name)}</h3>{svg.bars(name, buckets, default_goal)}</div>'

@@ -74,13 +74,14 @@ def _axes(
 def timeline(
     title: str,
     curves: dict[str, list[tuple[float, float]]],
-    goal: float,
+    goal: float | None,
     phases: Sequence[tuple[str, float, float]],
     start: float,
     end: float,
 ) -> str:
-    """Latency per op over time, the goal as a dashed line, the phases shaded."""
-    top = max([goal * 1.25, *(v for points in curves.values() for _, v in points)])
+    """Latency per op over time, the goal as a dashed line (none for a LUN not judged), the phases shaded."""
+    values = [v for points in curves.values() for _, v in points]
+    top = max([goal * 1.25 if goal is not None else 0.0, *values]) or 0.001
     frame = _Frame(start, end, 0.0, top * 1.05)
     body = []
     for i, (name, begin, finish) in enumerate(phases):
@@ -92,11 +93,12 @@ def timeline(
         )
     x_ticks = [(t, datetime.fromtimestamp(t).astimezone().strftime("%H:%M")) for t in _ticks(start, end)]
     body += _axes(frame, "time", _ticks(0.0, top * 1.05), x_ticks)
-    goal_y = frame.y(goal)
-    body.append(
-        f'<line class="goal" x1="{LEFT}" y1="{goal_y:.1f}" x2="{WIDTH - RIGHT}" y2="{goal_y:.1f}"/>'
-        f'<text class="goal-label" x="{WIDTH - RIGHT - 2}" y="{goal_y - 3:.1f}" text-anchor="end">goal {_ms(goal)} ms</text>'
-    )
+    if goal is not None:
+        goal_y = frame.y(goal)
+        body.append(
+            f'<line class="goal" x1="{LEFT}" y1="{goal_y:.1f}" x2="{WIDTH - RIGHT}" y2="{goal_y:.1f}"/>'
+            f'<text class="goal-label" x="{WIDTH - RIGHT - 2}" y="{goal_y - 3:.1f}" text-anchor="end">goal {_ms(goal)} ms</text>'
+        )
     for op, points in curves.items():
         if points:
             path = " ".join(f"{frame.x(t):.1f},{frame.y(v):.1f}" for t, v in points)
@@ -108,19 +110,22 @@ def timeline(
     return _svg(title, body)
 
 
-def scatter(title: str, points: dict[str, list[tuple[float, float]]], goal: float) -> str:
-    """Latency (y) against IOPS (x), one dot per step and op."""
+def scatter(title: str, points: dict[str, list[tuple[float, float]]], goal: float | None) -> str:
+    """Latency (y) against IOPS (x), one dot per step and op; the goal as a line where one judges."""
     xs = [x for pts in points.values() for x, _ in pts] or [1.0]
-    ys = [y for pts in points.values() for _, y in pts] or [goal]
-    frame = _Frame(0.0, max(xs) * 1.05, 0.0, max(goal * 1.25, *ys) * 1.05)
+    ys = [y for pts in points.values() for _, y in pts] or [goal or 0.001]
+    frame = _Frame(0.0, max(xs) * 1.05, 0.0, (max(goal * 1.25 if goal else 0.0, *ys) or 0.001) * 1.05)
     body = _axes(
         frame,
         "IOPS",
         _ticks(0.0, frame.y1),
         [(t, f"{t:g}") for t in _ticks(0.0, frame.x1)],
     )
-    goal_y = frame.y(goal)
-    body.append(f'<line class="goal" x1="{LEFT}" y1="{goal_y:.1f}" x2="{WIDTH - RIGHT}" y2="{goal_y:.1f}"/>')
+    if goal is not None:
+        goal_y = frame.y(goal)
+        body.append(
+            f'<line class="goal" x1="{LEFT}" y1="{goal_y:.1f}" x2="{WIDTH - RIGHT}" y2="{goal_y:.1f}"/>'
+        )
     for op, pts in points.items():
         color = COLORS.get(op, "#444")
         body += [
