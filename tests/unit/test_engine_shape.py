@@ -19,12 +19,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "exporter" / "src" / "lunlat"
 # Every Python source of the exporter and of the mixin's generators.
 SOURCES = (PACKAGE, ROOT / "alerts" / "src", ROOT / "dashboards" / "src")
-# Not yet following the shape, each with what is left (a test below fails once one is clean, so
-# the list cannot outlive what it excuses): the dashboards' database rows still name each engine's
-# panels in code; they are to become rows each engine package declares.
-NOT_YET: dict[Path, str] = {
-    ROOT / "dashboards" / "src" / "lunlat_dashboards" / "database_io.py": "per-engine panels in code",
-}
 
 
 def _words(engine_key: str) -> re.Pattern[str]:
@@ -80,15 +74,8 @@ def _outside(engine_key: str) -> dict[Path, list[str]]:
 
 def test_no_code_outside_an_engines_package_names_it() -> None:
     for engine in ENGINES:
-        named = {path: hits for path, hits in _outside(engine.key).items() if path not in NOT_YET}
+        named = _outside(engine.key)
         assert named == {}, f"{engine.key} is named outside engines/{engine.key}/: {named}"
-
-
-def test_what_is_not_yet_clean_still_needs_its_exception() -> None:
-    for path, why in NOT_YET.items():
-        assert any(path in _outside(engine.key) for engine in ENGINES), (
-            f"{path.relative_to(ROOT)} no longer names an engine ({why}): drop it from NOT_YET"
-        )
 
 
 def test_the_check_sees_an_engine_named_in_code(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from lunlat.dbtarget import DatabaseTarget
 from lunlat.metricspec import Capability, MetricSpec
@@ -61,6 +61,86 @@ class WaitLayer:
     histogram: MetricSpec | None = None  # the waits' latency distribution, where the engine keeps one
 
 
+# --- the engine's rows of the Database I/O dashboard, as data ------------------------------------
+# The exporter draws nothing: the dashboards' generator (dashboards/, lunlat-dashboards) turns these
+# into panels, adding the dashboard's variables (job, instance, database, role) to every selector.
+# `fixed` matchers are label -> value, or label -> '=~"regex"'.
+
+
+@dataclass(frozen=True, slots=True)
+class PerWait:
+    """Average wait = Δ time / Δ waits from two counters, summed by `by` (a replica's waits:
+    `replica`, filtered by database only and role="replica")."""
+
+    time: MetricSpec
+    waits: MetricSpec
+    by: str
+    fixed: tuple[tuple[str, str], ...] = ()
+    replica: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PerFile:
+    """Average time per operation of each file: Δ time / Δ operations per file."""
+
+    time: MetricSpec
+    operations: MetricSpec
+
+
+@dataclass(frozen=True, slots=True)
+class SumRate:
+    """Rate of a counter summed by `by` (seconds waited per second, a count of waiters)."""
+
+    metric: MetricSpec
+    by: str
+    fixed: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Quantile:
+    """A quantile of a histogram's buckets, summed by `by`."""
+
+    quantile: float
+    histogram: MetricSpec
+    by: str
+    fixed: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Buckets:
+    """A histogram's buckets per `le` (a heatmap)."""
+
+    histogram: MetricSpec
+    fixed: tuple[tuple[str, str], ...] = ()
+
+
+Expression = PerWait | PerFile | SumRate | Quantile | Buckets
+
+
+@dataclass(frozen=True, slots=True)
+class PanelQuery:
+    expression: Expression
+    legend: str
+
+
+@dataclass(frozen=True, slots=True)
+class Panel:
+    """`latency`: seconds against the goal line; `rate`: a count per second; `heatmap`: one histogram."""
+
+    title: str
+    description: str
+    queries: tuple[PanelQuery, ...]
+    kind: Literal["latency", "rate", "heatmap"] = "latency"
+    span: int = 12
+    height: int = 9
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardRow:
+    title: str
+    panels: tuple[Panel, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Engine:
     """One database engine: see `engines/__init__.py`."""
@@ -80,3 +160,4 @@ class Engine:
     # check-config once the driver imports.
     host_problems: Callable[[Sequence[DatabaseTarget]], list[TargetProblem]] | None = None
     install_hint: str = ""  # said after `pip install 'lunlat[<extra>]'` when the driver is missing
+    dashboard: tuple[DashboardRow, ...] = ()  # its rows of the Database I/O dashboard

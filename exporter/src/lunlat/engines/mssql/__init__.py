@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.engine import Engine, FileLayer, TargetProblem, WaitLayer
+from lunlat.engines.mssql import dashboard
 from lunlat.engines.mssql import metrics as m
 from lunlat.engines.mssql.config import MssqlTarget
 
@@ -86,6 +87,7 @@ ENGINE = Engine(
         },
     ),
     build=_build,
+    dashboard=dashboard.ROWS,
     host_problems=_unregistered_drivers,
     install_hint=" (and an ODBC driver)",
 )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from lunlat.engines.engine import Engine, FileLayer, WaitLayer
+from lunlat.engines.oracle import dashboard
 from lunlat.engines.oracle import metrics as m
 from lunlat.engines.oracle.config import OracleTarget
 
@@ -58,4 +59,5 @@ ENGINE = Engine(
         histogram=m.ORACLE_WAIT_DURATION,
     ),
     build=_build,
+    dashboard=dashboard.ROWS,
 )

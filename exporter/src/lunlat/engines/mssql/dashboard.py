@@ -1,0 +1,87 @@
+"""SQL Server's rows of the Database I/O dashboard (data: `engine.DashboardRow`; the dashboards'
+generator draws them)."""
+
+from __future__ import annotations
+
+from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile, PerWait
+from lunlat.engines.mssql import metrics as m
+from lunlat.metricspec import MetricSpec
+
+BY_WAIT = "job, instance, database, wait_type"
+LOG_WAIT = "WRITELOG"
+DATA_WAITS = "PAGEIOLATCH_.*"
+
+
+def _stall(op: str, time: MetricSpec, operations: MetricSpec) -> Panel:
+    return Panel(
+        f"SQL Server {op} stall per file",
+        f"Average {op} stall of each database file: Δ io_stall_{op}_ms / Δ num_of_{op}s from "
+        "sys.dm_io_virtual_file_stats. A single red file on a green LUN is that file's access "
+        "pattern; every file of a LUN red together is the LUN (compare the host layer above).",
+        (PanelQuery(PerFile(time, operations), "{{database}} {{db}} {{file}}"),),
+    )
+
+
+ROWS: tuple[DashboardRow, ...] = (
+    DashboardRow(
+        "SQL Server files and waits",
+        (
+            _stall("read", m.MSSQL_FILE_READ_STALL, m.MSSQL_FILE_READS),
+            _stall("write", m.MSSQL_FILE_WRITE_STALL, m.MSSQL_FILE_WRITES),
+            Panel(
+                "SQL Server Resource Governor queue per file (throttling)",
+                "Average time each I/O of a file waited in Resource Governor's queue before SQL Server issued "
+                "it: Δ io_stall_queued_read_ms (write_ms) / Δ I/Os, SQL Server 2014 and later (none on 2012). "
+                "It is inside the stall above but is throttling (a resource pool's IOPS limit, Azure SQL's "
+                "governance), not the LUN: the database layer of the rules leaves it out. Red here with the "
+                "LUN green: raise the pool's limit or the service tier, not the storage.",
+                (
+                    PanelQuery(
+                        PerFile(m.MSSQL_FILE_READ_QUEUED_STALL, m.MSSQL_FILE_READS),
+                        "read {{database}} {{db}} {{file}}",
+                    ),
+                    PanelQuery(
+                        PerFile(m.MSSQL_FILE_WRITE_QUEUED_STALL, m.MSSQL_FILE_WRITES),
+                        "write {{database}} {{db}} {{file}}",
+                    ),
+                ),
+                span=24,
+                height=8,
+            ),
+            Panel(
+                "Log writes: WRITELOG and the replica",
+                "What a commit waits for: the average WRITELOG wait, which follows the log LUN's write "
+                "latency; above it, the log writer is queueing (too many small commits, a log on a shared "
+                "LUN). Red: move the log to a LUN of its own or batch commits; check the log LUN in the "
+                "overview. The 'replica' series (HADR_SYNC_COMMIT) are a synchronous replica's network "
+                "and remote log write: high there with WRITELOG green, the time goes to the replica, not "
+                "the log LUN.",
+                (
+                    PanelQuery(
+                        PerWait(m.MSSQL_WAIT_TIME, m.MSSQL_WAITS, BY_WAIT, (("wait_type", LOG_WAIT),)),
+                        "{{wait_type}} {{database}}",
+                    ),
+                    PanelQuery(
+                        PerWait(m.MSSQL_WAIT_TIME, m.MSSQL_WAITS, BY_WAIT, replica=True),
+                        "replica {{wait_type}} {{database}}",
+                    ),
+                ),
+            ),
+            Panel(
+                "SQL Server data page waits (PAGEIOLATCH)",
+                "Average wait of sessions for a data page being read from disk (PAGEIOLATCH_SH/EX/UP/DT/KP, "
+                "resource wait: the signal wait for a CPU afterwards is left out): what "
+                "queries feel of the data LUN's read latency. Red with the data LUN green: the reads queue in "
+                "SQL Server (too many at once: missing indexes, scans); red with the LUN red: storage.",
+                (
+                    PanelQuery(
+                        PerWait(
+                            m.MSSQL_WAIT_TIME, m.MSSQL_WAITS, BY_WAIT, (("wait_type", f'=~"{DATA_WAITS}"'),)
+                        ),
+                        "{{wait_type}} {{database}}",
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
