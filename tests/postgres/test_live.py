@@ -17,7 +17,10 @@ from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
 from tests.clock import FakeClock
+from tests.hostile import lunlat_argv
 from tests.postgres.conftest import Cluster
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.unit.test_scrape import samples
 
 ROOT = Path(__file__).resolve().parents[2]
 GRANTS = ROOT / "deploy" / "postgres" / "grants.sql"
@@ -203,3 +206,39 @@ def test_a_killed_and_restarted_server_counts_connection_lost_then_publishes_res
     # (monitoring-stats.html, PostgreSQL 18, "Cumulative Statistics System"): published as they are.
     assert not result.errors
     assert by_role(family(result, pm.POSTGRES_FILE_SYNCS), "log")[1] < before
+
+
+def test_lunlat_serve_with_a_postgres_target_publishes_the_clusters_data_and_wal_beside_the_host_layer(
+    cluster: Cluster, login: str, tmp_path: Path
+) -> None:
+    server = cluster.server()
+    server.pgbench("-c", "1", "-t", "200")
+    config = tmp_path / "lunlat.yml"
+    config.write_text(
+        "postgres:\n"
+        f"  - {{name: pg, host: 127.0.0.1, port: {server.port}, user: lunlat, password_env: {login}, workload: oltp}}\n",
+        encoding="utf-8",
+    )
+    argv = lunlat_argv("serve", f"--web.listen-address={LOOPBACK}:0", f"--config.file={config}")
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT, name="lunlat") as exporter:
+        exporter.scrape()
+        text = exporter.scrape().text
+    values = samples(text)
+    assert values[("lunlat_source_up", (("source", "postgres:pg"),))] == 1
+    lun = FileLocator(Path("/proc"), Path("/sys"))
+    lun.refresh()
+    wal_lun = lun.locate(str(server.wal_dir)).lun
+    syncs = [
+        labels
+        for (name, labels), value in values.items()
+        if name == pm.POSTGRES_FILE_SYNCS.name and value > 0
+    ]
+    assert [dict(labels)["lun"] for labels in syncs] == [wal_lun]
+    assert dict(syncs[0])["role"] == "log" and dict(syncs[0])["workload"] == "oltp"
+    if wal_lun:  # the host layer labels the LUN with the database that uses it
+        info = [
+            dict(labels)
+            for (name, labels) in values
+            if name == "lunlat_lun_info" and dict(labels)["lun"] == wal_lun
+        ]
+        assert info and all(i["database"] == "pg" for i in info), info
