@@ -86,9 +86,10 @@ def connect_psycopg(target: PostgresTarget) -> Callable[[], Connection]:
             raise SourceError("connect_failed", f"password: {exc}") from None
         # Keywords are merged into the connection string (psycopg.connect, "conninfo ... **kwargs",
         # https://www.psycopg.org/psycopg3/docs/api/connections.html). libpq's connect_timeout is whole
-        # seconds, at least 2 ("values less than 2 are treated as 2"), and `options` sends "-c name=value"
-        # settings at connection start (libpq-connect.html): statement_timeout bounds every query on
-        # the server, which cancels it with 57014. prepare_threshold None: no server-side prepared
+        # seconds ("The minimum allowed timeout is 2 seconds, therefore a value of 1 is interpreted as 2",
+        # https://www.postgresql.org/docs/16/libpq-connect.html), and `options` sends "-c name=value"
+        # settings at connection start (same page): statement_timeout bounds every query on the server,
+        # which cancels it with 57014. prepare_threshold None: no server-side prepared
         # statements (psycopg's "Prepared statements"), which connection poolers may not carry.
         params: dict[str, Any] = {
             "user": target.user,

@@ -14,7 +14,10 @@ System"; before 15 "The Statistics Collector") and the commit that changed it (g
   2421e9a). Both checked on 18.6 by tests/postgres (the columns of \\d pg_stat_io and pg_stat_wal).
 - pg_stat_wal exists from 14 (absent from the 13 page), with wal_write, wal_sync ("if fsync is on and
   wal_sync_method is either fdatasync, fsync or fsync_writethrough, otherwise zero") and their times in
-  milliseconds under track_wal_io_timing, itself new in 14.
+  milliseconds under track_wal_io_timing, itself new in 14; wal_write_time "includes the sync time when
+  wal_sync_method is either open_datasync or open_sync" (the 14-17 pages). CloudNativePG's exporter
+  reads the four columns from major 14 and below 18 only ("Only available on PG 14 to 17";
+  cloudnative-pg/cloudnative-pg pkg/management/postgres/webserver/metricserver, PgStatWalMetrics).
 - pg_stat_database.blks_read and blk_read_time (milliseconds, under track_io_timing) exist in every
   supported release (13 included): the data reads before 16, per database.
 
