@@ -18,7 +18,14 @@ def target(**fields: object) -> PostgresTarget:
 def test_a_target_takes_a_dsn_or_a_host_and_never_a_password_in_the_dsn() -> None:
     assert target(host="db1").endpoint() == ("db1", 5432)
     assert target(dsn="host=db1 dbname=postgres").endpoint() is None
-    for bad in ({}, {"host": "db1", "dsn": "host=db1"}, {"dsn": "host=db1 password=secret"}):
+    assert target(dsn="postgresql://lunlat@db1/password_vault").dsn  # a database may be named so
+    for bad in (
+        {},
+        {"host": "db1", "dsn": "host=db1"},
+        {"dsn": "host=db1 password=secret"},
+        {"dsn": "host=db1 PASSWORD = 'x'"},
+        {"dsn": "postgresql://lunlat:secret@db1/postgres"},
+    ):
         with pytest.raises(ValidationError):
             target(**bad)
 

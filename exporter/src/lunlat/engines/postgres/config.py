@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field, field_validator, model_validator
 
 from lunlat.dbtarget import DatabaseTarget, not_blank
+
+# A password in a connection string: the keyword form ("password = …") or a URI's user:password@
+# (https://www.postgresql.org/docs/18/libpq-connect.html, "Connection Strings").
+_DSN_PASSWORD = re.compile(r"(?:^|\s)password\s*=|^postgres(?:ql)?://[^/@?]*:[^/@?]*@", re.IGNORECASE)
 
 # libpq's default port ("port: Port number to connect to at the server host ... Defaults to 5432",
 # https://www.postgresql.org/docs/18/libpq-connect.html, PGPORT / the compiled-in default).
@@ -31,7 +37,7 @@ class PostgresTarget(DatabaseTarget):
     def _dsn_or_host(self) -> PostgresTarget:
         if (self.dsn is None) == (self.host is None):
             raise ValueError("give dsn (a libpq connection string) or host, not both and not neither")
-        if self.dsn is not None and "password" in self.dsn.lower():
+        if self.dsn is not None and _DSN_PASSWORD.search(self.dsn):
             raise ValueError("dsn must not hold the password: give password_env or password_file")
         return self
 

@@ -229,7 +229,7 @@ class PostgresSource(DbSource[Connection]):
         """pg_wal, followed when it is a symbolic link (initdb --waldir). The link is read on this host
         (through the container's mounts); its target is a path as the server sees it."""
         wal = f"{self._data_dir.rstrip('/')}/pg_wal"
-        host = self._host_path(wal)
+        host = self._host_path(wal) if self._locator is not None else None  # no LUNs asked: no need
         if host is None:
             return wal
         try:
