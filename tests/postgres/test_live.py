@@ -34,9 +34,8 @@ LUN = pm.POSTGRES_FILE_LABELS.index("lun")
 @pytest.fixture(scope="module")
 def login(cluster: Cluster) -> Iterator[str]:
     """The lunlat login made by deploy/postgres/grants.sql; its password is in this variable."""
-    server = cluster.server()
-    server.psql_file(GRANTS, password=LOGIN_PASSWORD)
-    server.pgbench("-i", "-s", "5", "-q")  # pgbench's tables, for every test's run
+    cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
+    cluster.pgbench("-i", "-s", "5", "-q")  # pgbench's tables, for every test's run
     os.environ["LUNLAT_TEST_PG_LOGIN_PASSWORD"] = LOGIN_PASSWORD
     yield "LUNLAT_TEST_PG_LOGIN_PASSWORD"
     os.environ.pop("LUNLAT_TEST_PG_LOGIN_PASSWORD", None)
@@ -45,11 +44,11 @@ def login(cluster: Cluster) -> Iterator[str]:
 def source(
     cluster: Cluster, password_env: str, clock: FakeClock | None = None
 ) -> tuple[PostgresSource, DbLunLabels]:
-    server = cluster.server()
+    host, port = cluster.endpoint
     target = PostgresTarget(
         name="pg",
-        host="127.0.0.1",
-        port=server.port,
+        host=host,
+        port=port,
         user="lunlat",
         password_env=password_env,
         timeout_seconds=10,
@@ -58,6 +57,16 @@ def source(
     locator = FileLocator(Path("/proc"), Path("/sys"))
     built = PostgresSource(target, connect_psycopg(target), locator, labels, clock or time.monotonic)
     return built, labels
+
+
+def expected_wal(data_dir: str) -> str:
+    """Where the WAL is: pg_wal, or where it links to (initdb --waldir), when this host can read it."""
+    wal = Path(data_dir) / "pg_wal"
+    try:
+        target = wal.readlink()
+    except OSError:
+        return str(wal)
+    return str(target if target.is_absolute() else (wal.parent / target))
 
 
 def family(result: SourceResult, spec: object) -> dict[tuple[str, ...], float]:
@@ -80,8 +89,9 @@ def capability(result: SourceResult, name: str) -> float | None:
 def test_after_pgbench_the_login_of_grants_sql_publishes_data_reads_and_wal_syncs_on_their_luns(
     cluster: Cluster, login: str
 ) -> None:
-    server = cluster.server()
-    server.pgbench("-c", "2", "-T", "3")
+    cluster.pgbench("-c", "2", "-T", "3")
+    data_dir = cluster.data_dir()
+    wal_dir = expected_wal(data_dir)
     pg, labels = source(cluster, login)
     try:
         pg.collect()
@@ -94,21 +104,23 @@ def test_after_pgbench_the_login_of_grants_sql_publishes_data_reads_and_wal_sync
 
     data, reads = by_role(family(result, pm.POSTGRES_FILE_READS), "data")
     _, read_time = by_role(family(result, pm.POSTGRES_FILE_READ_TIME), "data")
-    assert data[FILE] == str(server.data_dir)
-    assert data[LUN] == locator.locate(str(server.data_dir)).lun
+    assert data[FILE] == data_dir
+    assert data[LUN] == locator.locate(data_dir).lun
     assert reads > 0 and read_time > 0  # pgbench's tables do not fit in 16 MB of shared buffers
 
     # pg_wal is a link to the WAL directory (initdb --waldir): the series names where the WAL is.
     wal, syncs = by_role(family(result, pm.POSTGRES_FILE_SYNCS), "log")
     _, sync_time = by_role(family(result, pm.POSTGRES_FILE_SYNC_TIME), "log")
     _, writes = by_role(family(result, pm.POSTGRES_FILE_WRITES), "log")
-    assert wal[FILE] == str(server.wal_dir)
-    assert wal[LUN] == locator.locate(str(server.wal_dir)).lun
+    assert wal[FILE] == wal_dir
+    if cluster.local is not None:
+        assert wal_dir == str(cluster.local.wal_dir)
+    assert wal[LUN] == locator.locate(wal_dir).lun
     assert syncs > 0 and sync_time > 0 and writes >= syncs
     assert capability(result, "io_timing") == 1 and capability(result, "wal_io_timing") == 1
 
     # The host layer is told which devices hold the cluster's data and WAL.
-    device = locator.locate(str(server.data_dir)).devices
+    device = locator.locate(data_dir).devices
     _, merged = labels.merged()
     if device:  # a directory on a filesystem this host's mount table names
         assert merged[device[0]].database == "pg"
@@ -117,8 +129,7 @@ def test_after_pgbench_the_login_of_grants_sql_publishes_data_reads_and_wal_sync
 def test_revoke_sql_leaves_the_login_without_its_directories_and_grants_sql_gives_them_back(
     cluster: Cluster, login: str
 ) -> None:
-    server = cluster.server()
-    server.psql_file(REVOKE)
+    cluster.psql_file(REVOKE)
     try:
         pg, _ = source(cluster, login)
         try:
@@ -129,7 +140,7 @@ def test_revoke_sql_leaves_the_login_without_its_directories_and_grants_sql_give
         data, _ = by_role(family(result, pm.POSTGRES_FILE_READS), "data")
         assert data[FILE] == "" and data[LUN] == ""  # still published, without its place
     finally:
-        server.psql_file(GRANTS, password=LOGIN_PASSWORD)
+        cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
     pg, _ = source(cluster, login)
     try:
         assert not pg.collect().errors
@@ -167,7 +178,7 @@ def test_timing_off_is_capability_0_and_no_time_series_never_a_latency_of_0(
 
 
 def test_pg_stat_reset_shared_passes_through_as_a_counter_reset(cluster: Cluster, login: str) -> None:
-    cluster.server().pgbench("-c", "1", "-t", "200")
+    cluster.pgbench("-c", "1", "-t", "200")
     pg, _ = source(cluster, login)
     try:
         before = by_role(family(pg.collect(), pm.POSTGRES_FILE_SYNCS), "log")[1]
@@ -184,7 +195,7 @@ def test_a_killed_and_restarted_server_counts_connection_lost_then_publishes_res
     cluster: Cluster, login: str
 ) -> None:
     server = cluster.server()
-    server.pgbench("-c", "1", "-t", "200")
+    cluster.pgbench("-c", "1", "-t", "200")
     clock = FakeClock()
     pg, _ = source(cluster, login, clock)
     try:
@@ -211,12 +222,12 @@ def test_a_killed_and_restarted_server_counts_connection_lost_then_publishes_res
 def test_lunlat_serve_with_a_postgres_target_publishes_the_clusters_data_and_wal_beside_the_host_layer(
     cluster: Cluster, login: str, tmp_path: Path
 ) -> None:
-    server = cluster.server()
-    server.pgbench("-c", "1", "-t", "200")
+    cluster.pgbench("-c", "1", "-t", "200")
+    host, port = cluster.endpoint
     config = tmp_path / "lunlat.yml"
     config.write_text(
         "postgres:\n"
-        f"  - {{name: pg, host: 127.0.0.1, port: {server.port}, user: lunlat, password_env: {login}, workload: oltp}}\n",
+        f"  - {{name: pg, host: {host}, port: {port}, user: lunlat, password_env: {login}, workload: oltp}}\n",
         encoding="utf-8",
     )
     argv = lunlat_argv("serve", f"--web.listen-address={LOOPBACK}:0", f"--config.file={config}")
@@ -227,7 +238,7 @@ def test_lunlat_serve_with_a_postgres_target_publishes_the_clusters_data_and_wal
     assert values[("lunlat_source_up", (("source", "postgres:pg"),))] == 1
     lun = FileLocator(Path("/proc"), Path("/sys"))
     lun.refresh()
-    wal_lun = lun.locate(str(server.wal_dir)).lun
+    wal_lun = lun.locate(expected_wal(cluster.data_dir())).lun
     syncs = [
         labels
         for (name, labels), value in values.items()
@@ -242,3 +253,22 @@ def test_lunlat_serve_with_a_postgres_target_publishes_the_clusters_data_and_wal
             if name == "lunlat_lun_info" and dict(labels)["lun"] == wal_lun
         ]
         assert info and all(i["database"] == "pg" for i in info), info
+
+
+def test_a_wrong_password_is_connect_failed_and_never_said(
+    cluster: Cluster, login: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LUNLAT_TEST_PG_WRONG_PASSWORD", "not-the-password-1234")
+    pg, _ = source(cluster, "LUNLAT_TEST_PG_WRONG_PASSWORD")
+    try:
+        with pytest.raises(SourceError) as refused:
+            pg.collect()
+    finally:
+        pg.close()
+    # A refused login (class 28, 28P01 invalid_password) reaches the client without a SQLSTATE: libpq
+    # has no result to carry it at connect, so psycopg's OperationalError has sqlstate None (measured
+    # here); the server's message says why. psycopg's error keeps the failed connection, password
+    # included, in `pgconn`: only str(error) is ever used.
+    assert refused.value.reason == "connect_failed"
+    assert "not-the-password-1234" not in str(refused.value)
+    assert "lunlat" in str(refused.value)  # the server's FATAL names the login

@@ -66,8 +66,10 @@ def classify(exc: BaseException) -> Classified:
     )
     if state.startswith("08") or state in LOST_STATES or dropped or isinstance(exc, OSError):
         return Classified(Kind.LOST, state, text)
-    # Class 28 (a refused login) arrives at connect only, where every kind but a timeout is
-    # connect_failed with the SQLSTATE as its code (dbsession.Session._open).
+    # A refused login (class 28) happens at connect, where libpq has no result to carry a SQLSTATE:
+    # OperationalError with sqlstate None and the server's FATAL in its text (measured on 18.6,
+    # tests/postgres/test_live.py); every kind but a timeout is connect_failed there
+    # (dbsession.Session._open). Never repr() the error: its `pgconn` holds the password.
     return Classified(Kind.QUERY_FAILED, state, text)
 
 
