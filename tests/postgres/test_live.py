@@ -17,6 +17,7 @@ from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
 from tests.clock import FakeClock
+from tests.extras import need
 from tests.hostile import lunlat_argv
 from tests.postgres.conftest import Cluster
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
@@ -272,3 +273,28 @@ def test_a_wrong_password_is_connect_failed_and_never_said(
     assert refused.value.reason == "connect_failed"
     assert "not-the-password-1234" not in str(refused.value)
     assert "lunlat" in str(refused.value)  # the server's FATAL names the login
+
+
+def test_a_query_held_past_statement_timeout_is_a_query_timeout_and_the_session_is_dropped(
+    cluster: Cluster, login: str
+) -> None:
+    psycopg = need("psycopg")
+    host, port = cluster.endpoint
+    target = PostgresTarget(
+        name="pg", host=host, port=port, user="lunlat", password_env=login, timeout_seconds=1
+    )
+    pg = PostgresSource(target, connect_psycopg(target))
+    # A slow query a real server makes: the catalog the source reads at connect, locked by another
+    # session (LOCK TABLE ... ACCESS EXCLUSIVE "conflicts with locks of all modes", explicit-locking.html).
+    with psycopg.connect(cluster.dsn, password=cluster.password) as holder:
+        holder.execute("LOCK TABLE pg_catalog.pg_tablespace IN ACCESS EXCLUSIVE MODE")
+        try:
+            with pytest.raises(SourceError) as held:
+                pg.collect()
+        finally:
+            holder.rollback()
+    try:
+        assert (held.value.reason, held.value.code) == ("query_timeout", "57014")
+        assert not pg.collect().errors  # a new session, once the lock is gone
+    finally:
+        pg.close()
