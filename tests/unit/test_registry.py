@@ -78,7 +78,7 @@ def test_a_missing_driver_is_a_problem_not_an_exit(
 
 def test_every_source_module_is_registered_once() -> None:
     names = [name for name, _ in registry.FACTORIES]
-    assert names == ["diskstats", "psutil", "biolatency", "oracle", "mssql"]
+    assert names == ["diskstats", "psutil", "biolatency", "oracle", "mssql", "postgres"]
     assert len({factory for _, factory in registry.FACTORIES}) == len(names)
 
 

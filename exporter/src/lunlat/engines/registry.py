@@ -5,12 +5,13 @@ Adding an engine is its package (`engines/__init__.py`) plus one line here.
 
 from __future__ import annotations
 
-from lunlat.engines import mssql, oracle
+from lunlat.engines import mssql, oracle, postgres
 from lunlat.engines.engine import Engine
 
 ENGINES: tuple[Engine, ...] = (
     oracle.ENGINE,
     mssql.ENGINE,
+    postgres.ENGINE,
 )
 
 

@@ -1,0 +1,53 @@
+"""PostgreSQL 13-18: data and WAL I/O per cluster (pg_stat_io, pg_stat_wal, pg_stat_database)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+from lunlat.engines.engine import Engine, FileLayer
+from lunlat.engines.postgres import metrics as m
+from lunlat.engines.postgres.config import PostgresTarget
+
+if TYPE_CHECKING:
+    from lunlat.config import Config
+    from lunlat.sources.base import Source
+    from lunlat.sources.factory import BuildError, Context
+
+KEY = "postgres"
+
+
+def targets(config: Config) -> list[PostgresTarget]:
+    """The config's PostgreSQL targets."""
+    return cast("list[PostgresTarget]", config.targets(KEY))
+
+
+def _build(context: Context) -> Sequence[Source] | BuildError:
+    from lunlat.engines.postgres import source  # noqa: PLC0415 - the source imports the config, which imports this
+
+    return source.build(context)
+
+
+ENGINE = Engine(
+    key=KEY,
+    title="PostgreSQL",
+    target=PostgresTarget,
+    extra="postgres",
+    driver_module="psycopg",
+    driver_name="psycopg 3",
+    metrics=m.POSTGRES_METRICS,
+    capabilities=m.CAPABILITIES,
+    # The write direction is the WAL's sync, its per-I/O write latency; the data files' writes are copies
+    # into the page cache (metrics.py). No wait layer: PostgreSQL keeps no per-wait counters (pg_stat_activity
+    # shows the wait of the moment only).
+    files=FileLayer(
+        m.POSTGRES_FILE_READS,
+        m.POSTGRES_FILE_SYNCS,
+        m.POSTGRES_FILE_READ_TIME,
+        m.POSTGRES_FILE_SYNC_TIME,
+        m.POSTGRES_FILE_READ_BYTES,
+        m.POSTGRES_FILE_WRITE_BYTES,
+    ),
+    waits=None,
+    build=_build,
+)

