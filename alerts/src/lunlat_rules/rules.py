@@ -743,7 +743,9 @@ _REPLICA_SHARE = (
 _REPLICA_HINT = (
     f"{{{{ with printf `{_REPLICA_SHARE}` $labels.database $labels.database | query }}}} "
     "{{ . | first | value | humanizePercentage }} of this database's log-write wait time is a "
-    "synchronous replica's (role replica: " + ", ".join(waits.names["replica"] for waits in _WAITS) + "): "
+    "synchronous replica's (role replica: "
+    + ", ".join(engine.hints["replica"] for engine in ENGINES if "replica" in engine.hints)
+    + "): "
     "the replica's network and remote log write, not this LUN; look at the replica.{{ end }}"
 )
 
@@ -752,7 +754,7 @@ _REPLICA_HINT = (
 _ROLE_HINT: dict[str, dict[str, str]] = {
     "data": {
         "read": " Data reads stall queries that miss the buffer cache ("
-        + ", ".join(waits.names["data_read"] for waits in _WAITS)
+        + ", ".join(engine.hints["data_read"] for engine in ENGINES if "data_read" in engine.hints)
         + ").",
         "write": " Data writes are mostly asynchronous (DBWR, checkpoints); sustained, they hold back "
         "checkpoints and free buffers.",
@@ -761,7 +763,7 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
         "read": " Log reads serve archiving, backups and log shipping, not commits.",
         # Each engine names its per-I/O wait of this write, not the commit's wait around it.
         "write": " Every commit waits for the log write ("
-        + "; ".join(waits.names["log_write"] for waits in _WAITS)
+        + "; ".join(engine.hints["log_write"] for engine in ENGINES if "log_write" in engine.hints)
         + ")."
         + _REPLICA_HINT,
     },

@@ -47,8 +47,7 @@ class WaitLayer:
 
     `label` names the wait in its series (`event`, `wait_type`). `log_write` is the local log write's
     own per-I/O wait, `replica` a synchronous replica's share of the commit (role="replica"),
-    `data_read` the wait a query feels for one data read. `names`: how the alerts' hints name the
-    data read and log write waits to a reader of this engine ("Oracle 'db file sequential read'").
+    `data_read` the wait a query feels for one data read.
     """
 
     waits: MetricSpec
@@ -57,7 +56,6 @@ class WaitLayer:
     log_write: str
     replica: str
     data_read: str
-    names: dict[str, str] = field(default_factory=dict)  # "data_read", "log_write", "replica" -> text
     histogram: MetricSpec | None = None  # the waits' latency distribution, where the engine keeps one
 
 
@@ -161,3 +159,7 @@ class Engine:
     host_problems: Callable[[Sequence[DatabaseTarget]], list[TargetProblem]] | None = None
     install_hint: str = ""  # said after `pip install 'lunlat[<extra>]'` when the driver is missing
     dashboard: tuple[DashboardRow, ...] = ()  # its rows of the Database I/O dashboard
+    # How the alerts' hints name, to a reader of this engine, what a slow LUN of a role costs:
+    # "data_read" (the wait of one data read), "log_write" (what a commit waits for), "replica" (a
+    # synchronous replica's share) -> text ("Oracle 'db file sequential read'"); none: not named.
+    hints: dict[str, str] = field(default_factory=dict)

@@ -80,14 +80,14 @@ ENGINE = Engine(
         log_write="WRITELOG",
         replica="HADR_SYNC_COMMIT",
         data_read="PAGEIOLATCH_.*",
-        names={
-            "data_read": "SQL Server PAGEIOLATCH_*",
-            "log_write": "SQL Server WRITELOG",
-            "replica": "SQL Server HADR_SYNC_COMMIT",
-        },
     ),
     build=_build,
     dashboard=dashboard.ROWS,
+    hints={
+        "data_read": "SQL Server PAGEIOLATCH_*",
+        "log_write": "SQL Server WRITELOG",
+        "replica": "SQL Server HADR_SYNC_COMMIT",
+    },
     host_problems=_unregistered_drivers,
     install_hint=" (and an ODBC driver)",
 )

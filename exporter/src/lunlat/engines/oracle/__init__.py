@@ -51,13 +51,13 @@ ENGINE = Engine(
         log_write="log file parallel write",
         replica="SYNC Remote Write",
         data_read="db file sequential read",
-        names={
-            "data_read": "Oracle 'db file sequential read'",
-            "log_write": "Oracle 'log file parallel write', which commits wait for in 'log file sync'",
-            "replica": "Oracle 'SYNC Remote Write'",
-        },
         histogram=m.ORACLE_WAIT_DURATION,
     ),
     build=_build,
     dashboard=dashboard.ROWS,
+    hints={
+        "data_read": "Oracle 'db file sequential read'",
+        "log_write": "Oracle 'log file parallel write', which commits wait for in 'log file sync'",
+        "replica": "Oracle 'SYNC Remote Write'",
+    },
 )

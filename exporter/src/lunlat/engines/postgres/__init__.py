@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from lunlat.engines.engine import Engine, FileLayer
+from lunlat.engines.postgres import dashboard
 from lunlat.engines.postgres import metrics as m
 from lunlat.engines.postgres.config import PostgresTarget
 
@@ -50,4 +51,7 @@ ENGINE = Engine(
     ),
     waits=None,
     build=_build,
+    dashboard=dashboard.ROWS,
+    # What a commit waits for is the WAL's flush (pg_stat_io fsyncs of object wal; metrics.py).
+    hints={"data_read": "PostgreSQL pg_stat_io reads", "log_write": "PostgreSQL's WAL sync"},
 )

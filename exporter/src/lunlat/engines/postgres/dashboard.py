@@ -1,0 +1,42 @@
+"""PostgreSQL's row of the Database I/O dashboard (data: `engine.DashboardRow`; the dashboards'
+generator draws it)."""
+
+from __future__ import annotations
+
+from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile
+from lunlat.engines.postgres import metrics as m
+
+ROWS: tuple[DashboardRow, ...] = (
+    DashboardRow(
+        "PostgreSQL reads and WAL syncs",
+        (
+            Panel(
+                "PostgreSQL read time per read",
+                "Average time of each read PostgreSQL issued, per directory (data directory, temp "
+                "tablespace): Δ read_time / Δ reads of pg_stat_io (blk_read_time / blks_read before 16). "
+                "Reads the kernel's page cache served are in it, so this sits below the data LUN's read "
+                "latency when the cache helps; above it, the time is spent in PostgreSQL or the host. "
+                "Empty while track_io_timing is off (capability io_timing).",
+                (
+                    PanelQuery(
+                        PerFile(m.POSTGRES_FILE_READ_TIME, m.POSTGRES_FILE_READS),
+                        "{{database}} {{role}} {{file}}",
+                    ),
+                ),
+            ),
+            Panel(
+                "PostgreSQL WAL sync latency (what commits wait for)",
+                "Average time of each WAL sync to the device (Δ fsync_time / Δ fsyncs of the WAL in "
+                "pg_stat_io, 18+; wal_sync_time / wal_sync of pg_stat_wal, 14-17): what a commit waits for. "
+                "It follows the WAL LUN's write (flush) latency; above it, the time goes to the host's "
+                "queues. Empty while track_wal_io_timing is off (capability wal_io_timing). PostgreSQL's "
+                "own writes are copies into the page cache and are not shown as a latency.",
+                (
+                    PanelQuery(
+                        PerFile(m.POSTGRES_FILE_SYNC_TIME, m.POSTGRES_FILE_SYNCS), "{{database}} {{file}}"
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
