@@ -26,13 +26,15 @@ EXTRAS: dict[str, tuple[str, str]] = {
     ),
     "docker": ("the Docker SDK", "pip install 'lunlat[docker]'"),
     "grafana_foundation_sdk": ("the Grafana Foundation SDK", "pip install ./dashboards"),
+    "lunlat_rules": ("the rules' generator", "pip install ./alerts"),
+    "lunlat_dashboards": ("the dashboards' generator", "pip install ./dashboards"),
     "mfusepy": ("mfusepy", "pip install ./lab"),
     "lunlat_lab": ("the lab", "pip install ./lab"),
 }
 
 
 def reason(module: str) -> str:
-    what, install = EXTRAS[module]
+    what, install = EXTRAS[module.split(".", maxsplit=1)[0]]  # a submodule is its package's
     return f"{what} is not installed ({install})"
 
 

@@ -15,8 +15,8 @@ import yaml
 from lunlat.config import load_config
 from lunlat.engines.mssql import targets as mssql_targets
 from lunlat.engines.oracle import targets as oracle_targets
-from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from tests.compose import bind_mounts, compose_config
+from tests.extras import need
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ((), ("oracle",), ("mssql",), ("lab",), ("oracle", "mssql", "lab"))
@@ -126,7 +126,7 @@ def test_alertmanager_gets_the_repositorys_config_and_its_secret_folder() -> Non
 
 
 def test_grafana_runs_the_dashboards_version_with_them_provisioned() -> None:
-    from lunlat_dashboards import GRAFANA_VERSION  # noqa: PLC0415 - needs the dashboards extra
+    GRAFANA_VERSION = need("lunlat_dashboards").GRAFANA_VERSION  # noqa: N806 - the generator's constant
 
     grafana = compose_config()["services"]["grafana"]
     assert grafana["image"] == f"grafana/grafana:{GRAFANA_VERSION}"
@@ -180,7 +180,8 @@ def test_the_lab_profile_documents_the_exporter_config_generated_for_the_lab() -
     assert "LUNLAT_CONFIG=./deploy/lab/lunlat.yaml docker compose --profile lab" in text
     assert "LUNLAT_CONFIG=./deploy/lab/lab.yaml" not in text
     config = load_config(ROOT / "deploy" / "lab" / "lunlat.yaml")
-    lab_luns = yaml.safe_load(DEFAULT_LAB_FILE.read_text(encoding="utf-8"))["luns"]
+    lab_file = need("lunlat_lab.defaults").DEFAULT_LAB_FILE
+    lab_luns = yaml.safe_load(lab_file.read_text(encoding="utf-8"))["luns"]
     assert [entry.match.loop_file for entry in config.luns] == [f"{lun['name']}.img" for lun in lab_luns]
 
 

@@ -23,11 +23,14 @@ from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.biolatency import BiolatencySource, Engine
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.published import PublishedDevices
-from lunlat_lab.settings import ArraySetting, LunSetting, Settings
-from tests import labdaemon
-from tests.integration.test_real_kernel import attached_loop, settle
-from tests.labdaemon import Daemon
-from tests.labhost import lab_skip_reason, memory_backed_dir
+from tests.extras import need
+
+need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
+from lunlat_lab.settings import ArraySetting, LunSetting, Settings  # noqa: E402
+from tests import labdaemon  # noqa: E402
+from tests.integration.test_real_kernel import attached_loop, settle  # noqa: E402
+from tests.labdaemon import Daemon  # noqa: E402
+from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 

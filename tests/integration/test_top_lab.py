@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from lunlat_lab import commands
-from tests.labhost import lab_skip_reason
-from tests.topframes import Frame, parse_frame
+from tests.extras import need
+
+need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
+from lunlat_lab import commands  # noqa: E402
+from tests.labhost import lab_skip_reason  # noqa: E402
+from tests.topframes import Frame, parse_frame  # noqa: E402
 
 pytestmark = pytest.mark.lab
 
