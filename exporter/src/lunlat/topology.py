@@ -11,6 +11,7 @@ Pure functions over a sysfs root and a procfs root (tests and benchmarks pass fa
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from collections.abc import Iterable
@@ -331,7 +332,7 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
 
 # --- multipath path health ------------------------------------------------------------------------
 # Whether a path of a multipath map can carry I/O, as the driver of the path device says in sysfs,
-# `<sysfs>/class/block/<path>/device/state`:
+# `<path device>/device/state`:
 # - SCSI (sdX): `device` is the scsi_device, whose `state` prints its sdev_state by name
 #   (torvalds/linux drivers/scsi/scsi_sysfs.c: sdev_states[], show_state_field): created, running,
 #   cancel, deleted, quiesce, offline, transport-offline, blocked, created-blocked. Only `running`
@@ -340,6 +341,11 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
 # - NVMe (dm-multipath over NVMe namespaces): `device` is the controller, whose `state`
 #   (drivers/nvme/host/sysfs.c, nvme_sysfs_show_state) is new, live, resetting, connecting,
 #   deleting, "deleting (no IO)" or dead; only `live` takes I/O.
+# The path device's directory is reached as `<sysfs>/class/block/<p>` and, for a whole device, as
+# `<sysfs>/block/<p>` (both links into /sys/devices: torvalds/linux
+# Documentation/admin-guide/sysfs-rules.rst); a tree may have either (procfs' test fixtures and
+# node_exporter use only /sys/block: prometheus/procfs v0.21.1 blockdevice/dm_multipath.go,
+# dmMultipathPaths), so the state is read under whichever the tree has, as read_block_device does.
 # dm-multipath's own verdict (a path it failed after an I/O error, "F" per path in `dmsetup status`:
 # drivers/md/dm-mpath.c, multipath_status) is not in sysfs: a map's dm/ directory holds only name,
 # uuid, suspended, use_blk_mq and rq_based_seq_io_merge_deadline (drivers/md/dm-sysfs.c), and the
@@ -349,19 +355,43 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
 HEALTHY_PATH_STATES: frozenset[str] = frozenset({"running", "live"})
 
 
+class PathState(enum.Enum):
+    """What one reading of a path's state says (path_state)."""
+
+    OK = "ok"  # running / live
+    FAILED = "failed"  # any other state, or the device gone from sysfs
+    STATELESS = "stateless"  # a device type without a state attribute (virtio): cannot say
+    UNKNOWN = "unknown"  # a state attribute that cannot be read now, or reads empty
+
+
 def path_state_file(sysfs: Path, name: str) -> str:
-    """Where the state of path device `name` is read (see HEALTHY_PATH_STATES)."""
-    return f"{sysfs}/class/block/{sysfs_name(name)}/device/state"
+    """Where the state of path device `name` is read (see HEALTHY_PATH_STATES): under the layout the
+    tree has, decided when the topology is read, so a scrape reads one file per path."""
+    dirname = sysfs_name(name)
+    for base in (f"{sysfs}/class/block/{dirname}", f"{sysfs}/block/{dirname}"):
+        if os.path.isdir(base):  # noqa: PTH112 - see _read
+            return f"{base}/device/state"
+    return f"{sysfs}/block/{dirname}/device/state"
 
 
-def path_failed(state_file: str) -> bool:
-    """Whether the path whose state file this is cannot carry I/O now (read at every call).
+def path_state(state_file: str) -> PathState:
+    """What the path whose state file this is can do now (read at every call).
 
-    No state to read: a path device gone from sysfs (deleted after dev_loss_tmo while the map
-    still lists it) has failed; a device type without a state attribute (virtio) cannot say, and
-    is not counted as failed.
+    Only when the state does not read as a word is anything else looked at:
+    - no device directory at all (a path deleted after dev_loss_tmo while the map still lists it):
+      failed;
+    - a device without a state attribute (virtio): stateless, not counted as failed;
+    - a state attribute that cannot be read or reads empty: unknown, kept apart from failed.
+      node_exporter 1.12.1 drops every dmmultipath series of the host then (procfs v0.21.1
+      dmMultipathPaths returns the read error, collector/dmmultipath_linux.go Update returns
+      ErrNoData on ErrNotExist) and counts an empty state as failed (isPathActive).
     """
     state = _read(state_file)
     if state:
-        return state not in HEALTHY_PATH_STATES
-    return not os.path.isdir(os.path.dirname(os.path.dirname(state_file)))  # noqa: PTH112, PTH120 - see _read
+        return PathState.OK if state in HEALTHY_PATH_STATES else PathState.FAILED
+    device_dir = os.path.dirname(state_file)  # noqa: PTH120 - see _read
+    if not os.path.isdir(os.path.dirname(device_dir)):  # noqa: PTH112, PTH120
+        return PathState.FAILED
+    if not os.path.lexists(state_file):
+        return PathState.STATELESS
+    return PathState.UNKNOWN

@@ -40,7 +40,8 @@ from lunlat.sources.published import PublishedDevice, PublishedDevices
 from lunlat.topology import (
     BlockDevice,
     LunView,
-    path_failed,
+    PathState,
+    path_state,
     path_state_file,
     read_block_device,
     read_block_devices,
@@ -335,7 +336,12 @@ class DiskstatsSource:
     """Per-LUN counters from <procfs>/diskstats, named and labelled by the sysfs topology."""
 
     name = "diskstats"
-    error_reasons: tuple[str, ...] = ("read_failed", "malformed_line", "duplicate_device")
+    error_reasons: tuple[str, ...] = (
+        "read_failed",
+        "malformed_line",
+        "duplicate_device",
+        "path_state_unknown",
+    )
     timeout: float | None = None
 
     def __init__(
@@ -363,6 +369,7 @@ class DiskstatsSource:
         self._devices: dict[str, BlockDevice] = {}
         self._sysfs_read_at = -math.inf
         self._warned_lines = logs.Once()
+        self._warned_states = logs.Once()
         self._warned_unmatched: set[str] = set()
 
     def carry_over(self, previous: object) -> None:
@@ -412,7 +419,17 @@ class DiskstatsSource:
             columns[contract.DEVICE_FLUSH_TIME] = cols[FLUSH_MS]
         families = device_families(published.labels, columns)
         families.append(Family(contract.LUN_INFO, published.info))
-        families.extend(_path_families(published.multipaths))
+        path_families, unknown = _path_families(published.multipaths)
+        families.extend(path_families)
+        if unknown:
+            errors["path_state_unknown"] += len(unknown)
+            for state_file in unknown:
+                if self._warned_states.first(state_file):
+                    log.warning(
+                        "path state cannot be read: not counted as failed",
+                        file=state_file,
+                        reason="path_state_unknown",
+                    )
         return SourceResult(families, errors)
 
     def _warn_malformed(self, path: Path, bad: Malformed) -> None:
@@ -558,16 +575,20 @@ class DiskstatsSource:
         self._warned_unmatched = described
 
 
-def _path_families(multipaths: list[tuple[LabelSet, tuple[str, ...]]]) -> list[Family]:
-    """lunlat_lun_paths and lunlat_lun_paths_failed of each multipath LUN, states read now."""
+def _path_families(multipaths: list[tuple[LabelSet, tuple[str, ...]]]) -> tuple[list[Family], list[str]]:
+    """lunlat_lun_paths and lunlat_lun_paths_failed of each multipath LUN, states read now, and the
+    state files that could not be read (unknown: neither healthy nor failed)."""
     if not multipaths:
-        return []
-    paths = [(labels, len(files)) for labels, files in multipaths]
-    failed = [(labels, sum(map(path_failed, files))) for labels, files in multipaths]
-    return [
-        Family(contract.LUN_PATHS, [("", labels, value) for labels, value in paths]),
-        Family(contract.LUN_PATHS_FAILED, [("", labels, value) for labels, value in failed]),
-    ]
+        return [], []
+    paths: list[Sample] = []
+    failed: list[Sample] = []
+    unknown: list[str] = []
+    for labels, files in multipaths:
+        states = [path_state(f) for f in files]
+        paths.append(("", labels, len(files)))
+        failed.append(("", labels, states.count(PathState.FAILED)))
+        unknown.extend(f for f, state in zip(files, states, strict=True) if state is PathState.UNKNOWN)
+    return [Family(contract.LUN_PATHS, paths), Family(contract.LUN_PATHS_FAILED, failed)], unknown
 
 
 def build(context: Context) -> list[DiskstatsSource] | BuildError:
