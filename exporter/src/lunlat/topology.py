@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lunlat.wwid import clean as clean_wwid
+
 _DM_PARTITION = re.compile(r"^part\d+-")
 _MPATH = "mpath-"
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
@@ -134,8 +136,10 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
     has_device = "device" in entries
     # SCSI disks keep identity under device/; NVMe namespaces have wwid at the top and the
     # controller's model under device/.
-    wwid = (_read(f"{base}/device/wwid") if has_device else "") or (
-        _read(f"{base}/wwid") if "wwid" in entries else ""
+    # A SCSI name string designator comes with the NUL padding the kernel copies (wwid.clean).
+    wwid = clean_wwid(
+        (_read(f"{base}/device/wwid") if has_device else "")
+        or (_read(f"{base}/wwid") if "wwid" in entries else "")
     )
     has_dm = "dm" in entries
     return BlockDevice(

@@ -31,7 +31,7 @@ from pathlib import Path
 from lunlat import contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.dbfiles import DbLunLabels
-from lunlat.luns import NO_LABELS, assign, naa
+from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
@@ -49,6 +49,7 @@ from lunlat.topology import (
     related,
     resolve,
 )
+from lunlat.wwid import naa
 
 log = logs.get(__name__)
 # luns: entries that match no device named one by one in the log; past this, one line with the count.
