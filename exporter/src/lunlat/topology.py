@@ -121,11 +121,17 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
     if not entries:
         base = f"{sysfs}/block/{sysfs_name(name)}"
         entries = set(_listdir(base))
+    inside_disk = ""
+    if not entries and (disk := _disk_named_in(name)):
+        # /sys/block lists whole devices only; a partition is a directory inside its disk's.
+        base = f"{sysfs}/block/{sysfs_name(disk)}/{sysfs_name(name)}"
+        entries = set(_listdir(base))
+        inside_disk = disk if entries else ""
     if not entries:
         return BlockDevice(name)
-    partition = "partition" in entries
-    parent = ""
-    if partition:
+    partition = "partition" in entries or bool(inside_disk) or _in_a_disk_dir(sysfs, base, entries)
+    parent = inside_disk
+    if partition and not parent:
         parent = os.path.basename(os.path.dirname(os.path.realpath(base))).replace("!", "/")  # noqa: PTH119, PTH120
     loop_attached: bool | None = None
     loop_file = ""
@@ -159,6 +165,41 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
         loop_attached=loop_attached,
         loop_file=loop_file,
     )
+
+
+# Where the `partition` file or class/block is missing, a partition is still known by the kernel's
+# layout: its device's parent is the disk's (block/partitions/core.c add_partition: pdev->parent =
+# ddev), so its directory is inside the disk's; it is named `<disk><n>`, or `<disk>p<n>` when the
+# disk's name ends in a digit (add_partition: dev_set_name "%sp%d" / "%s%d"); and it has `holders/` but no
+# `slaves/`, which only a whole disk gets (block/genhd.c device_add_disk).
+_PARTITION_NAME = re.compile(r"^(.*?)(p?)\d+$")
+
+
+def _disk_named_in(name: str) -> str:
+    """The disk a partition named `name` would belong to, by the kernel's naming; "" if none."""
+    m = _PARTITION_NAME.match(name)
+    if m is None or not m.group(1):
+        return ""
+    disk, p = m.group(1), m.group(2)
+    if p and not disk[-1:].isdigit():  # "sdp1" is partition 1 of sdp, not of sd
+        disk += p
+    return disk
+
+
+def _in_a_disk_dir(sysfs: Path, base: str, entries: set[str]) -> bool:
+    """Whether the device at `base` (no `partition` file) sits inside another block device's
+    directory: a partition. A whole disk has `slaves/` and sits in a `block/` directory (or its
+    NVMe controller's, which is no block device). One readlink per such device, at topology reads."""
+    if "slaves" in entries:
+        return False
+    try:
+        target = os.readlink(base)  # noqa: PTH115 - see _read
+    except OSError:
+        return False
+    above = target.rstrip("/").split("/")[-2:-1]
+    if not above or above[0] in ("block", "", ".", ".."):
+        return False
+    return os.path.isdir(f"{sysfs}/block/{above[0]}")  # noqa: PTH112 - see _read
 
 
 def read_block_devices(
@@ -255,12 +296,16 @@ def _own_lun(device: BlockDevice) -> str:
     return device.wwid or device.name
 
 
-def _multipath_holder(devices: dict[str, BlockDevice], device: BlockDevice) -> BlockDevice | None:
+def _multipath_holder(
+    devices: dict[str, BlockDevice], device: BlockDevice, listed_by: dict[str, BlockDevice]
+) -> BlockDevice | None:
+    """The multipath map a path belongs to: from its holders/, else from the map's slaves/ (the
+    kernel links both together, block/holder.c bd_link_disk_holder; a tree may keep only one)."""
     for holder in device.holders:
         h = devices.get(holder)
         if h is not None and h.multipath:
             return h
-    return None
+    return listed_by.get(device.name)
 
 
 def _partition_parent(devices: dict[str, BlockDevice], device: BlockDevice) -> BlockDevice | None:
@@ -298,6 +343,7 @@ def _mountpoints(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[st
 def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, LunView]:
     """A LunView for every device: its LUN name, kind and identity."""
     points = _mountpoints(devices, mounts)
+    listed_by = {slave: d for d in devices.values() if d.multipath for slave in d.slaves}
     views: dict[str, LunView] = {}
     for name, device in devices.items():
         owner = device
@@ -306,7 +352,7 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
         parent = _partition_parent(devices, device)
         if parent is not None:
             kind, owner = "partition", parent
-        holder = _multipath_holder(devices, owner)
+        holder = _multipath_holder(devices, owner, listed_by)
         if holder is not None:
             owner = holder
             kind = "path" if kind == "lun" else kind
