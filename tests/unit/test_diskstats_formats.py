@@ -14,6 +14,8 @@ import logging
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lunlat import contract
 from lunlat.config import DiskstatsConfig
@@ -21,11 +23,15 @@ from lunlat.sources.base import SourceResult
 from lunlat.sources.diskstats import (
     DISCARDS,
     FLUSH_MS,
+    IN_FLIGHT,
+    KEPT_FIELDS,
     READ_MS,
     READ_SECTORS,
     READS,
     WRAP,
+    WRITES,
     DiskstatsSource,
+    Table,
     Unwrapper,
     parse,
 )
@@ -199,3 +205,43 @@ def test_discard_and_flush_counts_wrap_too() -> None:
     assert resets == []
     assert out.rows()[0][3][DISCARDS] == WRAP + 2
     assert out.rows()[0][3][FLUSH_MS] == 8
+
+
+@st.composite
+def histories_32bit(draw: st.DrawFn) -> list[tuple[int, ...]]:
+    """True counters of one device on a 32-bit kernel, every field printed modulo 2**32. Each grows
+    by less than 2**31 per interval (the unwrap premise) and writes never wrap (a count of the
+    device that does not wrap with the others, as a real device's many counts do not all at once)."""
+    current = [draw(st.integers(0, WRAP - 1)) for _ in range(KEPT_FIELDS)]
+    current[WRITES] = draw(st.integers(1, 1000))
+    samples = [tuple(current)]
+    for _ in range(draw(st.integers(2, 10))):
+        for i in range(KEPT_FIELDS):
+            if i == IN_FLIGHT:
+                current[i] = draw(st.integers(0, 64))
+            elif i == WRITES:
+                current[i] += draw(st.integers(0, 1000))
+            else:
+                current[i] += draw(st.integers(0, WRAP // 2 - 1))
+        samples.append(tuple(current))
+    return samples
+
+
+@given(histories_32bit())
+@settings(max_examples=200, deadline=None)
+def test_on_a_32_bit_kernel_every_counter_grows_by_exactly_the_true_increase(
+    history: list[tuple[int, ...]],
+) -> None:
+    u = Unwrapper()
+    first: tuple[int, ...] = ()
+    for step, truth in enumerate(history):
+        raw = tuple(v if i == IN_FLIGHT else v % WRAP for i, v in enumerate(truth))
+        out, resets = u.apply(Table.from_rows([("sda", 8, 0, raw)]))
+        assert resets == []
+        got = out.rows()[0][3]
+        if step == 0:
+            first = got
+            continue
+        for i in range(KEPT_FIELDS):
+            if i != IN_FLIGHT:
+                assert got[i] - first[i] == truth[i] - history[0][i]
