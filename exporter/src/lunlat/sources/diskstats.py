@@ -666,33 +666,43 @@ class DiskstatsSource:
 
 def _optional_families(table: Table, cols: list[list[int]], published: _Published) -> list[Family]:
     """The discard (kernel 4.18+) and flush (5.5+) families, for the devices whose line has them."""
-    groups: list[tuple[int, dict[contract.MetricSpec, list[int]]]] = [
-        (
-            DISCARD_WIDTH,
-            {
-                contract.DEVICE_DISCARDS: cols[DISCARDS],
-                contract.DEVICE_DISCARD_TIME: cols[DISCARD_MS],
-                contract.DEVICE_DISCARD_BYTES: list(
-                    map(operator.mul, cols[DISCARD_SECTORS], repeat(SECTOR_BYTES))
-                ),
-            },
-        ),
-        (KEPT_FIELDS, {contract.DEVICE_FLUSHES: cols[FLUSHES], contract.DEVICE_FLUSH_TIME: cols[FLUSH_MS]}),
-    ]
-    families: list[Family] = []
     widths = table.widths
+    if table.width < DISCARD_WIDTH and widths is None:
+        return []  # a kernel before 4.18: nothing to publish, nothing to compute
     if widths is not None and published.mask is not None:
         widths = list(compress(widths, published.mask))
-    for needed, columns in groups:
+    families: list[Family] = []
+    for needed, specs in (
+        (
+            DISCARD_WIDTH,
+            (contract.DEVICE_DISCARDS, contract.DEVICE_DISCARD_TIME, contract.DEVICE_DISCARD_BYTES),
+        ),
+        (KEPT_FIELDS, (contract.DEVICE_FLUSHES, contract.DEVICE_FLUSH_TIME)),
+    ):
         if table.width >= needed:  # every line has them (one kernel, one format)
-            families.extend(device_families(published.labels, columns))
+            families.extend(device_families(published.labels, {s: _column(s, cols) for s in specs}))
         elif widths is not None and max(widths, default=0) >= needed:  # lines of mixed widths
             keep = [w >= needed for w in widths]
             labels = LabelList(list(compress(published.labels.sets, keep)))
             families.extend(
-                device_families(labels, {spec: list(compress(c, keep)) for spec, c in columns.items()})
+                device_families(labels, {s: list(compress(_column(s, cols), keep)) for s in specs})
             )
     return families
+
+
+def _column(spec: contract.MetricSpec, cols: list[list[int]]) -> list[int]:
+    """A discard or flush column in the metric's unit."""
+    if spec is contract.DEVICE_DISCARD_BYTES:
+        return list(map(operator.mul, cols[DISCARD_SECTORS], repeat(SECTOR_BYTES)))
+    return cols[_OPTIONAL_FIELD[spec.name]]
+
+
+_OPTIONAL_FIELD = {
+    contract.DEVICE_DISCARDS.name: DISCARDS,
+    contract.DEVICE_DISCARD_TIME.name: DISCARD_MS,
+    contract.DEVICE_FLUSHES.name: FLUSHES,
+    contract.DEVICE_FLUSH_TIME.name: FLUSH_MS,
+}
 
 
 def _path_families(multipaths: list[tuple[LabelSet, tuple[str, ...]]]) -> tuple[list[Family], list[str]]:
