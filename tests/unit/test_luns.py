@@ -9,8 +9,9 @@ import pytest
 
 from lunlat.config import LunEntry, LunMatch
 from lunlat.contract import Role
-from lunlat.luns import NO_LABELS, LunLabels, assign, matched_devices, naa, normalize_wwid
+from lunlat.luns import NO_LABELS, LunLabels, assign, matched_devices
 from lunlat.topology import BlockDevice, LunView, MountTable, read_block_devices, read_mounts, resolve
+from lunlat.wwid import key, naa, same
 from tests.fakesys import FakeHost
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"
@@ -21,7 +22,7 @@ DATA_PATHS = ("sdb", "sdc", "sdd", "sde")
 REDO_PATHS = ("sdf", "sdg")
 
 
-# --- normalize_wwid ----------------------------------------------------------------------------
+# --- WWID spellings (all of them: test_wwid.py) ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -35,34 +36,32 @@ REDO_PATHS = ("sdf", "sdg")
         " 3600a098038303634722b4d59614a6f31\n",  # pasted with whitespace
     ],
 )
-def test_normalize_wwid_gives_one_spelling_of_a_32_digit_naa(spelling: str) -> None:
-    assert normalize_wwid(spelling) == normalize_wwid("600a098038303634722b4d59614a6f31")
-    assert normalize_wwid(spelling) == "600a098038303634722b4d59614a6f31"
+def test_every_spelling_of_a_32_digit_naa_names_one_lun(spelling: str) -> None:
+    assert same(spelling, "600a098038303634722b4d59614a6f31")
+    assert same(spelling, "naa.600a098038303634722b4d59614a6f31")
 
 
 @pytest.mark.parametrize("spelling", ["naa.5000c500a1b2c3d4", "35000c500a1b2c3d4", "5000C500A1B2C3D4"])
-def test_normalize_wwid_gives_one_spelling_of_a_16_digit_naa(spelling: str) -> None:
-    assert normalize_wwid(spelling) == "5000c500a1b2c3d4"
+def test_every_spelling_of_a_16_digit_naa_names_one_lun(spelling: str) -> None:
+    assert same(spelling, "naa.5000c500a1b2c3d4")
 
 
 @pytest.mark.parametrize("spelling", ["eui.0025388b71b3c0a1", "EUI.0025388B71B3C0A1", "0025388b71b3c0a1"])
-def test_normalize_wwid_strips_eui_prefix(spelling: str) -> None:
-    assert normalize_wwid(spelling) == normalize_wwid("eui.0025388b71b3c0a1")
+def test_every_spelling_of_an_eui64_names_one_lun(spelling: str) -> None:
+    assert same(spelling, "eui.0025388b71b3c0a1")
 
 
-def test_normalize_wwid_of_a_dm_multipath_nvme_uuid() -> None:
+def test_a_dm_multipath_nvme_uuid_names_its_namespace() -> None:
     # dm-multipath over NVMe names the map by the namespace's sysfs wwid: dm uuid "mpath-eui.…".
-    assert normalize_wwid("mpath-eui.0025388b71b3c0a1") == normalize_wwid("eui.0025388b71b3c0a1")
+    assert key("mpath-eui.0025388b71b3c0a1") == key("eui.0025388b71b3c0a1")
 
 
-def test_normalize_wwid_keeps_different_wwids_apart() -> None:
-    assert normalize_wwid("naa.600a098038303634722b4d59614a6f31") != normalize_wwid(
-        "naa.600a098038303634722b4d59614a6f32"
-    )
+def test_different_wwids_stay_apart() -> None:
+    assert not same("naa.600a098038303634722b4d59614a6f31", "naa.600a098038303634722b4d59614a6f32")
     # A leading 3 is a scsi_id type only with 16 or 32 digits after it; an EUI-64 starting with 3
     # keeps its 3.
-    assert normalize_wwid("eui.3000000000000001") == "3000000000000001"
-    assert normalize_wwid("eui.3000000000000001") != normalize_wwid("000000000000001")
+    assert key("eui.3000000000000001") == "eui.3000000000000001"
+    assert not same("eui.3000000000000001", "000000000000001")
 
 
 # --- naa -------------------------------------------------------------------------------------------

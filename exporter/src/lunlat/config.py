@@ -18,6 +18,7 @@ from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.engine import Engine
 from lunlat.engines.registry import ENGINES
 from lunlat.files import MiB
+from lunlat.wwid import key as wwid_key
 from lunlat.yamlmodel import (
     ConfigError,
     ConfigProblem,
@@ -111,15 +112,13 @@ class LunMatch(Strict):
         """What this match names, in one spelling: equal identities name the same device(s).
 
         `/dev/sda` and `sda` are one device; `device: /dev/mapper/X` is `alias: X` (luns.py matches
-        both by dm name); WWIDs compare in the form luns.py compares them.
+        both by dm name); WWIDs compare in one spelling (lunlat.wwid).
         """
         if self.device is not None:
             name = self.device.removeprefix("/dev/")
             return ("alias", name.removeprefix("mapper/")) if name.startswith("mapper/") else ("device", name)
         if self.wwid is not None:
-            from lunlat.luns import normalize_wwid  # noqa: PLC0415 - luns imports this module
-
-            return ("wwid", normalize_wwid(self.wwid))
+            return ("wwid", wwid_key(self.wwid))
         if self.mount is not None:
             return ("mount", str(PurePosixPath(self.mount)))
         key = next(k for k in MATCH_KEYS if getattr(self, k) is not None)

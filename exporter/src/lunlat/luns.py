@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from lunlat import wwid
 from lunlat.config import LunEntry, LunMatch
 from lunlat.topology import BlockDevice, LunView, MountTable, lower_chain
-
-_WWID_PREFIXES = ("naa.", "eui.", "t10.", "nvme.", "mpath-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,50 +33,6 @@ class LunLabels:
 
 
 NO_LABELS = LunLabels()
-
-
-def normalize_wwid(wwid: str) -> str:
-    """One spelling for the forms a WWID comes in: `naa.600a…` (sysfs), `3600a…` (multipath, scsi_id)."""
-    w = wwid.strip().lower()
-    stripped = None
-    while stripped != w:  # "mpath-eui.…" (dm-multipath over NVMe) carries two prefixes
-        stripped = w
-        for prefix in _WWID_PREFIXES:
-            w = w.removeprefix(prefix)
-    # scsi_id prefixes the designator type: 3 = NAA (16 or 32 hex digits follow).
-    if w.startswith("3") and len(w) in (17, 33) and all(c in "0123456789abcdef" for c in w):
-        w = w[1:]
-    return w
-
-
-_HEX = frozenset("0123456789abcdef")
-# The kernel prints an NAA designator of 8 or 16 bytes as `naa.` + 16 or 32 hex digits, and no other
-# length (torvalds/linux drivers/scsi/scsi_lib.c, scsi_vpd_lun_id).
-_NAA_LENGTHS = (16, 32)
-
-
-def naa(wwid: str) -> str:
-    """The LUN's NAA designator as lowercase hex without any prefix, "" when its WWID is no NAA.
-
-    The WWID forms topology reads: `naa.<hex>` (a SCSI disk's device/wwid: the kernel's
-    scsi_vpd_lun_id) and `3<hex>` (a multipath map's dm uuid `mpath-3<hex>`: multipath takes udev's
-    ID_SERIAL from scsi_id, which prefixes the designator type, 3 = NAA: systemd
-    src/udev/scsi_id/scsi_serial.c). `eui.` (an EUI-64 designator, type 2, or an NVMe EUI-64/NGUID),
-    `t10.` (a T10 vendor ID, type 1: vendor and product text, no number an array reports) and
-    NVMe's `nvme.`/`uuid.` are no NAA: "".
-    This is the form arrays name their volumes by (Pure FlashArray: naa.624a9370 + the volume
-    serial), so the array's exporters can be joined to host LUNs on it (docs/metrics.md, "The array side").
-    """
-    w = wwid.strip().lower().removeprefix("mpath-")
-    if w.startswith("naa."):
-        digits = w[4:]
-    elif w.startswith("3") and len(w) in (17, 33):
-        digits = w[1:]
-    else:
-        return ""
-    if len(digits) not in _NAA_LENGTHS or not _HEX.issuperset(digits):
-        return ""
-    return digits
 
 
 def mount_devices(mounts: MountTable, devices: dict[str, BlockDevice], path: str) -> list[str]:
@@ -120,8 +75,8 @@ def matched_devices(  # noqa: PLR0911 - one return per kind of match
             return [d.name for d in devices.values() if d.dm_name == name.removeprefix("mapper/")]
         return [name] if name in devices else []
     if match.wwid is not None:
-        want = normalize_wwid(match.wwid)
-        return [v.device for v in views.values() if v.wwid and normalize_wwid(v.wwid) == want]
+        wanted = wwid.parse(match.wwid)
+        return [v.device for v in views.values() if v.wwid and wanted.same(wwid.parse(v.wwid))]
     if match.mount is not None:
         return mount_devices(mounts, devices, match.mount)
     if match.loop_file is not None:

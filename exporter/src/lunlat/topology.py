@@ -11,11 +11,14 @@ Pure functions over a sysfs root and a procfs root (tests and benchmarks pass fa
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lunlat.wwid import clean as clean_wwid
 
 _DM_PARTITION = re.compile(r"^part\d+-")
 _MPATH = "mpath-"
@@ -118,11 +121,17 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
     if not entries:
         base = f"{sysfs}/block/{sysfs_name(name)}"
         entries = set(_listdir(base))
+    inside_disk = ""
+    if not entries and (disk := _disk_named_in(name)):
+        # /sys/block lists whole devices only; a partition is a directory inside its disk's.
+        base = f"{sysfs}/block/{sysfs_name(disk)}/{sysfs_name(name)}"
+        entries = set(_listdir(base))
+        inside_disk = disk if entries else ""
     if not entries:
         return BlockDevice(name)
-    partition = "partition" in entries
-    parent = ""
-    if partition:
+    partition = "partition" in entries or bool(inside_disk) or _in_a_disk_dir(sysfs, base, entries)
+    parent = inside_disk
+    if partition and not parent:
         parent = os.path.basename(os.path.dirname(os.path.realpath(base))).replace("!", "/")  # noqa: PTH119, PTH120
     loop_attached: bool | None = None
     loop_file = ""
@@ -133,8 +142,10 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
     has_device = "device" in entries
     # SCSI disks keep identity under device/; NVMe namespaces have wwid at the top and the
     # controller's model under device/.
-    wwid = (_read(f"{base}/device/wwid") if has_device else "") or (
-        _read(f"{base}/wwid") if "wwid" in entries else ""
+    # A SCSI name string designator comes with the NUL padding the kernel copies (wwid.clean).
+    wwid = clean_wwid(
+        (_read(f"{base}/device/wwid") if has_device else "")
+        or (_read(f"{base}/wwid") if "wwid" in entries else "")
     )
     has_dm = "dm" in entries
     return BlockDevice(
@@ -154,6 +165,41 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
         loop_attached=loop_attached,
         loop_file=loop_file,
     )
+
+
+# Where the `partition` file or class/block is missing, a partition is still known by the kernel's
+# layout: its device's parent is the disk's (block/partitions/core.c add_partition: pdev->parent =
+# ddev), so its directory is inside the disk's; it is named `<disk><n>`, or `<disk>p<n>` when the
+# disk's name ends in a digit (add_partition: dev_set_name "%sp%d" / "%s%d"); and it has `holders/` but no
+# `slaves/`, which only a whole disk gets (block/genhd.c device_add_disk).
+_PARTITION_NAME = re.compile(r"^(.*?)(p?)\d+$")
+
+
+def _disk_named_in(name: str) -> str:
+    """The disk a partition named `name` would belong to, by the kernel's naming; "" if none."""
+    m = _PARTITION_NAME.match(name)
+    if m is None or not m.group(1):
+        return ""
+    disk, p = m.group(1), m.group(2)
+    if p and not disk[-1:].isdigit():  # "sdp1" is partition 1 of sdp, not of sd
+        disk += p
+    return disk
+
+
+def _in_a_disk_dir(sysfs: Path, base: str, entries: set[str]) -> bool:
+    """Whether the device at `base` (no `partition` file) sits inside another block device's
+    directory: a partition. A whole disk has `slaves/` and sits in a `block/` directory (or its
+    NVMe controller's, which is no block device). One readlink per such device, at topology reads."""
+    if "slaves" in entries:
+        return False
+    try:
+        target = os.readlink(base)  # noqa: PTH115 - see _read
+    except OSError:
+        return False
+    above = target.rstrip("/").split("/")[-2:-1]
+    if not above or above[0] in ("block", "", ".", ".."):
+        return False
+    return os.path.isdir(f"{sysfs}/block/{above[0]}")  # noqa: PTH112 - see _read
 
 
 def read_block_devices(
@@ -250,12 +296,16 @@ def _own_lun(device: BlockDevice) -> str:
     return device.wwid or device.name
 
 
-def _multipath_holder(devices: dict[str, BlockDevice], device: BlockDevice) -> BlockDevice | None:
+def _multipath_holder(
+    devices: dict[str, BlockDevice], device: BlockDevice, listed_by: dict[str, BlockDevice]
+) -> BlockDevice | None:
+    """The multipath map a path belongs to: from its holders/, else from the map's slaves/ (the
+    kernel links both together, block/holder.c bd_link_disk_holder; a tree may keep only one)."""
     for holder in device.holders:
         h = devices.get(holder)
         if h is not None and h.multipath:
             return h
-    return None
+    return listed_by.get(device.name)
 
 
 def _partition_parent(devices: dict[str, BlockDevice], device: BlockDevice) -> BlockDevice | None:
@@ -293,6 +343,7 @@ def _mountpoints(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[st
 def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, LunView]:
     """A LunView for every device: its LUN name, kind and identity."""
     points = _mountpoints(devices, mounts)
+    listed_by = {slave: d for d in devices.values() if d.multipath for slave in d.slaves}
     views: dict[str, LunView] = {}
     for name, device in devices.items():
         owner = device
@@ -301,7 +352,7 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
         parent = _partition_parent(devices, device)
         if parent is not None:
             kind, owner = "partition", parent
-        holder = _multipath_holder(devices, owner)
+        holder = _multipath_holder(devices, owner, listed_by)
         if holder is not None:
             owner = holder
             kind = "path" if kind == "lun" else kind
@@ -331,7 +382,7 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
 
 # --- multipath path health ------------------------------------------------------------------------
 # Whether a path of a multipath map can carry I/O, as the driver of the path device says in sysfs,
-# `<sysfs>/class/block/<path>/device/state`:
+# `<path device>/device/state`:
 # - SCSI (sdX): `device` is the scsi_device, whose `state` prints its sdev_state by name
 #   (torvalds/linux drivers/scsi/scsi_sysfs.c: sdev_states[], show_state_field): created, running,
 #   cancel, deleted, quiesce, offline, transport-offline, blocked, created-blocked. Only `running`
@@ -340,6 +391,11 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
 # - NVMe (dm-multipath over NVMe namespaces): `device` is the controller, whose `state`
 #   (drivers/nvme/host/sysfs.c, nvme_sysfs_show_state) is new, live, resetting, connecting,
 #   deleting, "deleting (no IO)" or dead; only `live` takes I/O.
+# The path device's directory is reached as `<sysfs>/class/block/<p>` and, for a whole device, as
+# `<sysfs>/block/<p>` (both links into /sys/devices: torvalds/linux
+# Documentation/admin-guide/sysfs-rules.rst); a tree may have either (procfs' test fixtures and
+# node_exporter use only /sys/block: prometheus/procfs v0.21.1 blockdevice/dm_multipath.go,
+# dmMultipathPaths), so the state is read under whichever the tree has, as read_block_device does.
 # dm-multipath's own verdict (a path it failed after an I/O error, "F" per path in `dmsetup status`:
 # drivers/md/dm-mpath.c, multipath_status) is not in sysfs: a map's dm/ directory holds only name,
 # uuid, suspended, use_blk_mq and rq_based_seq_io_merge_deadline (drivers/md/dm-sysfs.c), and the
@@ -349,19 +405,43 @@ def resolve(devices: dict[str, BlockDevice], mounts: MountTable) -> dict[str, Lu
 HEALTHY_PATH_STATES: frozenset[str] = frozenset({"running", "live"})
 
 
+class PathState(enum.Enum):
+    """What one reading of a path's state says (path_state)."""
+
+    OK = "ok"  # running / live
+    FAILED = "failed"  # any other state, or the device gone from sysfs
+    STATELESS = "stateless"  # a device type without a state attribute (virtio): cannot say
+    UNKNOWN = "unknown"  # a state attribute that cannot be read now, or reads empty
+
+
 def path_state_file(sysfs: Path, name: str) -> str:
-    """Where the state of path device `name` is read (see HEALTHY_PATH_STATES)."""
-    return f"{sysfs}/class/block/{sysfs_name(name)}/device/state"
+    """Where the state of path device `name` is read (see HEALTHY_PATH_STATES): under the layout the
+    tree has, decided when the topology is read, so a scrape reads one file per path."""
+    dirname = sysfs_name(name)
+    for base in (f"{sysfs}/class/block/{dirname}", f"{sysfs}/block/{dirname}"):
+        if os.path.isdir(base):  # noqa: PTH112 - see _read
+            return f"{base}/device/state"
+    return f"{sysfs}/block/{dirname}/device/state"
 
 
-def path_failed(state_file: str) -> bool:
-    """Whether the path whose state file this is cannot carry I/O now (read at every call).
+def path_state(state_file: str) -> PathState:
+    """What the path whose state file this is can do now (read at every call).
 
-    No state to read: a path device gone from sysfs (deleted after dev_loss_tmo while the map
-    still lists it) has failed; a device type without a state attribute (virtio) cannot say, and
-    is not counted as failed.
+    Only when the state does not read as a word is anything else looked at:
+    - no device directory at all (a path deleted after dev_loss_tmo while the map still lists it):
+      failed;
+    - a device without a state attribute (virtio): stateless, not counted as failed;
+    - a state attribute that cannot be read or reads empty: unknown, kept apart from failed.
+      node_exporter 1.12.1 drops every dmmultipath series of the host then (procfs v0.21.1
+      dmMultipathPaths returns the read error, collector/dmmultipath_linux.go Update returns
+      ErrNoData on ErrNotExist) and counts an empty state as failed (isPathActive).
     """
     state = _read(state_file)
     if state:
-        return state not in HEALTHY_PATH_STATES
-    return not os.path.isdir(os.path.dirname(os.path.dirname(state_file)))  # noqa: PTH112, PTH120 - see _read
+        return PathState.OK if state in HEALTHY_PATH_STATES else PathState.FAILED
+    device_dir = os.path.dirname(state_file)  # noqa: PTH120 - see _read
+    if not os.path.isdir(os.path.dirname(device_dir)):  # noqa: PTH112, PTH120
+        return PathState.FAILED
+    if not os.path.lexists(state_file):
+        return PathState.STATELESS
+    return PathState.UNKNOWN

@@ -8,7 +8,16 @@ Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_sho
   64-bit (`%lu`) on 64-bit kernels and do not wrap. A time field at 2**32 or more was printed wider
   than `%u` (a kernel that does): that field does not wrap at 2**32, and from then on its going down
   is a reset, never a wrap (Unwrapper);
-- field 9 (I/Os in flight) is a gauge.
+- field 9 (I/Os in flight) is a gauge;
+- the counts are `unsigned long` (struct disk_stats, include/linux/part_stat.h) printed `%lu`: 32
+  bits on a 32-bit kernel, where they wrap at 2**32 too (Unwrapper);
+- each kernel that added fields appended them (4.18, 5.5), so a line longer than 20 fields is read
+  for the 17 fields known and the surplus counted (`extra_fields`), as node_exporter 1.12.1 reads
+  the first 20 (prometheus/procfs v0.21.1 blockdevice/stats.go parseProcDiskstats: fmt.Sscanf);
+- diskstats_show prints every line with one format string, so lines of different widths (procfs'
+  test fixtures mix 14-, 18- and 20-field lines) are no kernel's: each device keeps the fields its
+  line has (node_exporter publishes per device as many as it read: collector/diskstats_linux.go
+  statCount) and the mix is counted (`mixed_widths`).
 
 Nothing the kernel does not print is believed: diskstats_show (torvalds/linux, block/genhd.c)
 prints `"%4d %7d %pg "` then `%lu` counts and `%u` times, so a sign, a number wider than 64 bits
@@ -18,6 +27,7 @@ malformed line, counted and skipped alone; the other lines are published.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import re
@@ -31,7 +41,7 @@ from pathlib import Path
 from lunlat import contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.dbfiles import DbLunLabels
-from lunlat.luns import NO_LABELS, assign, naa
+from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
@@ -40,7 +50,8 @@ from lunlat.sources.published import PublishedDevice, PublishedDevices
 from lunlat.topology import (
     BlockDevice,
     LunView,
-    path_failed,
+    PathState,
+    path_state,
     path_state_file,
     read_block_device,
     read_block_devices,
@@ -48,6 +59,7 @@ from lunlat.topology import (
     related,
     resolve,
 )
+from lunlat.wwid import naa
 
 log = logs.get(__name__)
 # luns: entries that match no device named one by one in the log; past this, one line with the count.
@@ -65,9 +77,11 @@ BASE_FIELDS, DISCARD_WIDTH, KEPT_FIELDS = 11, 15, 17  # the three formats' stats
 
 MS_FIELDS: tuple[int, ...] = (READ_MS, WRITE_MS, IO_MS, WEIGHTED_MS, DISCARD_MS, FLUSH_MS)
 COUNT_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i not in MS_FIELDS and i != IN_FLIGHT)
+WRAPPING_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i != IN_FLIGHT)  # 32-bit: all
 SECTOR_BYTES = 512  # diskstats sectors are always 512 bytes, whatever the device's block size
 WRAP = 1 << 32
 FIELD_COUNTS = (14, 18, 20)  # whole-line field counts of the three kernel formats
+WIDEST = FIELD_COUNTS[-1]  # a longer line keeps this many fields (a kernel that appended more)
 # The widest number the kernel prints (`%lu` on a 64-bit kernel); lunlat refuses a line whose kept
 # fields (major, minor and the first eleven) are wider. As digits, for the line-by-line path:
 # equal-length digit strings compare as their numbers do.
@@ -88,7 +102,11 @@ class Table:
     majors: list[int]
     minors: list[int]
     columns: list[list[int]]
-    width: int = KEPT_FIELDS
+    width: int = KEPT_FIELDS  # fields every line printed (the fewest, when widths differ)
+    # Stats fields each device's line printed, when lines differ in width (no kernel prints that);
+    # None when every line printed `width`.
+    widths: list[int] | None = None
+    extra: int = 0  # lines longer than the widest known format (their surplus fields left unread)
 
     def rows(self, every_column: bool = False) -> list[tuple[str, int, int, tuple[int, ...]]]:
         """(name, major, minor, the `width` real fields, or all columns) per device."""
@@ -96,12 +114,22 @@ class Table:
         return list(zip(self.names, self.majors, self.minors, values, strict=True))
 
     @classmethod
-    def from_rows(cls, rows: list[tuple[str, int, int, tuple[int, ...]]]) -> Table:
-        """From rows of 11, 15 or 17 fields; a mix (no kernel prints one) keeps the fields all share."""
-        width = min((len(r[3]) for r in rows), default=KEPT_FIELDS)
-        padded = [r[3][:width] + (0,) * (KEPT_FIELDS - width) for r in rows]
+    def from_rows(cls, rows: list[tuple[str, int, int, tuple[int, ...]]], extra: int = 0) -> Table:
+        """From rows of 11, 15 or 17 fields; in a mix (no kernel prints one) each row keeps its own
+        fields (the others 0) and `widths` says which are real."""
+        widths = [len(r[3]) for r in rows]
+        width = min(widths, default=KEPT_FIELDS)
+        padded = [r[3] + (0,) * (KEPT_FIELDS - len(r[3])) for r in rows]
         columns = [list(c) for c in zip(*padded, strict=True)] if rows else [[] for _ in range(KEPT_FIELDS)]
-        return cls([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], columns, width)
+        return cls(
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            columns,
+            width,
+            widths if len(set(widths)) > 1 else None,
+            extra,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +172,14 @@ def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
     Returns None for anything else, which _parse_lines then handles (and explains) line by line.
     """
     widths = set(map(len, rows))
-    if len(widths) != 1 or widths.pop() not in FIELD_COUNTS:
+    if len(widths) != 1:
+        return None
+    line_width = widths.pop()
+    extra = 0
+    if line_width > WIDEST:  # a kernel that appended fields: read the known ones
+        rows = [r[:WIDEST] for r in rows]
+        extra = len(rows)
+    elif line_width not in FIELD_COUNTS:
         return None
     columns = list(zip(*rows, strict=True))
     names = columns[2]
@@ -163,7 +198,12 @@ def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
     width = len(converted) - 2
     missing = [[0] * len(names) for _ in range(KEPT_FIELDS - width)]
     return Table(
-        [n.decode("ascii") for n in names], converted[0], converted[1], converted[2:] + missing, width
+        [n.decode("ascii") for n in names],
+        converted[0],
+        converted[1],
+        converted[2:] + missing,
+        width,
+        extra=extra,
     )
 
 
@@ -171,14 +211,18 @@ def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
     parsed: list[tuple[str, int, int, tuple[int, ...]]] = []
     bad: list[Malformed] = []
     seen: set[str] = set()
+    extra = 0
     for lineno, parts in enumerate(rows, 1):
         if not parts:
             continue
         # For the log: control and non-ASCII bytes as \xNN (bytes' repr), never raw on a terminal.
         line = repr(b" ".join(parts))[2:-1]
-        if len(parts) not in FIELD_COUNTS:
+        if len(parts) > WIDEST:  # a kernel that appended fields: read the known ones
+            parts = parts[:WIDEST]  # noqa: PLW2901 - the rest of the loop reads the known fields only
+            extra += 1
+        elif len(parts) not in FIELD_COUNTS:
             bad.append(
-                Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18 or 20")
+                Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18, 20 or more")
             )
             continue
         numbers = [parts[0], parts[1], *parts[3:]]
@@ -199,7 +243,7 @@ def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
             continue
         seen.add(name)
         parsed.append((name, int(parts[0]), int(parts[1]), tuple(map(int, parts[3:]))))
-    return Table.from_rows(parsed), bad
+    return Table.from_rows(parsed, extra), bad
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,8 +261,13 @@ class Unwrapper:
     - Unless that field was ever seen at 2**32 or more, on any device: this kernel prints it wider
       than `%u` (diskstats_show prints every line with one format string), so it does not wrap at
       2**32 and going down is a reset, however long ago the wide value was.
-    - A count lower than last time, or a new major:minor: the device was re-created or its stats
-      were reset; the raw values pass through so Prometheus sees a counter reset.
+    - A count lower than last time, on a kernel whose counts may be 32 bits wide (none was ever seen
+      at 2**32 or more): it wrapped, add 2**32, when it went from the top half of the 32-bit range
+      into the bottom half (less than 2**31 forward, modulo 2**32) while another count of the
+      device that was not 0 did not go down. The wrap offsets of the other fields stay.
+    - Any other count lower than last time, or a new major:minor: the device was re-created or its
+      stats were reset; the raw values pass through so Prometheus sees a counter reset (a reset
+      zeroes every count at once, a wrap takes one count across 2**32).
     - Devices that vanish are forgotten (no state grows with loop/dm churn).
 
     The usual case (same devices, nothing went down) is decided column-wise; anything else goes
@@ -228,6 +277,7 @@ class Unwrapper:
     def __init__(self) -> None:
         self._memory: _Memory | None = None
         self._wide: set[int] = set()  # ms fields seen at 2**32 or more: never unwrapped
+        self._wide_counts = False  # a count seen at 2**32 or more: this kernel's counts are 64-bit
 
     def apply(self, table: Table) -> tuple[Table, list[str]]:
         """Return the unwrapped table and the names of the devices that were reset."""
@@ -254,6 +304,8 @@ class Unwrapper:
         for i in MS_FIELDS:
             if i not in self._wide and max(table.columns[i], default=0) >= WRAP:
                 self._wide.add(i)
+        if not self._wide_counts:
+            self._wide_counts = any(max(table.columns[i], default=0) >= WRAP for i in COUNT_FIELDS)
 
     def _by_device(self, table: Table) -> tuple[Table, list[str]]:
         previous: dict[str, tuple[int, int, tuple[int, ...], tuple[int, ...]]] = {}
@@ -275,25 +327,36 @@ class Unwrapper:
                 if (prev[0], prev[1]) != (major, minor):
                     resets.append(name)
                 else:
-                    followed = _follow(prev[2], prev[3], raw, self._wide)
+                    followed = _follow(prev[2], prev[3], raw, self._wide, self._wide_counts)
                     if followed is None:
                         resets.append(name)
                     else:
                         offsets = followed
             offset_rows.append(offsets)
-        offsets_by_field = {i: column for i in MS_FIELDS if any(column := [row[i] for row in offset_rows])}
+        offsets_by_field = {
+            i: column for i in WRAPPING_FIELDS if any(column := [row[i] for row in offset_rows])
+        }
         self._memory = _Memory(table, offsets_by_field)
         return _with_offsets(table, offsets_by_field), resets
 
 
 def _follow(
-    old_raw: tuple[int, ...], old_offsets: tuple[int, ...], raw: tuple[int, ...], wide: set[int]
+    old_raw: tuple[int, ...],
+    old_offsets: tuple[int, ...],
+    raw: tuple[int, ...],
+    wide: set[int],
+    wide_counts: bool,
 ) -> tuple[int, ...] | None:
     """New wrap offsets of one device, or None when its stats were reset. `wide`: the ms fields
-    seen at 2**32 or more (old_raw's among them), which cannot wrap there."""
-    if any(raw[i] < old_raw[i] for i in COUNT_FIELDS):
-        return None  # a 64-bit count went down: the stats were reset
+    seen at 2**32 or more (old_raw's among them), which cannot wrap there; `wide_counts`: a count
+    was, so counts are 64-bit and cannot wrap at all."""
     offsets = list(old_offsets)
+    down = [i for i in COUNT_FIELDS if raw[i] < old_raw[i]]
+    if down:
+        if wide_counts or not _count_wrap(old_raw, raw, down):
+            return None  # a count went down: the stats were reset
+        for i in down:
+            offsets[i] += WRAP
     for i in MS_FIELDS:
         if raw[i] < old_raw[i]:
             if i in wide:  # wider than 32 bits on this kernel: it cannot have wrapped
@@ -302,13 +365,22 @@ def _follow(
     return tuple(offsets)
 
 
+def _count_wrap(old_raw: tuple[int, ...], raw: tuple[int, ...], down: list[int]) -> bool:
+    """Whether the counts in `down` (lower than last time) wrapped at 2**32 rather than being reset:
+    each moved less than 2**31 forward modulo 2**32, and some other count that was not 0 did not go
+    down (a reset zeroes them all)."""
+    if any(raw[i] + WRAP - old_raw[i] >= WRAP // 2 for i in down):
+        return False
+    return any(old_raw[i] > 0 for i in COUNT_FIELDS if i not in down)
+
+
 def _with_offsets(table: Table, offsets: dict[int, list[int]]) -> Table:
     if not offsets:
         return table
     columns = list(table.columns)
     for i, column in offsets.items():
         columns[i] = list(map(operator.add, columns[i], column))
-    return Table(table.names, table.majors, table.minors, columns, table.width)
+    return dataclasses.replace(table, columns=columns)
 
 
 # --- the source ---------------------------------------------------------------------------------
@@ -335,7 +407,14 @@ class DiskstatsSource:
     """Per-LUN counters from <procfs>/diskstats, named and labelled by the sysfs topology."""
 
     name = "diskstats"
-    error_reasons: tuple[str, ...] = ("read_failed", "malformed_line", "duplicate_device")
+    error_reasons: tuple[str, ...] = (
+        "read_failed",
+        "malformed_line",
+        "duplicate_device",
+        "extra_fields",
+        "mixed_widths",
+        "path_state_unknown",
+    )
     timeout: float | None = None
 
     def __init__(
@@ -363,6 +442,8 @@ class DiskstatsSource:
         self._devices: dict[str, BlockDevice] = {}
         self._sysfs_read_at = -math.inf
         self._warned_lines = logs.Once()
+        self._warned_states = logs.Once()
+        self._warned_format = logs.Once()
         self._warned_unmatched: set[str] = set()
 
     def carry_over(self, previous: object) -> None:
@@ -401,19 +482,44 @@ class DiskstatsSource:
             contract.DEVICE_IO_WEIGHTED_TIME: cols[WEIGHTED_MS],
         }
         # Only what this kernel prints: a 0 for a field it lacks would read as "no discards".
-        if table.width >= DISCARD_WIDTH:
-            columns[contract.DEVICE_DISCARDS] = cols[DISCARDS]
-            columns[contract.DEVICE_DISCARD_TIME] = cols[DISCARD_MS]
-            columns[contract.DEVICE_DISCARD_BYTES] = list(
-                map(operator.mul, cols[DISCARD_SECTORS], repeat(SECTOR_BYTES))
-            )
-        if table.width >= KEPT_FIELDS:
-            columns[contract.DEVICE_FLUSHES] = cols[FLUSHES]
-            columns[contract.DEVICE_FLUSH_TIME] = cols[FLUSH_MS]
         families = device_families(published.labels, columns)
+        families.extend(_optional_families(table, cols, published))
+        self._count_format(table, errors)
         families.append(Family(contract.LUN_INFO, published.info))
-        families.extend(_path_families(published.multipaths))
+        path_families, unknown = _path_families(published.multipaths)
+        families.extend(path_families)
+        if unknown:
+            errors["path_state_unknown"] += len(unknown)
+            for state_file in unknown:
+                if self._warned_states.first(state_file):
+                    log.warning(
+                        "path state cannot be read: not counted as failed",
+                        file=state_file,
+                        reason="path_state_unknown",
+                    )
         return SourceResult(families, errors)
+
+    def _count_format(self, table: Table, errors: Counter[str]) -> None:
+        """Count (once per collection) and log (once) lines longer than any known format and lines
+        of mixed widths: both are read, so neither is a malformed_line."""
+        if table.extra:
+            errors["extra_fields"] += 1
+            if self._warned_format.first("extra_fields"):
+                log.warning(
+                    "diskstats lines longer than any known format: their first 20 fields are read, "
+                    "the rest left unread (a newer kernel: an update of lunlat reads them)",
+                    reason="extra_fields",
+                    lines=table.extra,
+                )
+        if table.widths is not None:
+            errors["mixed_widths"] += 1
+            if self._warned_format.first("mixed_widths"):
+                log.warning(
+                    "diskstats lines of different widths (no kernel prints them): each device "
+                    "publishes the fields its line has",
+                    reason="mixed_widths",
+                    widths=",".join(str(w + 3) for w in sorted(set(table.widths))),
+                )
 
     def _warn_malformed(self, path: Path, bad: Malformed) -> None:
         # Counted every time; logged once per distinct line so a persistent oddity cannot flood the log.
@@ -558,16 +664,61 @@ class DiskstatsSource:
         self._warned_unmatched = described
 
 
-def _path_families(multipaths: list[tuple[LabelSet, tuple[str, ...]]]) -> list[Family]:
-    """lunlat_lun_paths and lunlat_lun_paths_failed of each multipath LUN, states read now."""
+def _optional_families(table: Table, cols: list[list[int]], published: _Published) -> list[Family]:
+    """The discard (kernel 4.18+) and flush (5.5+) families, for the devices whose line has them."""
+    widths = table.widths
+    if table.width < DISCARD_WIDTH and widths is None:
+        return []  # a kernel before 4.18: nothing to publish, nothing to compute
+    if widths is not None and published.mask is not None:
+        widths = list(compress(widths, published.mask))
+    families: list[Family] = []
+    for needed, specs in (
+        (
+            DISCARD_WIDTH,
+            (contract.DEVICE_DISCARDS, contract.DEVICE_DISCARD_TIME, contract.DEVICE_DISCARD_BYTES),
+        ),
+        (KEPT_FIELDS, (contract.DEVICE_FLUSHES, contract.DEVICE_FLUSH_TIME)),
+    ):
+        if table.width >= needed:  # every line has them (one kernel, one format)
+            families.extend(device_families(published.labels, {s: _column(s, cols) for s in specs}))
+        elif widths is not None and max(widths, default=0) >= needed:  # lines of mixed widths
+            keep = [w >= needed for w in widths]
+            labels = LabelList(list(compress(published.labels.sets, keep)))
+            families.extend(
+                device_families(labels, {s: list(compress(_column(s, cols), keep)) for s in specs})
+            )
+    return families
+
+
+def _column(spec: contract.MetricSpec, cols: list[list[int]]) -> list[int]:
+    """A discard or flush column in the metric's unit."""
+    if spec is contract.DEVICE_DISCARD_BYTES:
+        return list(map(operator.mul, cols[DISCARD_SECTORS], repeat(SECTOR_BYTES)))
+    return cols[_OPTIONAL_FIELD[spec.name]]
+
+
+_OPTIONAL_FIELD = {
+    contract.DEVICE_DISCARDS.name: DISCARDS,
+    contract.DEVICE_DISCARD_TIME.name: DISCARD_MS,
+    contract.DEVICE_FLUSHES.name: FLUSHES,
+    contract.DEVICE_FLUSH_TIME.name: FLUSH_MS,
+}
+
+
+def _path_families(multipaths: list[tuple[LabelSet, tuple[str, ...]]]) -> tuple[list[Family], list[str]]:
+    """lunlat_lun_paths and lunlat_lun_paths_failed of each multipath LUN, states read now, and the
+    state files that could not be read (unknown: neither healthy nor failed)."""
     if not multipaths:
-        return []
-    paths = [(labels, len(files)) for labels, files in multipaths]
-    failed = [(labels, sum(map(path_failed, files))) for labels, files in multipaths]
-    return [
-        Family(contract.LUN_PATHS, [("", labels, value) for labels, value in paths]),
-        Family(contract.LUN_PATHS_FAILED, [("", labels, value) for labels, value in failed]),
-    ]
+        return [], []
+    paths: list[Sample] = []
+    failed: list[Sample] = []
+    unknown: list[str] = []
+    for labels, files in multipaths:
+        states = [path_state(f) for f in files]
+        paths.append(("", labels, len(files)))
+        failed.append(("", labels, states.count(PathState.FAILED)))
+        unknown.extend(f for f, state in zip(files, states, strict=True) if state is PathState.UNKNOWN)
+    return [Family(contract.LUN_PATHS, paths), Family(contract.LUN_PATHS_FAILED, failed)], unknown
 
 
 def build(context: Context) -> list[DiskstatsSource] | BuildError:
