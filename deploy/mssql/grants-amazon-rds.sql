@@ -1,7 +1,7 @@
 -- lunlat: a least-privilege login for the exporter's mssql source on Amazon RDS for SQL Server.
 --
 -- RDS has no sysadmin: run this as the instance's master user, the password from a variable:
---   sqlcmd -S mydb.xxxx.eu-west-1.rds.amazonaws.com,1433 -U admin -i deploy/mssql/grants-amazon-rds.sql \
+--   sqlcmd -S mydb.xxxx.eu-west-1.rds.amazonaws.com,1433 -U admin -b -i deploy/mssql/grants-amazon-rds.sql \
 --          -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
 --
 -- The master user holds ALTER ANY LOGIN, VIEW SERVER STATE and VIEW ANY DEFINITION ("Master user

@@ -2,7 +2,7 @@
 --
 -- Azure SQL Database serves one database per connection: run this IN THE DATABASE the exporter
 -- reads (the target's `database:`), not in master, as its admin or a Microsoft Entra admin:
---   sqlcmd -S myserver.database.windows.net -d sales -U admin -i deploy/mssql/grants-azure-sql-database.sql \
+--   sqlcmd -S myserver.database.windows.net -d sales -U admin -b -i deploy/mssql/grants-azure-sql-database.sql \
 --          -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
 --
 -- What the exporter reads there (exporter/src/lunlat/engines/mssql/sql.py: SERVER, DB_FILE_STATS,
