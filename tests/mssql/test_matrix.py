@@ -234,7 +234,7 @@ def test_each_variant_publishes_what_it_has_and_says_what_it_lacks_once(
     assert {k[2]: v for k, v in waits.items() if v} == {"PAGEIOLATCH_SH": 200 * 60, "WRITELOG": 100 * 60}
 
     # Nothing lost: the capability metric says so, and no warning was logged
-    assert values(second, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1}
+    assert values(second, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1, (NAME, "engine_edition"): 1}
     assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     messages = [r.getMessage() for r in caplog.records]
     assert {mark: sum(mark in m for m in messages) for mark in MARKS} == {
@@ -288,13 +288,13 @@ def test_a_windows_volume_lookup_that_fails_is_capability_volumes_0_until_a_retr
         healed = source.collect()
         volume_batches = sum(b == sql.VOLUMES.sql for b in server.batches)
     assert denied.errors == Counter({"no_grant": 1}) and not again.errors and not healed.errors
-    assert values(denied, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0}
-    assert values(again, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0}
+    assert values(denied, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0, (NAME, "engine_edition"): 1}
+    assert values(again, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0, (NAME, "engine_edition"): 1}
     reads = values(denied, mssql_metrics.MSSQL_FILE_READS)
     assert reads and {k[FILES.index("lun")] for k in reads} == {
         ""
     }  # published, lun unknown: never a wrong one
-    assert values(healed, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1}
+    assert values(healed, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1, (NAME, "engine_edition"): 1}
     lun = {
         k[FILES.index("db")] + "/" + k[FILES.index("role")]: k[FILES.index("lun")]
         for k in values(healed, mssql_metrics.MSSQL_FILE_READS)

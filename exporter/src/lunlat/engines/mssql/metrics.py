@@ -100,4 +100,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         "table leads to; the login's VIEW SERVER STATE (VIEW SERVER PERFORMANCE STATE on 2022+) reads it",
         fixable=True,
     ),
+    Capability(
+        "engine_edition",
+        "the server's SERVERPROPERTY('EngineEdition') is one the source reads (2 Standard, 3 Enterprise, "
+        "4 Express, 5 Azure SQL Database, 8 Azure SQL Managed Instance); 0: another service (an Azure "
+        "Synapse pool, Azure SQL Edge, a newer one) or not read yet: no statement is sent to it and the log "
+        "names the value",
+        fixable=False,
+    ),
 )

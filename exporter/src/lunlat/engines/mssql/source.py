@@ -34,9 +34,15 @@ TEMPDB_ID = 2
 ROLE_OF_TYPE = {0: "data", 1: "log"}
 LOST_STATES = frozenset({"08S01", "08001", "08003", "08004", "08007", "01000"})
 TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
-# Server error numbers: permission denied on the DMVs (VIEW SERVER STATE, or VIEW SERVER
-# PERFORMANCE STATE on 2022+), and an Always On secondary that is not readable.
-NO_GRANT_NUMBERS = frozenset({297, 300, 229})
+# Server error numbers of a permission denied: 300 "%ls permission was denied on object '%.*ls',
+# database '%.*ls'." (VIEW SERVER STATE, VIEW SERVER PERFORMANCE STATE on 2022+), 262 "%ls permission
+# denied in database '%.*ls'." (VIEW DATABASE STATE: Azure SQL Database's DMVs), 297 "The user does not
+# have permission to perform this action." (sent after either), 229 "The %ls permission was denied on
+# the object …" (an object's permission). Texts: the Database Engine errors page
+# (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-0-to-999);
+# 300 then 297 as Azure SQL Database answers: MicrosoftDocs/sql-docs issue 1452; 262 then 297 for VIEW
+# DATABASE STATE: lausser/check_mssql_health issue 35.
+NO_GRANT_NUMBERS = frozenset({297, 300, 262, 229})
 # A volume lookup that failed is tried again after this long (and at every reconnect); a missing
 # grant is held off as long by the query gate anyway.
 VOLUME_RETRY_SECONDS = 600.0
@@ -212,15 +218,19 @@ class MssqlSource(DbSource[Connection]):
     def collect(self) -> SourceResult:
         conn = self._session.connection()
         errors: Counter[str] = Counter()
-        if self._session.connects != self._seen_connects:
+        if self._session.connects != self._seen_connects or self._edition is None:
+            # A new session, or the edition still unread (its statement failed): identify the server.
             self._seen_connects = self._session.connects
             self._identify(conn, errors)
             self._volumes, self._volumes_failed = {}, False
-            if self._uses_volumes():
+            if self._readable() and self._uses_volumes():
                 self._look_up_volumes(conn, errors)
             self._refresh_locations()
         elif self._volumes_failed and self._clock() >= self._volumes_retry_at:
             self._look_up_volumes(conn, errors)
+        if not self._readable():
+            # No statement of an edition the source was not built for (or of one not yet known) is sent.
+            return SourceResult([self._capabilities(engine_edition=False)], errors)
         file_query = self._file_query()
         wait_query = sql.DB_WAIT_STATS if self._edition == sql.SQL_DATABASE else sql.WAIT_STATS
         files = self._query(conn, file_query, errors)
@@ -228,30 +238,41 @@ class MssqlSource(DbSource[Connection]):
         families = [
             *self._file_families(files or [], errors, file_query),
             *self._wait_families(waits or [], errors, wait_query),
-            self._capabilities(volumes=not self._volumes_failed),
+            self._capabilities(volumes=not self._volumes_failed, engine_edition=True),
         ]
         return SourceResult(families, errors)
 
+    def _readable(self) -> bool:
+        """Whether the server's edition is one this source reads (docs/mssql.md, support matrix)."""
+        return self._edition in sql.KNOWN_EDITIONS
+
     def _identify(self, conn: Connection, errors: Counter[str]) -> None:
-        rows = self._query(conn, sql.SERVER, errors) or []
-        if not rows:
+        """The edition first, alone (sql.EDITION: no grant needed), then the identity statement of that
+        edition; the grants script the log names follows the edition before any DMV is asked."""
+        rows = self._query(conn, sql.EDITION, errors) or []
+        self._edition = rows[0][0] if rows and rows[0] and isinstance(rows[0][0], int) else None
+        if self._edition is None:
             return
-        row = rows[0]
+        if self._edition not in sql.KNOWN_EDITIONS:
+            self._say_variant()
+            return
+        self.grants_hint = GRANTS_AZURE_SQL_DATABASE if self._edition == sql.SQL_DATABASE else GRANTS
+        if self._edition == sql.SQL_DATABASE:
+            rows = self._query(conn, sql.SERVER_SQL_DATABASE, errors) or []
+            row = rows[0] if rows else (None, None)
+            started, self._rds = None, False
+        else:
+            rows = self._query(conn, sql.SERVER, errors) or []
+            row = rows[0] if rows else (None, None, None, None)
+            started = row[2] if isinstance(row[2], int) else None
+            self._rds = self._edition != sql.MANAGED_INSTANCE and row[3] == 1
         self._server = row[0] if isinstance(row[0], str) else ""
         self._major = row[1] if isinstance(row[1], int) else None
-        self._edition = row[3] if isinstance(row[3], int) else None
         azure = self._edition in sql.AZURE_EDITIONS
-        self._rds = not azure and row[4] == 1
         self._platform = None if azure or self._rds else self._host_platform(conn, errors)
-        self.grants_hint = (
-            GRANTS_AZURE_SQL_DATABASE
-            if self._edition == sql.SQL_DATABASE
-            else GRANTS_AMAZON_RDS
-            if self._rds
-            else GRANTS
-        )
+        if self._rds:
+            self.grants_hint = GRANTS_AMAZON_RDS
         self._say_variant()
-        started = row[2] if isinstance(row[2], int) else None
         if self._started is not None and started is not None and started != self._started:
             log.info("SQL Server restarted: counters start again", source=self.name)
         self._started = started
@@ -300,9 +321,12 @@ class MssqlSource(DbSource[Connection]):
             and self._edition not in sql.KNOWN_EDITIONS
             and self._said.first(("variant", self._edition))
         ):
+            what = sql.OTHER_EDITIONS.get(self._edition, "a value this lunlat does not know")
             log.warning(
-                "engine edition not one the source was built for: read as SQL Server, a statement "
-                "it does not answer is counted as query_failed",
+                f"engine edition {self._edition} ({what}) is not one this source reads (2 Standard, "
+                "3 Enterprise, 4 Express, 5 Azure SQL Database, 8 Azure SQL Managed Instance): nothing is "
+                'read from it, lunlat_source_capability{capability="engine_edition"} is 0; '
+                "docs/mssql.md lists what each edition needs",
                 source=self.name,
                 engine_edition=self._edition,
             )

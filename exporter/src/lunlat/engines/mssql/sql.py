@@ -93,6 +93,18 @@ SQL_DATABASE = 5
 MANAGED_INSTANCE = 8
 AZURE_EDITIONS = frozenset({SQL_DATABASE, MANAGED_INSTANCE})
 KNOWN_EDITIONS = frozenset({2, 3, 4}) | AZURE_EDITIONS  # Standard, Enterprise, Express; Azure
+# The other values, named in the log line of an edition the source does not read (SMO's Edition enum,
+# "the possible values returned by SERVERPROPERTY('EngineEdition')":
+# https://learn.microsoft.com/en-us/dotnet/api/microsoft.sqlserver.management.smo.edition). A value
+# missing here (a service newer than that list) is named by its number alone.
+OTHER_EDITIONS: dict[int, str] = {
+    1: "Personal or Desktop Engine",
+    6: "Azure Synapse dedicated SQL pool",
+    7: "Stretch Database",
+    9: "Azure SQL Edge",
+    10: "Azure Arc Managed SQL Instance",
+    11: "Azure Synapse serverless SQL pool",
+}
 
 # Azure SQL Database: one database per connection, and no sys.master_files ("Invalid object name
 # 'sys.master_files'", error 208: github.com/olahallengren/sql-server-maintenance-solution issue 67;
@@ -137,8 +149,8 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 # PARSENAME's piece 4 is the leftmost): ProductMajorVersion exists in 2012 and 2014 only "in updates
 # beginning in late 2015" and is NULL before (SERVERPROPERTY,
 # https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql).
-# The engine edition picks the statements (SQL_DATABASE below); sys.dm_os_sys_info answers on Azure SQL
-# Database too (Telegraf reads sqlserver_start_time there: azuresqldbqueries.go).
+# The engine edition picks the statements (SQL_DATABASE below) and is read on its own first (EDITION):
+# on Azure SQL Database sys.dm_os_sys_info answers on some service tiers only.
 # amazon_rds: Amazon RDS for SQL Server has a database `rdsadmin` and renames the sa login (SID 0x01)
 # to `rdsa`. Ola Hallengren's Maintenance Solution detects RDS with both
 # (olahallengren/sql-server-maintenance-solution DatabaseBackup.sql: "DB_ID('rdsadmin') IS NOT NULL
@@ -147,15 +159,43 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 # DATABASE) while SUSER_SNAME is not filtered (github.com/erikdarlingdata/PerformanceMonitor issue 2575,
 # pull request 2577). The rdsa login: "the Amazon RDS System Administrator (rdsa) login"
 # (https://repost.aws/knowledge-center/rds-sql-server-restore-master-user).
+# The engine edition, read first and alone: SERVERPROPERTY reads no view, so no grant stands between
+# the source and it (Telegraf's sqlserver input opens every statement with SERVERPROPERTY('EngineEdition')
+# before any DMV, influxdata/telegraf plugins/inputs/sqlserver/sqlserverqueries.go and
+# azuresqldbqueries.go). Read together with sys.dm_os_sys_info it was lost wherever that view is denied:
+# on Azure SQL Database Basic, S0, S1 and elastic pools the view needs "the server admin account, the
+# Azure Active Directory admin account, or membership in the ##MS_ServerStateReader## server role"
+# (sys.dm_os_sys_info, "Permissions", MicrosoftDocs/sql-docs
+# docs/relational-databases/system-dynamic-management-views/sys-dm-os-sys-info-transact-sql.md;
+# the same loss: erikdarlingdata/PerformanceMonitor issue 1535), the edition stayed unknown and the
+# on-premises statements were sent.
+EDITION = Query(
+    "engine_edition",
+    "SELECT CAST(SERVERPROPERTY('EngineEdition') AS INT) AS engine_edition",
+    per_scrape=False,
+)
+
+# SQL Server's identity, once the edition is known not to be Azure SQL Database. The start time is
+# sys.dm_os_sys_info's (VIEW SERVER STATE; VIEW SERVER PERFORMANCE STATE on 2022+, as the other DMVs).
 SERVER = Query(
     "server",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
        CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version,
        CAST(DATEDIFF(DAY, '19700101', sqlserver_start_time) AS BIGINT) * 86400
          + DATEDIFF(SECOND, CAST(sqlserver_start_time AS DATE), sqlserver_start_time) AS start_time,
-       CAST(SERVERPROPERTY('EngineEdition') AS INT) AS engine_edition,
        CASE WHEN DB_ID(N'rdsadmin') IS NOT NULL OR SUSER_SNAME(0x01) = N'rdsa' THEN 1 ELSE 0 END AS amazon_rds
 FROM sys.dm_os_sys_info""",
+    per_scrape=False,
+)
+
+# Azure SQL Database's identity: no view at all (see EDITION for why not sys.dm_os_sys_info), so every
+# service tier answers it with the one grant its DMVs need (VIEW DATABASE STATE). No start time: the
+# service's counters restart on a failover anyway ("not persisted across SQL Database failover events",
+# sys.dm_db_wait_stats), which Prometheus sees as a counter reset.
+SERVER_SQL_DATABASE = Query(
+    "server_sql_database",
+    """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
+       CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version""",
     per_scrape=False,
 )
 
@@ -189,6 +229,8 @@ ALL_QUERIES: tuple[Query, ...] = (
     FILE_STATS_NO_QUEUED,
     WAIT_STATS,
     SERVER,
+    EDITION,
+    SERVER_SQL_DATABASE,
     HOST_INFO,
     VOLUMES,
     DB_FILE_STATS,
