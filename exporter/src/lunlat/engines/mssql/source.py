@@ -43,6 +43,22 @@ TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
 # 300 then 297 as Azure SQL Database answers: MicrosoftDocs/sql-docs issue 1452; 262 then 297 for VIEW
 # DATABASE STATE: lausser/check_mssql_health issue 35.
 NO_GRANT_NUMBERS = frozenset({297, 300, 262, 229})
+# 976, severity 14: "The target database, '%.*ls', is participating in an availability group and is
+# currently not accessible for queries. Either data movement is suspended or the availability replica
+# is not enabled for read access." It is what a secondary replica "that do[es] not allow read access, or
+# require[s] read intent to be specified" answers (sp_validate_replica_hosts_as_publishers,
+# https://learn.microsoft.com/en-us/sql/relational-databases/system-stored-procedures/sp-validate-replica-hosts-as-publishers-transact-sql):
+# no grant is missing, so it is not no_grant. The source's statements read server-level views from
+# the login's database, so it meets 976 when that database (the target's `database`, or the login's
+# default) is an availability database on such a secondary. The fix is in the message, first, since
+# log lines keep 300 characters; the replica option is ALTER AVAILABILITY GROUP's SECONDARY_ROLE
+# (ALLOW_CONNECTIONS = …) (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-availability-group-transact-sql).
+NOT_READABLE_NUMBERS = frozenset({976})
+NOT_READABLE_FIX = (
+    "Always On secondary not readable: unset the target's `database` (the login's default, master, is in "
+    "no availability group), target the primary, or allow reads on it (ALTER AVAILABILITY GROUP … "
+    "SECONDARY_ROLE (ALLOW_CONNECTIONS = ALL)); server: "
+)
 # A volume lookup that failed is tried again after this long (and at every reconnect); a missing
 # grant is held off as long by the query gate anyway.
 VOLUME_RETRY_SECONDS = 600.0
@@ -65,6 +81,10 @@ def classify(exc: BaseException) -> Classified:
         return Classified(Kind.TIMEOUT, state, text)
     if numbers & NO_GRANT_NUMBERS:
         return Classified(Kind.NO_GRANT, f"{state} ({min(numbers & NO_GRANT_NUMBERS)})", text)
+    if numbers & NOT_READABLE_NUMBERS:
+        return Classified(
+            Kind.NOT_READABLE, f"{state} ({min(numbers & NOT_READABLE_NUMBERS)})", NOT_READABLE_FIX + text
+        )
     # The base class itself (not ProgrammingError etc.) is what a dropped socket raises first.
     if state in LOST_STATES or type(exc).__name__ in ("Error", "InterfaceError") or isinstance(exc, OSError):
         return Classified(Kind.LOST, state, text)
@@ -159,11 +179,17 @@ def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
             password = target.password.read()
         except ValueError as exc:
             raise SourceError("connect_failed", f"password: {exc}") from None
-        conn = pyodbc.connect(
-            connection_string(target, password),
-            timeout=max(1, round(target.timeout_seconds)),
-            autocommit=True,
-        )
+        try:
+            conn = pyodbc.connect(
+                connection_string(target, password),
+                timeout=max(1, round(target.timeout_seconds)),
+                autocommit=True,
+            )
+        except pyodbc.Error as exc:
+            found = classify(exc)
+            if found.kind is Kind.NOT_READABLE:  # its own reason at login too, with its fix
+                raise SourceError(found.kind.value, found.message, code=found.code) from None
+            raise
         # Applies to cursors created from now on (pyodbc sets SQL_ATTR_QUERY_TIMEOUT per statement).
         conn.timeout = max(1, round(target.timeout_seconds))
         # Wide text through _wide_text_of: with a converter pyodbc reads the value as SQL_C_BINARY and
@@ -180,6 +206,7 @@ class MssqlSource(DbSource[Connection]):
     """The SQL Server layer of one configured instance."""
 
     grants_hint = GRANTS  # per variant, once the server is identified
+    error_reasons = (*DbSource.error_reasons, Kind.NOT_READABLE.value)
     _target: MssqlTarget
 
     def __init__(

@@ -35,9 +35,16 @@ IO_WAITS: dict[str, tuple[str, str]] = {
     "WRITE_COMPLETION": ("other", "latency"),
     # "an I/O operation ... fails because of insufficient resources, and is then retried"
     "IO_RETRY": ("other", "time"),
-    # "Internal use only", 2016+; waits on the I/O queue limit of a governed volume
+    # sys.dm_os_wait_stats: "Internal use only", SQL Server 2016 (13.x) and later; the Azure SQL Database
+    # page of sys.dm_db_wait_stats: "the asynchronous IO queue for the Azure SQL Database has too many IOs
+    # pending. Tasks trying to issue another IO are blocked on this wait type until the number of pending
+    # IOs drop below the threshold. The threshold is proportional to the DTUs assigned to the database"
+    # (MicrosoftDocs/sql-docs docs/relational-databases/system-dynamic-management-views/sys-dm-db-wait-stats-azure-sql-database.md):
+    # time spent before an I/O is issued, governance rather than the device, never per I/O
     "IO_QUEUE_LIMIT": ("other", "time"),
-    # "waiting for I/Os to finish": backups, file growth; one wait can be a whole backup
+    # "waiting for asynchronous non-data I/Os to finish. Examples include I/O involved in warm standby log
+    # shipping, database mirroring, some bulk import related operations" (sys.dm_os_wait_stats): one wait
+    # covers a set of I/Os, so only its time is meaningful
     "ASYNC_IO_COMPLETION": ("other", "time"),
     # a backup task "waiting for data, or ... for a buffer in which to store data"
     "BACKUPIO": ("other", "time"),
