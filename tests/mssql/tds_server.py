@@ -77,6 +77,9 @@ Faults (set any time; read when the request arrives), statement keys are Query.n
     slow[key] = seconds       answer that statement after the delay. An ATTENTION arriving
                               meanwhile (the driver's query timeout) is answered DONE+ATTN and the
                               result abandoned, as SQL Server does;
+    blocked[key] = seconds    that statement waits for a lock another session holds that long: a
+                              session whose SET LOCK_TIMEOUT is shorter gets error 1222 after its
+                              timeout (the connection stays usable), one without waits it out;
     ignore_attention = True   … unless set: the server sends no ATTN acknowledgement at all
                               (FreeTDS then gives up after twice the timeout, connection dead);
     drop_next_query = True    the next batch that is not driver housekeeping finds its socket
@@ -704,6 +707,11 @@ class _Session:
         self.spid = spid
         self.packet_size = 4096
         self.database = "master"  # the current database, from LOGIN7
+        # SET LOCK_TIMEOUT: -1 (wait forever) "at the beginning of a connection", then the last value
+        # set, "for the remainder of the connection" (SET LOCK_TIMEOUT,
+        # https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2008/ms189470(v=sql.100)).
+        self.lock_timeout_ms = -1
+        self.deadlock_priority = 0  # SET DEADLOCK_PRIORITY: NORMAL (0) by default (same reference family)
         self._lock = threading.Lock()
         self._closed = False
         self.thread = threading.Thread(target=self._run, name=f"tds-session-{spid}", daemon=True)
@@ -831,6 +839,7 @@ class _Session:
         server._record_batch(text)
         key = statement_key(text)
         if key is None and _HOUSEKEEPING.match(text.strip()):
+            self._session_settings(text)
             self._send(tds.done())
             return
         if server._take_drop():
@@ -850,8 +859,7 @@ class _Session:
             else:
                 self._error(102, f"Incorrect syntax near '{text.strip()[:30]}'.", 15)
             return
-        delay = server.slow.get(key, 0.0)
-        if delay > 0 and not self._pause(delay, watch_attention=True):
+        if not self._waited(key):
             return
         denied = server.deny.get(key)
         if denied is not None:
@@ -859,6 +867,45 @@ class _Session:
             return
         columns = STATEMENTS[key][1]
         self._send(tds.result(columns, answer_rows(server.state, key, self.database)))
+
+    def _waited(self, key: str) -> bool:
+        """The `slow` and `blocked` faults of statement `key`; False when the request ended meanwhile
+        (an ATTENTION acknowledged, or the lock timeout's error sent)."""
+        server = self.server
+        delay = server.slow.get(key, 0.0)
+        if delay > 0 and not self._pause(delay, watch_attention=True):
+            return False
+        held = server.blocked.get(key, 0.0)
+        if held <= 0:
+            return True
+        # Waiting for a lock another session holds: past the session's lock timeout the statement is
+        # cancelled with error 1222 and the connection stays usable (LOCK_TIMEOUT_ERROR); without one
+        # (-1) it waits as long as the lock is held.
+        gives_up = 0 <= self.lock_timeout_ms < held * 1000
+        if not self._pause(self.lock_timeout_ms / 1000 if gives_up else held, watch_attention=True):
+            return False
+        if gives_up:
+            self._error(*LOCK_TIMEOUT_ERROR)
+            return False
+        return True
+
+    def _session_settings(self, text: str) -> None:
+        """Remember the SET options the source relies on (the last of each in the batch wins)."""
+        for found in _SET_LOCK_TIMEOUT.finditer(text):
+            self.lock_timeout_ms = int(found.group(1))
+        for found in _SET_DEADLOCK_PRIORITY.finditer(text):
+            self.deadlock_priority = int(found.group(1))
+
+
+# "When a statement has waited longer than the LOCK_TIMEOUT setting, the blocked statement is canceled
+# automatically, and error message 1222 (Lock request time-out period exceeded) is returned to the
+# application. Any transaction containing the statement, however, is not rolled back" ("Customizing the
+# Lock Time-Out", https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2005/ms177413(v=sql.90));
+# severity 16 ("Msg 1222, Level 16 … Lock request time out period exceeded.", Microsoft SQL Server 2012
+# Unleashed, "Setting the Lock Timeout Interval").
+LOCK_TIMEOUT_ERROR = (1222, "Lock request time out period exceeded.", 16)
+_SET_LOCK_TIMEOUT = re.compile(r"\bSET\s+LOCK_TIMEOUT\s+(-?\d+)", re.IGNORECASE)
+_SET_DEADLOCK_PRIORITY = re.compile(r"\bSET\s+DEADLOCK_PRIORITY\s+(-?\d+)", re.IGNORECASE)
 
 
 class TdsServer:
@@ -872,6 +919,7 @@ class TdsServer:
         self._requested_port = port
         # faults
         self.slow: dict[str, float] = {}
+        self.blocked: dict[str, float] = {}
         self.ignore_attention = False
         self.drop_next_query = False
         self.refuse_logins = False

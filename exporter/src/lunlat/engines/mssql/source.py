@@ -162,6 +162,12 @@ def _wide_text_of(source: str) -> Callable[[bytes | None], str | None]:
     return convert
 
 
+def lock_timeout_ms(target: MssqlTarget) -> int:
+    """Half the target's query timeout: a statement blocked by a lock gives up (error 1222) before the
+    driver cancels it and the session is dropped."""
+    return max(100, round(target.timeout_seconds * 500))
+
+
 def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
     """A connect function for `target` through pyodbc; BuildError without the driver."""
     try:
@@ -192,6 +198,8 @@ def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
             raise
         # Applies to cursors created from now on (pyodbc sets SQL_ATTR_QUERY_TIMEOUT per statement).
         conn.timeout = max(1, round(target.timeout_seconds))
+        # Lowest deadlock priority and a lock timeout for the whole session (sql.session_settings).
+        conn.execute(sql.session_settings(lock_timeout_ms(target))).close()
         # Wide text through _wide_text_of: with a converter pyodbc reads the value as SQL_C_BINARY and
         # hands over its bytes (mkleehammer/pyodbc src/getdata.cpp, GetDataUser), for character data the
         # data unconverted ("SQL to C: Character", SQL_C_BINARY, ODBC Programmer's Reference): UTF-16LE.

@@ -59,14 +59,38 @@ LATENCY_WAITS = frozenset(w for w, (_, kind) in IO_WAITS.items() if kind == "lat
 _WAIT_LIST = ", ".join(f"N'{w}'" for w in IO_WAITS)
 
 
+# The session's settings, sent once after each connect (they hold "for the remainder of the
+# connection": SET LOCK_TIMEOUT,
+# https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2008/ms189470(v=sql.100)), so that a
+# monitoring read never costs the workload anything:
+# - DEADLOCK_PRIORITY -10, the lowest of -10..10 (LOW is -5): in a deadlock with any session of higher
+#   priority this one is the victim (SET DEADLOCK_PRIORITY,
+#   https://learn.microsoft.com/sql/t-sql/statements/set-deadlock-priority-transact-sql); Telegraf's
+#   sqlserver input opens its statements with the same `SET DEADLOCK_PRIORITY -10;`
+#   (influxdata/telegraf plugins/inputs/sqlserver/sqlserverqueries.go, sqlServerDatabaseIO).
+# - LOCK_TIMEOUT: by default a statement waits for a lock forever (-1); past the timeout it "is canceled
+#   automatically, and error message 1222 … is returned" ("Customizing the Lock Time-Out",
+#   https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2005/ms177413(v=sql.90)): a read
+#   of sys.master_files queued behind DDL or a RESTORE gives up as query_failed, before the driver's
+#   query timeout would drop the whole session. Half the target's timeout, in ms (session_settings).
+DEADLOCK_PRIORITY = -10
+
+
+def session_settings(lock_timeout_ms: int) -> str:
+    """The batch sent after each connect."""
+    return f"SET DEADLOCK_PRIORITY {DEADLOCK_PRIORITY}; SET LOCK_TIMEOUT {lock_timeout_ms};"
+
+
 # type 0 = ROWS (data), 1 = LOG; tempdb (database_id 2) is role temp. The DMV answers for every
 # file of every database the login may see, offline files excluded by the state filter.
+# sys.master_files is read WITH (NOLOCK), as Telegraf reads it (sqlserverqueries.go sqlServerDatabaseIO,
+# azuresqlmanagedqueries.go): the catalog rows a database's DDL or RESTORE is changing are not waited for.
 _FILE_STATS_SQL = """SELECT vfs.database_id, vfs.file_id, DB_NAME(vfs.database_id) AS database_name, mf.type,
        mf.physical_name,
        vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
        vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms{queued}
 FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
-JOIN sys.master_files AS mf ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id
+JOIN sys.master_files AS mf WITH (NOLOCK) ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id
 WHERE mf.type IN (0, 1) AND mf.state = 0"""
 
 # io_stall_read_ms / io_stall_write_ms include the time Resource Governor held the I/O in its queue
@@ -225,7 +249,7 @@ HOST_INFO_SINCE = 14
 VOLUMES = Query(
     "os_volume_stats",
     """SELECT mf.database_id, mf.file_id, vs.volume_mount_point, vs.logical_volume_name
-FROM sys.master_files AS mf
+FROM sys.master_files AS mf WITH (NOLOCK)
 CROSS APPLY sys.dm_os_volume_stats(mf.database_id, mf.file_id) AS vs
 WHERE mf.type IN (0, 1) AND mf.state = 0""",
     per_scrape=False,
