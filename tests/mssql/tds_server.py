@@ -34,7 +34,8 @@ DmvState (what the DMVs show)
         writer and log readers do not make a user task wait); Stream.wait overrides (e.g.
         "PAGEIOLATCH_EX", "IO_COMPLETION", "" for none). Also 10 SOS_SCHEDULER_YIELD per second
         (not an I/O wait: the WAIT_STATS filter must leave it out). Stalls and waits are kept in µs
-        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_*;
+        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_* (test input:
+        no page says whether the stall includes the queued part, docs/emulated-facts.md);
         signal_us is each wait's signal wait (in wait_time_ms and signal_wait_time_ms).
         major_version models what that version lacks (VERSION_FACTS, docs/emulated-facts.md): before
         13 (2016) a batch using DATEDIFF_BIG gets error 195, before 12 (2014) one naming an

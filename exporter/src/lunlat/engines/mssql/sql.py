@@ -93,9 +93,10 @@ FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
 JOIN sys.master_files AS mf WITH (NOLOCK) ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id
 WHERE mf.type IN (0, 1) AND mf.state = 0"""
 
-# io_stall_read_ms / io_stall_write_ms include the time Resource Governor held the I/O in its queue
+# Beside io_stall_read_ms / io_stall_write_ms, the Resource Governor columns
 # (io_stall_queued_read_ms / io_stall_queued_write_ms: "total IO latency introduced by IO resource
-# governance", SQL Server 2014 (12.x) and later; sys.dm_io_virtual_file_stats,
+# governance", SQL Server 2014 (12.x) and later; the page does not say whether the stall includes them,
+# so neither is subtracted from the other (engines/mssql/__init__.py); sys.dm_io_virtual_file_stats,
 # https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-io-virtual-file-stats-transact-sql).
 # Read from major version 12 on; 2012 (11) has no such columns (error 207) and gets FILE_STATS_NO_QUEUED.
 FILE_STATS = Query(
