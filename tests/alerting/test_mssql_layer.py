@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lunlat.alerting.rules import db_layer
 from lunlat.engines.mssql import metrics as m
 from lunlat.engines.registry import engine
+from lunlat.layers import db_layer
 
 
 @pytest.mark.parametrize("op", ["read", "write"])
