@@ -1,4 +1,4 @@
-"""The SQL Server database layer of the rules: what its latency rests on."""
+"""The SQL Server database layer (lunlat.layers, which the rules and the report share): what its latency rests on."""
 
 from __future__ import annotations
 
