@@ -14,6 +14,8 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.extras import needs
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 # Issue 26: the README is for users; the rest lives in docs/ (mkdocs.yml).
@@ -55,6 +57,8 @@ def test_every_relative_link_of_the_readme_exists() -> None:
     assert [t for t in local if not (REPO / t).exists()] == []
 
 
+@needs("lunlat_dashboards")  # the flags page holds every command, the mixin's and the lab's
+@needs("lunlat_lab")
 def test_the_committed_references_are_what_the_code_gives() -> None:
     stale = [
         str(path.relative_to(REPO))
@@ -64,6 +68,8 @@ def test_the_committed_references_are_what_the_code_gives() -> None:
     assert stale == [], "run python docs/gen_reference.py"
 
 
+@needs("lunlat_dashboards")  # the flags page holds every command, the mixin's and the lab's
+@needs("lunlat_lab")
 def test_check_fails_on_a_missing_or_edited_page_and_passes_once_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
