@@ -137,3 +137,24 @@ def test_the_editors_schema_refuses_what_check_config_refuses() -> None:
     for wrong in wrong_configs:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(wrong, schema)
+
+
+def test_the_readmes_counts_are_the_contracts_and_the_rules() -> None:
+    """The numbers the README gives a newcomer follow the code: metric families, per-engine metrics,
+    recording rules and alerts."""
+    from lunlat import contract  # noqa: PLC0415
+    from lunlat.engines.registry import ENGINES  # noqa: PLC0415
+
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    families = re.search(r"(\d+) families in all", text)
+    assert families is not None and int(families[1]) == len(contract.ALL_METRICS)
+    for engine in ENGINES:
+        assert re.search(rf"\b{len(engine.metrics)} {re.escape(engine.title)} metrics\b", text), engine.title
+    groups = yaml.safe_load((REPO / "alerts" / "lunlat.rules.yml").read_text(encoding="utf-8"))["groups"]
+    rules = [rule for group in groups for rule in group["rules"]]
+    counts = re.search(r"(\d+) recording rules and (\d+) alerts", text)
+    assert counts is not None
+    assert (int(counts[1]), int(counts[2])) == (
+        sum("record" in r for r in rules),
+        sum("alert" in r for r in rules),
+    )
