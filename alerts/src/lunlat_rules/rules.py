@@ -34,7 +34,7 @@ from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.exposition import format_value
 from lunlat.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
-from lunlat.layers import SERIES_LABELS, DbLayer, HostLayer, Layer, db_layers
+from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
 from lunlat.recorded import (
     ABOVE_GOAL,
     ABOVE_GOAL_RATIO,
@@ -239,7 +239,7 @@ class RuleSet:
     def __init__(self, goals: Goals) -> None:
         self.goals = goals
         self.layers: list[Layer] = [
-            HostLayer(goals.selector),
+            host_layer(goals),
             *db_layers(goals.selector),
         ]
 
