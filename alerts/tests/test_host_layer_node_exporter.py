@@ -27,7 +27,8 @@ from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProce
 
 pytestmark = pytest.mark.peer
 
-NODE_EXPORTER_NAMES = ("prometheus-node-exporter", "node_exporter")
+# A node_exporter built from source (go install, on PATH) first, else Debian's package.
+NODE_EXPORTER_NAMES = ("node_exporter", "prometheus-node-exporter")
 GOALS = """\
 selector: 'job="lunlat"'
 host_layer: {source: node_exporter, selector: 'job="node"'}

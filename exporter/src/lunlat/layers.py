@@ -130,7 +130,10 @@ WINDOWS_LOGICAL_DISK: dict[str, str] = {
 
 # SQL Server names a file's volume as sys.dm_os_volume_stats' volume_mount_point, with its trailing
 # backslash ('D:\\', 'C:\\MountPoints\\Data1\\'); the mssql source publishes it as the file's `lun`
-# where no mount table leads to one. LogicalDisk names a drive letter's volume without it ("D:").
+# where no mount table leads to one. windows_exporter's `volume` is the same path without it: its own
+# code looks a LogicalDisk instance name up among the volumes' mount paths with the trailing
+# backslash trimmed (logical_disk.go, getAllMountedVolumes and getVolumeInfo: "If rootDrive is a NTFS
+# directory"), so "D:" and "C:\\MountPoints\\Data1".
 VOLUME_FROM_LUN = "(.+?)\\\\?"
 
 
