@@ -129,18 +129,23 @@ WINDOWS_LOGICAL_DISK: dict[str, str] = {
 }
 
 # SQL Server names a file's volume as sys.dm_os_volume_stats' volume_mount_point, with its trailing
-# backslash ('D:\\', 'C:\\MountPoints\\Data1\\'); the mssql source publishes it as the file's `lun`
+# backslash ('D:\', 'C:\MountPoints\Data1\'); the mssql source publishes it as the file's `lun`
 # where no mount table leads to one. windows_exporter's `volume` is the same path without it: its own
 # code looks a LogicalDisk instance name up among the volumes' mount paths with the trailing
 # backslash trimmed (logical_disk.go, getAllMountedVolumes and getVolumeInfo: "If rootDrive is a NTFS
-# directory"), so "D:" and "C:\\MountPoints\\Data1".
+# directory"), so "D:" and "C:\MountPoints\Data1".
 VOLUME_FROM_LUN = "(.+?)\\\\?"
 
 
 def _windows_volumes(selector: str) -> str:
     """One series per database, LUN (volume) and role of the database files on a volume, with the
     volume as windows_exporter names it."""
-    files = "\n  or ".join(f'{engine.files.reads.name}{{{selector}, lun!=""}}' for engine in ENGINES)
+    # Reads or writes: a file with only one of the two series still names its volume.
+    files = "\n  or ".join(
+        f'{spec.name}{{{selector}, lun!=""}}'
+        for engine in ENGINES
+        for spec in (engine.files.reads, engine.files.writes)
+    )
     grouped = f"group by ({_BY}) (\n  {files}\n)"
     return f'label_replace({grouped}, "volume", "$1", "lun", "{_quoted(VOLUME_FROM_LUN)}")'
 
