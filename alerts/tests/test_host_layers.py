@@ -121,3 +121,21 @@ def test_host_layer_validation(text: str, key: str, words: str) -> None:
         parse_goals(text, "goals.yaml")
     messages = [str(p) for p in caught.value.problems]
     assert any(f": {key}: " in m and words in m for m in messages), messages
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_host_exporter_alert_has_its_runbook_heading(source: str) -> None:
+    goals = load_goals(HOST_LAYERS / f"{source}.goals.yaml")
+    (alert,) = [
+        rule
+        for group in yaml.safe_load(render(goals))["groups"]
+        for rule in group["rules"]
+        if rule.get("alert") == "LunLatencyHostExporterDown"
+    ]
+    assert alert["expr"] == f"up{{{goals.host_layer.selector}}} == 0"
+    file, _, anchor = (
+        alert["annotations"]["runbook_url"].removeprefix(goals.runbook_base_url + "/").partition("#")
+    )
+    runbook = (HOST_LAYERS.parents[1] / "runbooks" / file).read_text(encoding="utf-8")
+    assert f"## {anchor}" in runbook.lower()
+    assert "LunLatencyHostExporterDown" not in render(parse_goals(""))
