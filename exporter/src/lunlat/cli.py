@@ -129,6 +129,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also publish multipath path devices and partitions (overrides the config)",
     )
     serve.add_argument(
+        "--collector.diskstats.counters",
+        dest="counters",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="publish the device counters; --no-collector.diskstats.counters keeps names, roles and path "
+        "health only, for a host layer read from node_exporter (overrides diskstats.counters)",
+    )
+    serve.add_argument(
         "--collector.biolatency",
         dest="biolatency",
         action=argparse.BooleanOptionalAction,
@@ -216,7 +224,13 @@ def _report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 def source_settings(args: argparse.Namespace) -> Settings:
     """What `serve`'s flags say about the sources; the registry builds them."""
     return Settings(
-        args.procfs, args.sysfs, args.host_source, args.show_paths, args.refresh_interval, args.biolatency
+        args.procfs,
+        args.sysfs,
+        args.host_source,
+        args.show_paths,
+        args.refresh_interval,
+        args.biolatency,
+        counters=args.counters,
     )
 
 

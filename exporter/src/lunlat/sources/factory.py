@@ -40,6 +40,7 @@ class Settings:
     show_paths: bool | None = None  # overrides the config's diskstats.show_paths when set
     refresh_interval: float = 300.0
     biolatency: bool | None = None  # overrides the config's biolatency.enabled when set
+    counters: bool | None = None  # overrides the config's diskstats.counters when set
 
     def host_platform(self) -> Literal["diskstats", "psutil"]:
         """Where host counters come from: <procfs>/diskstats, or psutil where there is none and
@@ -72,10 +73,14 @@ class Context:
         return cls(config, settings, platform, db_labels if db_labels is not None else DbLunLabels())
 
     def diskstats(self) -> DiskstatsConfig:
-        """The config's device filter, with --collector.diskstats.show-paths applied."""
-        if self.settings.show_paths is None:
-            return self.config.diskstats
-        return self.config.diskstats.model_copy(update={"show_paths": self.settings.show_paths})
+        """The config's device filter, with --collector.diskstats.show-paths and
+        --[no-]collector.diskstats.counters applied."""
+        update: dict[str, bool] = {}
+        if self.settings.show_paths is not None:
+            update["show_paths"] = self.settings.show_paths
+        if self.settings.counters is not None:
+            update["counters"] = self.settings.counters
+        return self.config.diskstats.model_copy(update=update) if update else self.config.diskstats
 
     def biolatency(self) -> BiolatencyConfig:
         """The config's biolatency section, with --[no-]collector.biolatency applied."""
