@@ -17,7 +17,8 @@ ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "d
 ORACLE_FILE_READS = MetricSpec(
     "lunlat_oracle_file_reads_total",
     "counter",
-    "Read requests of a database file, small + large (V$IOSTAT_FILE). Redo logs and control files are one row each.",
+    "Read requests of a database file, small + large, synchronous and asynchronous (V$IOSTAT_FILE). "
+    "Redo logs and control files are one row each. Not judged: the goal reads lunlat_oracle_file_sync_reads_total.",
     ORACLE_FILE_LABELS,
 )
 ORACLE_FILE_WRITES = MetricSpec(
@@ -29,13 +30,15 @@ ORACLE_FILE_WRITES = MetricSpec(
 ORACLE_FILE_READ_TIME = MetricSpec(
     "lunlat_oracle_file_read_time_seconds_total",
     "counter",
-    "Service time summed over the file's reads (V$IOSTAT_FILE small + large read service time, ms).",
+    "Service time summed over the file's reads (V$IOSTAT_FILE small + large read service time, ms): "
+    "an asynchronous read's service time is not the full wait. Not judged: the goal reads the synchronous one.",
     ORACLE_FILE_LABELS,
 )
 ORACLE_FILE_WRITE_TIME = MetricSpec(
     "lunlat_oracle_file_write_time_seconds_total",
     "counter",
-    "Service time summed over the file's writes (V$IOSTAT_FILE small + large write service time, ms).",
+    "Service time summed over the file's writes (V$IOSTAT_FILE small + large write service time, ms): "
+    "the database layer's write latency (no synchronous write latency per file exists; docs/oracle.md).",
     ORACLE_FILE_LABELS,
 )
 ORACLE_WAITS = MetricSpec(
@@ -100,7 +103,7 @@ ORACLE_FILE_SYNC_READ_TIME = MetricSpec(
     "lunlat_oracle_file_sync_read_time_seconds_total",
     "counter",
     "Latency summed over the file's synchronous single-block reads (V$IOSTAT_FILE.SMALL_SYNC_READ_LATENCY, ms): "
-    "the full wait, Oracle's best indicator of I/O performance.",
+    "the full wait, Oracle's best indicator of I/O performance, and the database layer's read latency.",
     ORACLE_FILE_LABELS,
 )
 
