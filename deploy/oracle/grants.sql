@@ -1,6 +1,6 @@
 -- lunlat: a least-privilege Oracle user for the exporter's oracle source (Oracle 12.2 or later).
 --
--- It gets CREATE SESSION and SELECT on exactly the twelve V$/GV$ views the exporter reads
+-- It gets CREATE SESSION and SELECT on exactly the thirteen V$/GV$ views the exporter reads
 -- (exporter/src/lunlat/engines/oracle/sql.py, VIEWS; tests/oracle/test_deploy.py keeps the two
 -- equal), nothing else: no SELECT ANY DICTIONARY, no SELECT_CATALOG_ROLE, no ASH/AWR views (those
 -- need the Diagnostics Pack licence). V$X is a public synonym of SYS.V_$X and GV$X of SYS.GV_$X:
@@ -71,6 +71,9 @@ GRANT SELECT ON SYS.GV_$ASM_DISK_STAT TO &&lunlat_user &&lunlat_container;
 GRANT SELECT ON SYS.GV_$INSTANCE TO &&lunlat_user &&lunlat_container;
 -- containers: CDB root and PDB names. Without it the db label is the CON_ID number.
 GRANT SELECT ON SYS.V_$CONTAINERS TO &&lunlat_user &&lunlat_container;
+-- database: V$DATABASE.CDB, whether the database is a CDB. Without it the exporter guesses from
+-- V$CONTAINERS' rows.
+GRANT SELECT ON SYS.V_$DATABASE TO &&lunlat_user &&lunlat_container;
 -- datafile: data file paths, mapped to LUNs. Without it data files show as file="file#N", no lun.
 GRANT SELECT ON SYS.V_$DATAFILE TO &&lunlat_user &&lunlat_container;
 -- tempfile: temp file paths. Without it temp files show as file="file#N", no lun.

@@ -1029,6 +1029,21 @@ def _controlfile(db: Database, inst: Instance) -> list[Row]:
     ]
 
 
+def _database(db: Database, inst: Instance) -> list[Row]:
+    # CDB: YES in a CDB, NO in a non-CDB (Oracle Database Reference, V$DATABASE, 12.1 and later:
+    # https://docs.oracle.com/en/database/oracle/oracle-database/19/refrn/V-DATABASE.html). One row
+    # per instance, the database's; CON_ID 0 ("rows that pertain to the entire CDB", or a non-CDB).
+    return [
+        {
+            "DBID": db.dbid,
+            "NAME": db.name,
+            "DATABASE_ROLE": "PRIMARY",
+            "CDB": "YES" if db.cdb else "NO",
+            "CON_ID": 0,
+        }
+    ]
+
+
 def _dual(db: Database, inst: Instance) -> list[Row]:
     return [{"DUMMY": "X"}]
 
@@ -1045,6 +1060,7 @@ _BUILDERS: dict[str, Callable[[Database, Instance], list[Row]]] = {
     "V$ASM_DISKGROUP": _asm_diskgroup,
     "V$INSTANCE": _instance,
     "V$CONTAINERS": _containers,
+    "V$DATABASE": _database,
     "V$DATAFILE": _datafile,
     "V$TEMPFILE": _tempfile,
     "V$LOGFILE": _logfile,
@@ -1143,5 +1159,9 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
         IS_RECOVERY_DEST_FILE VARCHAR2(3), CON_ID NUMBER"""),
     "V$CONTROLFILE": _columns("""STATUS VARCHAR2(7), NAME VARCHAR2(513), IS_RECOVERY_DEST_FILE VARCHAR2(3),
         BLOCK_SIZE NUMBER, FILE_SIZE_BLKS NUMBER, CON_ID NUMBER"""),
+    # The columns lunlat's emulation models (the view has many more; a statement naming another one
+    # fails as an unknown column here, so the model says which it knows).
+    "V$DATABASE": _columns("""DBID NUMBER, NAME VARCHAR2(9), DATABASE_ROLE VARCHAR2(16), CDB VARCHAR2(3),
+        CON_ID NUMBER"""),
     "DUAL": _columns("DUMMY VARCHAR2(1)"),
 }

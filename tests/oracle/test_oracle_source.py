@@ -843,3 +843,23 @@ def test_before_18c_the_histograms_are_instance_wide_and_the_missing_view_is_nev
     assert {db for db, _ in counts} == {""}
     said = [r.getMessage() for r in caplog.records if "histograms are instance-wide" in r.getMessage()]
     assert len(said) == 1, said
+
+
+# --- what kind of database the login is on ------------------------------------------------------
+
+
+def test_a_non_cdb_is_told_by_v_database_cdb_not_by_the_rows_of_v_containers(host: FakeHost) -> None:
+    # V$DATABASE.CDB says whether the database is a CDB (Oracle Database Reference, V$DATABASE; the
+    # OpenTelemetry oracledb receiver reads the same column). Without V$CONTAINERS (its grant revoked)
+    # a 12.2 non-CDB's instance-wide histogram is still its own: the capability stays 1.
+    emu = OracleEmulation(cdb=False, version="12.2.0.1.0")
+    emu.revoke("v$containers")
+    emu.advance(60, DATA_READ)
+    result = source_for(emu, host).collect()
+    assert capability(result, "container_histograms") == {("oracle:Oracle", "container_histograms"): 1}
+    # A 12.2 CDB root: the histogram is the instance's, not any container's.
+    emu = OracleEmulation(cdb=True, pdbs=("SALES",), version="12.2.0.1.0")
+    emu.revoke("v$containers")
+    emu.advance(60, DATA_READ)
+    result = source_for(emu, host).collect()
+    assert capability(result, "container_histograms") == {("oracle:Oracle", "container_histograms"): 0}

@@ -182,6 +182,7 @@ class Names:
 
     instances: dict[int, str] = field(default_factory=dict)
     containers: dict[int, str] = field(default_factory=dict)
+    cdb: bool | None = None  # V$DATABASE.CDB; None: not read (no grant)
     datafiles: dict[tuple[int, int], str] = field(default_factory=dict)  # (con_id, file#) -> path
     tempfiles: dict[tuple[int, int], str] = field(default_factory=dict)
     logfiles: list[str] = field(default_factory=list)
@@ -298,9 +299,13 @@ class OracleSource(DbSource[OracleConnection]):
         return sql.CON_EVENT_HISTOGRAM if major >= sql.CON_HISTOGRAM_SINCE else sql.EVENT_HISTOGRAM
 
     def _non_cdb(self) -> bool:
-        """A non-CDB: V$CONTAINERS shows it as one row with CON_ID 0 ("0: ... also used for rows in
-        non-CDBs", Oracle Database Reference, V$CONTAINERS,
-        https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-CONTAINERS.html)."""
+        """A non-CDB: V$DATABASE.CDB is NO (sql.DATABASE). Only where that could not be read, the
+        rows of V$CONTAINERS: one with CON_ID 0 ("0: ... also used for rows in non-CDBs", Oracle
+        Database Reference, V$CONTAINERS,
+        https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-CONTAINERS.html); a
+        login that may read neither is taken for a CDB (the histogram capability then says 0)."""
+        if self._names.cdb is not None:
+            return not self._names.cdb
         return set(self._names.containers) == {0}
 
     def _container_histograms(self) -> bool:
@@ -349,6 +354,8 @@ class OracleSource(DbSource[OracleConnection]):
         names.containers = dict(
             lookup(sql.CONTAINERS, lambda r: (id_value(r[0], "con_id"), text_value(r[1], "name")))
         )
+        cdb = lookup(sql.DATABASE, lambda r: text_value(r[0], "cdb").upper())
+        names.cdb = (cdb[0] == "YES") if cdb else None
 
         def numbered(r: Any) -> tuple[tuple[int, int], str]:
             return (id_value(r[1], "con_id"), id_value(r[0], "file#")), text_value(r[2], "name")

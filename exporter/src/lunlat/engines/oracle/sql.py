@@ -84,8 +84,15 @@ WHERE group_number <> 0""",
 
 INSTANCES = Query("instance", "SELECT inst_id, instance_name FROM gv$instance", per_scrape=False)
 
-# V$CONTAINERS lists the CDB root and its PDBs (a non-CDB shows one row, CON_ID 0).
+# V$CONTAINERS lists the CDB root and its PDBs (a non-CDB shows one row, CON_ID 0): their names.
 CONTAINERS = Query("containers", "SELECT con_id, name FROM v$containers", per_scrape=False)
+
+# Whether the database is a CDB: V$DATABASE.CDB is YES in a CDB, NO in a non-CDB (Oracle Database
+# Reference, V$DATABASE, 12.1 and later:
+# https://docs.oracle.com/en/database/oracle/oracle-database/19/refrn/V-DATABASE.html; the
+# OpenTelemetry Collector's oracledb receiver tells the two apart with the same statement,
+# open-telemetry/opentelemetry-collector-contrib receiver/oracledbreceiver, instanceCDBSQL).
+DATABASE = Query("database", "SELECT cdb FROM v$database", per_scrape=False)
 
 DATAFILES = Query("datafile", "SELECT file# AS file_no, con_id, name FROM v$datafile", per_scrape=False)
 
@@ -114,6 +121,7 @@ ALL_QUERIES: tuple[Query, ...] = (
     ASM_DISK,
     INSTANCES,
     CONTAINERS,
+    DATABASE,
     DATAFILES,
     TEMPFILES,
     LOGFILES,
@@ -131,6 +139,7 @@ VIEWS: tuple[str, ...] = (
     "gv$asm_disk_stat",
     "gv$instance",
     "v$containers",
+    "v$database",
     "v$datafile",
     "v$tempfile",
     "v$logfile",
