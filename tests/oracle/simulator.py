@@ -226,6 +226,18 @@ EVENTS = _events(
     # Data Guard ASYNC transport (Oracle Database Reference 12.2, C.3.3 "ASYNC Remote Write": TTnn's
     # asynchronous streaming RFSWRITE). Its wait class is this emulation's choice, as above.
     ("ASYNC Remote Write", "System I/O", False),
+    # Exadata cell I/O (Oracle Exadata System Software User's Guide, "Monitoring Cell Disk I/O Using
+    # Database Statistics and Wait Events"). Their wait class is this emulation's choice (User I/O;
+    # the lunlat source reads the events by name).
+    ("cell single block physical read", "User I/O", True),
+    ("cell multiblock physical read", "User I/O", True),
+    ("cell list of blocks physical read", "User I/O", True),
+    ("cell smart table scan", "User I/O", True),
+    ("cell smart index scan", "User I/O", True),
+    # An I/O event lunlat does not list, for the per-class series: class User I/O (Oracle Database
+    # True Cache User's Guide 23ai, appendix C "True Cache Wait Events",
+    # https://docs.oracle.com/en/database/oracle/oracle-database/23/odbtc/true-cache-wait-events.html).
+    ("True Cache: single block fetch", "User I/O", True),
     ("rdbms ipc message", "Idle", False),
     ("SQL*Net message from client", "Idle", True),
     ("latch: shared pool", "Concurrency", True),

@@ -608,7 +608,8 @@ class Corrupting:
 
             def execute(self, statement: str) -> None:
                 outer._inner.call_timeout = outer.call_timeout
-                self._gv = "gv$con_system_event" in statement
+                # The per-event statement (the per-class one reads the same view, grouped).
+                self._gv = "gv$con_system_event" in statement and "group by" not in statement.lower()
                 self._datafile = outer._lookups and "v$datafile" in statement
                 inner.execute(statement)
 
@@ -708,7 +709,8 @@ def test_rows_with_the_same_labels_are_summed_into_one_series_counted_and_said_o
     results = [source.collect(), source.collect()]
     for result in results:
         one_sample_per_series(result)
-        assert result.errors == Counter({"duplicate_row": 3})  # a file row, an event row, a bucket row
+        # A file row, an event row, a wait class row (from the same view), a bucket row.
+        assert result.errors == Counter({"duplicate_row": 4})
     # Every row's I/O is in its series, whichever row came first: the duplicated ones twice.
     reads, clean_reads = (
         values(results[0], oracle_metrics.ORACLE_FILE_READS),
@@ -723,7 +725,7 @@ def test_rows_with_the_same_labels_are_summed_into_one_series_counted_and_said_o
     assert len(waits) == len(clean_waits) == len(events)
     assert sum(waits.values()) == sum(clean_waits.values()) + events[0][3]
     said = [r for r in caplog.records if "same labels" in r.getMessage()]
-    assert len(said) == 3, [r.getMessage() for r in said]  # once per duplicated series, not per scrape
+    assert len(said) == 4, [r.getMessage() for r in said]  # once per duplicated series, not per scrape
 
 
 # --- what the login can read ---------------------------------------------------------------------
@@ -863,3 +865,53 @@ def test_a_non_cdb_is_told_by_v_database_cdb_not_by_the_rows_of_v_containers(hos
     emu.advance(60, DATA_READ)
     result = source_for(emu, host).collect()
     assert capability(result, "container_histograms") == {("oracle:Oracle", "container_histograms"): 0}
+
+
+# --- Exadata and the wait classes -----------------------------------------------------------------
+
+
+def test_exadata_cell_reads_are_wait_events_with_their_role_and_measure(host: FakeHost) -> None:
+    # On Exadata a buffer-cache single-block read waits 'cell single block physical read', the cell
+    # counterpart of 'db file sequential read' (events.py cites the Exadata guide).
+    emu = OracleEmulation()
+    emu.advance(
+        60,
+        Load(
+            IO("data", "read", 100, Constant(300), event="cell single block physical read"),
+            IO("data", "read", 10, Constant(2000), large_fraction=1.0, event="cell smart table scan"),
+            background=False,
+        ),
+    )
+    result = source_for(emu, host).collect()
+    labels = oracle_metrics.ORACLE_EVENT_LABELS
+    waits = values(result, oracle_metrics.ORACLE_WAITS)
+    seen = {k[labels.index("event")]: (k[labels.index("role")], k[labels.index("measure")]) for k in waits}
+    assert seen["cell single block physical read"] == ("data", "per_io")
+    assert seen["cell smart table scan"] == ("data", "time_spent")
+
+
+def test_the_wait_class_series_catch_io_events_lunlat_does_not_list(host: FakeHost) -> None:
+    # 'True Cache: single block fetch' is a User I/O event (Oracle True Cache guide, appendix C) that
+    # events.py does not list: the per-class series still counts its time, per container.
+    emu = OracleEmulation()
+    emu.advance(
+        60,
+        Load(
+            IO("data", "read", 100, Constant(500)),  # db file sequential read, User I/O
+            IO("data", "read", 50, Constant(1000), event="True Cache: single block fetch"),
+            IO("log", "write", 20, Constant(400)),  # log file parallel write, System I/O
+            background=False,
+        ),
+    )
+    result = source_for(emu, host).collect()
+    labels = oracle_metrics.ORACLE_WAIT_CLASS_LABELS
+    time_waited = values(result, oracle_metrics.ORACLE_WAIT_CLASS_TIME)
+    waits = values(result, oracle_metrics.ORACLE_WAIT_CLASS_WAITS)
+    by_class = {k[labels.index("wait_class")]: v for k, v in time_waited.items()}
+    assert by_class["User I/O"] == pytest.approx(6000 * 0.0005 + 3000 * 0.001)
+    assert by_class["System I/O"] == pytest.approx(1200 * 0.0004)
+    assert {k[labels.index("wait_class")]: v for k, v in waits.items()} == {
+        "User I/O": 9000,
+        "System I/O": 1200,
+    }
+    assert {k[labels.index("db")] for k in waits} == {"ORCL"}

@@ -12,6 +12,9 @@ ORACLE_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
 # 'SYNC Remote Write', SQL Server HADR_SYNC_COMMIT). `replica` is not a Role: no LUN has it, and
 # Role is what config files and LUN labels are checked against (so ROLE_PRIORITY needs no place).
 ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role", "measure")
+# Per wait class, the catch-all of the I/O wait events events.py does not list (new releases,
+# engineered systems): `wait_class` is 'User I/O' or 'System I/O'.
+ORACLE_WAIT_CLASS_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "wait_class")
 ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
 
 ORACLE_FILE_READS = MetricSpec(
@@ -107,6 +110,25 @@ ORACLE_FILE_SYNC_READ_TIME = MetricSpec(
     ORACLE_FILE_LABELS,
 )
 
+# The sum over every event of the class in V$CON_SYSTEM_EVENT (its WAIT_CLASS column), in µs like
+# the per-event series: Oracle Database Reference, V$CON_SYSTEM_EVENT and "Classes of Wait Events"
+# (User I/O, System I/O). oracle-db-appdev-monitoring publishes the same classes from
+# GV$SYSTEM_WAIT_CLASS, in centiseconds and per instance only.
+ORACLE_WAIT_CLASS_WAITS = MetricSpec(
+    "lunlat_oracle_wait_class_waits_total",
+    "counter",
+    "Waits for every event of an I/O wait class (User I/O, System I/O) in a container, listed or not "
+    "(V$CON_SYSTEM_EVENT.TOTAL_WAITS summed by WAIT_CLASS). Events of different kinds: no latency.",
+    ORACLE_WAIT_CLASS_LABELS,
+)
+ORACLE_WAIT_CLASS_TIME = MetricSpec(
+    "lunlat_oracle_wait_class_time_seconds_total",
+    "counter",
+    "Time waited for every event of an I/O wait class in a container, listed or not, in µs precision "
+    "(V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO summed by WAIT_CLASS).",
+    ORACLE_WAIT_CLASS_LABELS,
+)
+
 ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_FILE_READS,
     ORACLE_FILE_WRITES,
@@ -121,6 +143,8 @@ ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_ASM_WRITE_TIME,
     ORACLE_FILE_SYNC_READS,
     ORACLE_FILE_SYNC_READ_TIME,
+    ORACLE_WAIT_CLASS_WAITS,
+    ORACLE_WAIT_CLASS_TIME,
 )
 
 CAPABILITIES: tuple[Capability, ...] = (

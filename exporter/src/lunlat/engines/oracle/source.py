@@ -2,7 +2,7 @@
 
 One source per configured target, through python-oracledb in thin mode (no Instant Client). The
 connection is kept between scrapes (a login costs the database far more than the queries) and
-reopened with backoff when lost. Each scrape runs four static queries (oracle_sql); file names,
+reopened with backoff when lost. Each scrape runs five static queries (oracle_sql); file names,
 instance and container names are looked up on connect, every `names_refresh` seconds, and when a
 file number appears that the last lookup did not know. The release the login reports picks the
 wait histogram's level: per container from 18c, the whole instance's before (logged once).
@@ -268,6 +268,7 @@ class OracleSource(DbSource[OracleConnection]):
         ):
             self._look_up_names(conn, errors)
         events = self._query(conn, sql.SYSTEM_EVENT, errors)
+        classes = self._query(conn, sql.WAIT_CLASS, errors)
         histogram = self._query(conn, self._histogram, errors)
         asm = self._query(conn, sql.ASM_DISK, errors)
         # The disks first: an ASM file's `lun` is its disk group's LUNs.
@@ -276,6 +277,7 @@ class OracleSource(DbSource[OracleConnection]):
         families = [
             *self._file_families(iostat or [], errors),
             *self._event_families(events or [], errors),
+            *self._wait_class_families(classes or [], errors),
             self._histogram_family(histogram or [], errors),
             *asm_families,
             capabilities,
@@ -493,6 +495,28 @@ class OracleSource(DbSource[OracleConnection]):
 
         parsed = self._rows(rows, sql.SYSTEM_EVENT, errors, parse)
         for labels, (count, micro) in self._summed(parsed, sql.SYSTEM_EVENT, errors):
+            waits.add(labels, count)
+            time_waited.add(labels, micro)
+        return [waits, time_waited]
+
+    def _wait_class_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+        waits = Family(oracle_metrics.ORACLE_WAIT_CLASS_WAITS)
+        time_waited = Family(oracle_metrics.ORACLE_WAIT_CLASS_TIME, exponent=-6)  # µs, exact
+
+        def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
+            labels = self._label_set(
+                oracle_metrics.ORACLE_WAIT_CLASS_LABELS,
+                (
+                    self._target.name,
+                    self._db(id_value(row[1], "con_id")),
+                    self._instance(id_value(row[0], "inst_id")),
+                    text_value(row[2], "wait_class"),
+                ),
+            )
+            return labels, (count_value(row[3], "total_waits"), count_value(row[4], "time_waited_micro"))
+
+        parsed = self._rows(rows, sql.WAIT_CLASS, errors, parse)
+        for labels, (count, micro) in self._summed(parsed, sql.WAIT_CLASS, errors):
             waits.add(labels, count)
             time_waited.add(labels, micro)
         return [waits, time_waited]

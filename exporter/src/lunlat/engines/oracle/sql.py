@@ -51,6 +51,19 @@ WHERE event IN ({_EVENT_LIST})""",  # noqa: S608 - a constant list, no input
     per_scrape=True,
 )
 
+# Every event of the I/O wait classes, summed per class: the catch-all for events IO_EVENTS does
+# not list. WAIT_CLASS is a column of V$CON_SYSTEM_EVENT; 'User I/O' and 'System I/O' are the I/O
+# classes (Oracle Database Reference, V$CON_SYSTEM_EVENT and "Classes of Wait Events").
+WAIT_CLASS = Query(
+    "system_wait_class",
+    """SELECT inst_id, con_id, wait_class, SUM(total_waits) AS total_waits,
+       SUM(time_waited_micro) AS time_waited_micro
+FROM gv$con_system_event
+WHERE wait_class IN ('User I/O', 'System I/O')
+GROUP BY inst_id, con_id, wait_class""",
+    per_scrape=True,
+)
+
 EVENT_HISTOGRAM = Query(
     "event_histogram_micro",
     f"""SELECT inst_id, con_id, event, wait_time_micro, wait_count
@@ -116,6 +129,7 @@ ASM_DISKGROUPS = Query(
 ALL_QUERIES: tuple[Query, ...] = (
     IOSTAT_FILE,
     SYSTEM_EVENT,
+    WAIT_CLASS,
     EVENT_HISTOGRAM,
     CON_EVENT_HISTOGRAM,
     ASM_DISK,
