@@ -585,7 +585,10 @@ class Database:
         return [max(w, r) for w, r in zip(writes, remote, strict=True)]
 
     def _waiting_con_id(self, container: str | None) -> int:
-        """CON_ID of the container a wait is counted in (V$CON_SYSTEM_EVENT): 0 in a non-CDB."""
+        """CON_ID of the container a wait is counted in (V$CON_SYSTEM_EVENT): 0 in a non-CDB. A wait
+        of no container (background processes: LGWR, DBWR) is counted in CDB$ROOT, CON_ID 1: this
+        emulation's choice, no Oracle page found says where (docs/oracle.md, "Limits of what the
+        views say")."""
         if not self.cdb:
             return 0
         return self.con_id(container) if container is not None else 1

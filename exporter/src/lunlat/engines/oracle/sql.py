@@ -24,6 +24,9 @@ IO_EVENTS: dict[str, tuple[str, str]] = {e.name: (e.role, e.direction) for e in 
 _EVENT_LIST = ", ".join(f"'{event}'" for event in IO_EVENTS)
 
 
+# The FILETYPE_NAME strings are not listed by the Database Reference (it gives "ARCHIVELOG" as an
+# example only) and are not yet confirmed from another source: docs/oracle.md, "Limits of what the
+# views say".
 # SMALL_SYNC_READ_REQS / SMALL_SYNC_READ_LATENCY (ms) are the synchronous single-block reads, whose
 # latency is the full wait: the other service times of asynchronous I/O are not (Oracle Database
 # Reference, V$IOSTAT_FILE; 2 Day + Performance Tuning Guide, "Monitoring I/O").
