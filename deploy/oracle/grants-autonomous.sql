@@ -6,7 +6,7 @@
 -- gives "SELECT privileges on all data dictionary views", SELECT_CATALOG_ROLE (Oracle Autonomous
 -- Database Serverless, "ADMIN User Roles and Privileges",
 -- https://docs.oracle.com/en-us/iaas/autonomous-database-serverless/doc/autonomous-admin-user-roles.html).
--- That is more than the exporter reads (every catalog view, not the thirteen of sql.VIEWS): on
+-- That is more than the exporter reads (every catalog view, not the fourteen of sql.VIEWS): on
 -- Autonomous Database no narrower grant is documented.
 --
 -- Run it as ADMIN in SQL*Plus or SQLcl, connected to the database's service:

@@ -45,6 +45,10 @@ BEGIN
 END;
 /
 BEGIN
+  rdsadmin.rdsadmin_util.grant_sys_object(p_obj_name => 'GV_$ASM_DISK_IOSTAT', p_grantee => UPPER('&&lunlat_user'), p_privilege => 'SELECT');
+END;
+/
+BEGIN
   rdsadmin.rdsadmin_util.grant_sys_object(p_obj_name => 'GV_$INSTANCE', p_grantee => UPPER('&&lunlat_user'), p_privilege => 'SELECT');
 END;
 /

@@ -387,13 +387,24 @@ class Instance:
     events: dict[str, EventCounters] = field(default_factory=dict)
     con_events: dict[tuple[int, str], EventCounters] = field(default_factory=dict)  # (CON_ID, event)
     disks: dict[str, DiskCounters] = field(default_factory=dict)
+    # Other ASM clients' I/O on the disks (another database on the same disk group), as this node's
+    # ASM instance counts it: in V$ASM_DISK_STAT, not in this instance's V$ASM_DISK_IOSTAT rows.
+    foreign_disks: dict[str, DiskCounters] = field(default_factory=dict)
     carry: dict[object, float] = field(default_factory=dict)  # fractional requests not yet issued
     turn: dict[object, int] = field(default_factory=dict)  # round-robin position per spread
 
     def reset(self, now: datetime) -> None:
         self.startup = now
         self.generation += 1
-        for table in (self.iostat, self.events, self.con_events, self.disks, self.carry, self.turn):
+        for table in (
+            self.iostat,
+            self.events,
+            self.con_events,
+            self.disks,
+            self.foreign_disks,
+            self.carry,
+            self.turn,
+        ):
             table.clear()
 
 
@@ -634,6 +645,14 @@ class Database:
                 if k:
                     self._disk_io(inst, f, stream.direction, ns, k, size)
 
+    def other_client_io(self, path: str, reads: int, read_micros: float, inst_id: int = 1) -> None:
+        """Another database (another ASM client) reads the ASM disk `path` `reads` times, each taking
+        `read_micros`: V$ASM_DISK_STAT counts it, this database's V$ASM_DISK_IOSTAT rows do not."""
+        c = self.instances[inst_id].foreign_disks.setdefault(path, DiskCounters())
+        c.reads += reads
+        c.read_ns += round(reads * read_micros * 1000)
+        c.bytes_read += reads * 8192
+
     def _disk_io(
         self, inst: Instance, f: DbFile, direction: Direction, ns: int, count: int, size: int
     ) -> None:
@@ -822,10 +841,52 @@ def _con_histogram(db: Database, inst: Instance) -> list[Row]:
     ]
 
 
+def _all_clients(inst: Instance, path: str) -> DiskCounters:
+    """A disk's counters as its ASM instance keeps them: this database's I/O and every other client's."""
+    own, other = inst.disks.get(path) or DiskCounters(), inst.foreign_disks.get(path) or DiskCounters()
+    return DiskCounters(
+        *(
+            getattr(own, f) + getattr(other, f)
+            for f in ("reads", "writes", "read_ns", "write_ns", "bytes_read", "bytes_written")
+        )
+    )
+
+
+def _asm_disk_iostat(db: Database, inst: Instance) -> list[Row]:
+    # Per ASM client; "If this view is queried from the database instance, only the rows for that
+    # instance are shown" (Oracle Database Reference, V$ASM_DISK_IOSTAT,
+    # https://docs.oracle.com/en/database/oracle/oracle-database/21/refrn/V-ASM_DISK_IOSTAT.html):
+    # this instance's own I/O per disk of a mounted group; times in seconds.
+    out: list[Row] = []
+    for d in db.disks:
+        if d.group_number == 0:
+            continue
+        c = inst.disks.get(d.path) or DiskCounters()
+        out.append(
+            {
+                "INSTNAME": inst.name,
+                "DBNAME": db.name,
+                "GROUP_NUMBER": d.group_number,
+                "DISK_NUMBER": d.disk_number,
+                "FAILGROUP": d.name,
+                "READS": c.reads,
+                "WRITES": c.writes,
+                "READ_ERRS": 0,
+                "WRITE_ERRS": 0,
+                "READ_TIME": round(c.read_ns / 1e9, 6),
+                "WRITE_TIME": round(c.write_ns / 1e9, 6),
+                "BYTES_READ": c.bytes_read,
+                "BYTES_WRITTEN": c.bytes_written,
+                "CON_ID": 0,
+            }
+        )
+    return out
+
+
 def _asm_disk(db: Database, inst: Instance) -> list[Row]:
     out: list[Row] = []
     for d in db.disks:
-        c = inst.disks.get(d.path) or DiskCounters()
+        c = _all_clients(inst, d.path)
         member = d.group_number != 0
         out.append(
             {
@@ -1071,6 +1132,7 @@ _BUILDERS: dict[str, Callable[[Database, Instance], list[Row]]] = {
     "V$CON_EVENT_HISTOGRAM_MICRO": _con_histogram,
     "V$ASM_DISK_STAT": _asm_disk,
     "V$ASM_DISK": _asm_disk,
+    "V$ASM_DISK_IOSTAT": _asm_disk_iostat,
     "V$ASM_DISKGROUP_STAT": _asm_diskgroup,
     "V$ASM_DISKGROUP": _asm_diskgroup,
     "V$INSTANCE": _instance,
@@ -1140,6 +1202,12 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
         LAST_UPDATE_TIME VARCHAR2(73), CON_ID NUMBER"""),
     "V$ASM_DISK_STAT": _ASM_DISK,
     "V$ASM_DISK": _ASM_DISK,
+    # Oracle Database Reference 21c, V$ASM_DISK_IOSTAT (the columns lunlat's emulation fills and a few more).
+    "V$ASM_DISK_IOSTAT": _columns("""INSTNAME VARCHAR2(64), DBNAME VARCHAR2(8), CLUSTERNAME VARCHAR2(31),
+        GROUP_NUMBER NUMBER, DISK_NUMBER NUMBER, FAILGROUP VARCHAR2(30), SITE_NAME VARCHAR2(30),
+        READS NUMBER, WRITES NUMBER, READ_ERRS NUMBER, WRITE_ERRS NUMBER, READ_TIMEOUT NUMBER,
+        WRITE_TIMEOUT NUMBER, READ_TIME NUMBER, WRITE_TIME NUMBER, BYTES_READ NUMBER,
+        BYTES_WRITTEN NUMBER, CON_ID NUMBER"""),
     "V$ASM_DISKGROUP_STAT": _ASM_DISKGROUP,
     "V$ASM_DISKGROUP": _ASM_DISKGROUP,
     "V$INSTANCE": _columns("""INSTANCE_NUMBER NUMBER, INSTANCE_NAME VARCHAR2(16), HOST_NAME VARCHAR2(64),

@@ -915,3 +915,22 @@ def test_the_wait_class_series_catch_io_events_lunlat_does_not_list(host: FakeHo
         "System I/O": 1200,
     }
     assert {k[labels.index("db")] for k in waits} == {"ORCL"}
+
+
+def test_asm_disk_times_are_this_database_s_not_every_client_s(host: FakeHost) -> None:
+    # V$ASM_DISK_STAT counts a disk's I/O from every database on the disk group; V$ASM_DISK_IOSTAT
+    # "queried from the database instance" shows that instance's rows only (Oracle Database
+    # Reference, V$ASM_DISK_IOSTAT). Another database reading the same disks slowly must not show
+    # in this database's ASM disk series.
+    emu = OracleEmulation(asm=True)
+    emu.advance(60, Load(IO("data", "read", 100, Constant(500)), background=False))
+    disk = next(d.path for d in emu.db.disks if d.group_number != 0)
+    emu.db.other_client_io(disk, reads=1000, read_micros=20_000)
+    result = source_for(emu, host).collect()
+    labels = oracle_metrics.ORACLE_ASM_LABELS
+    reads = values(result, oracle_metrics.ORACLE_ASM_READS)
+    read_time = values(result, oracle_metrics.ORACLE_ASM_READ_TIME)
+    assert sum(reads.values()) == 6000
+    for key, n in reads.items():
+        if n:
+            assert read_time[key] / n == pytest.approx(0.0005, rel=1e-6), key[labels.index("path")]

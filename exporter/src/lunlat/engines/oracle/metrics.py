@@ -68,25 +68,25 @@ ORACLE_WAIT_DURATION = MetricSpec(
 ORACLE_ASM_READS = MetricSpec(
     "lunlat_oracle_asm_disk_reads_total",
     "counter",
-    "Reads of an ASM disk (V$ASM_DISK_STAT.READS).",
+    "This database instance's reads of an ASM disk (V$ASM_DISK_IOSTAT.READS, per ASM client).",
     ORACLE_ASM_LABELS,
 )
 ORACLE_ASM_WRITES = MetricSpec(
     "lunlat_oracle_asm_disk_writes_total",
     "counter",
-    "Writes of an ASM disk (V$ASM_DISK_STAT.WRITES).",
+    "This database instance's writes of an ASM disk (V$ASM_DISK_IOSTAT.WRITES, per ASM client).",
     ORACLE_ASM_LABELS,
 )
 ORACLE_ASM_READ_TIME = MetricSpec(
     "lunlat_oracle_asm_disk_read_time_seconds_total",
     "counter",
-    "Time summed over an ASM disk's reads (V$ASM_DISK_STAT.READ_TIME, seconds).",
+    "Time summed over this instance's reads of an ASM disk (V$ASM_DISK_IOSTAT.READ_TIME, seconds).",
     ORACLE_ASM_LABELS,
 )
 ORACLE_ASM_WRITE_TIME = MetricSpec(
     "lunlat_oracle_asm_disk_write_time_seconds_total",
     "counter",
-    "Time summed over an ASM disk's writes (V$ASM_DISK_STAT.WRITE_TIME, seconds).",
+    "Time summed over this instance's writes of an ASM disk (V$ASM_DISK_IOSTAT.WRITE_TIME, seconds).",
     ORACLE_ASM_LABELS,
 )
 
@@ -150,7 +150,7 @@ ORACLE_METRICS: tuple[MetricSpec, ...] = (
 CAPABILITIES: tuple[Capability, ...] = (
     Capability(
         "asm",
-        "Oracle: the ASM disks under files named +GROUP/... (GV$ASM_DISK_STAT), and so those files' lun",
+        "Oracle: the ASM disks under files named +GROUP/... (GV$ASM_DISK_STAT with GV$ASM_DISK_IOSTAT), and so those files' lun",
         fixable=True,
     ),
     Capability(

@@ -6,7 +6,7 @@ Tests run these exact strings on an emulation of the views, translated by sqlglo
 dialect (whose parser also rejects what Oracle would not accept).
 
 Units: V$IOSTAT_FILE service times are milliseconds, V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO and
-V$(CON_)EVENT_HISTOGRAM_MICRO.WAIT_TIME_MICRO microseconds, V$ASM_DISK_STAT.READ_TIME/WRITE_TIME seconds.
+V$(CON_)EVENT_HISTOGRAM_MICRO.WAIT_TIME_MICRO microseconds, V$ASM_DISK_IOSTAT.READ_TIME/WRITE_TIME seconds.
 The rounded centisecond/millisecond columns (TIME_WAITED, AVERAGE_WAIT, V$FILESTAT) are never read.
 """
 
@@ -89,12 +89,21 @@ WHERE event IN ({_EVENT_LIST})""",  # noqa: S608 - a constant list, no input
 )
 CON_HISTOGRAM_SINCE = 18
 
-# Disk group 0 holds candidate and former disks, which no database file lives on.
+# Per disk, this database's own I/O: V$ASM_DISK_IOSTAT is per ASM client, and "If this view is
+# queried from the database instance, only the rows for that instance are shown"; READ_TIME and
+# WRITE_TIME in seconds (Oracle Database Reference, V$ASM_DISK_IOSTAT,
+# https://docs.oracle.com/en/database/oracle/oracle-database/21/refrn/V-ASM_DISK_IOSTAT.html).
+# V$ASM_DISK_STAT's own counters are every client's (every database on the disk group): only its
+# disk name and path are read, for the LUN. Disk group 0 holds candidate and former disks, which no
+# database file lives on.
 ASM_DISK = Query(
     "asm_disk_stat",
-    """SELECT inst_id, group_number, disk_number, name, path, reads, writes, read_time, write_time
-FROM gv$asm_disk_stat
-WHERE group_number <> 0""",
+    """SELECT d.inst_id, d.group_number, d.disk_number, d.name, d.path,
+       i.reads, i.writes, i.read_time, i.write_time
+FROM gv$asm_disk_stat d
+JOIN gv$asm_disk_iostat i
+  ON i.inst_id = d.inst_id AND i.group_number = d.group_number AND i.disk_number = d.disk_number
+WHERE d.group_number <> 0""",
     per_scrape=True,
 )
 
@@ -154,6 +163,7 @@ VIEWS: tuple[str, ...] = (
     "gv$event_histogram_micro",
     "gv$con_event_histogram_micro",
     "gv$asm_disk_stat",
+    "gv$asm_disk_iostat",
     "gv$instance",
     "v$containers",
     "v$database",
@@ -167,4 +177,6 @@ VIEWS: tuple[str, ...] = (
 
 def views_of(query: Query) -> tuple[str, ...]:
     """The views of VIEWS a statement reads (its FROM clause), for log lines."""
-    return tuple(v for v in VIEWS if re.search(rf"\bfrom\s+{re.escape(v)}\b", query.sql, re.IGNORECASE))
+    return tuple(
+        v for v in VIEWS if re.search(rf"\b(?:from|join)\s+{re.escape(v)}\b", query.sql, re.IGNORECASE)
+    )
