@@ -25,8 +25,9 @@ _EVENT_LIST = ", ".join(f"'{event}'" for event in IO_EVENTS)
 
 
 # The FILETYPE_NAME strings are not listed by the Database Reference (it gives "ARCHIVELOG" as an
-# example only) and are not yet confirmed from another source: docs/oracle.md, "Limits of what the
-# views say".
+# example only): 'Data File' and 'Temp File' are what a published DBA script filters on (a copy in
+# aliostad/deep-learning-lang-detection data/test/sql/f242bc6229fb8a031dd847d4e344a13ec6c39aa7show_io_info.sql);
+# 'Log File' and 'Control File' are not confirmed yet (docs/oracle.md, "Limits of what the views say").
 # SMALL_SYNC_READ_REQS / SMALL_SYNC_READ_LATENCY (ms) are the synchronous single-block reads, whose
 # latency is the full wait: the other service times of asynchronous I/O are not (Oracle Database
 # Reference, V$IOSTAT_FILE; 2 Day + Performance Tuning Guide, "Monitoring I/O").
