@@ -1,6 +1,6 @@
 -- lunlat: a least-privilege Oracle user for the exporter's oracle source (Oracle 12.2 or later).
 --
--- It gets CREATE SESSION and SELECT on exactly the twelve V$/GV$ views the exporter reads
+-- It gets CREATE SESSION and SELECT on exactly the fourteen V$/GV$ views the exporter reads
 -- (exporter/src/lunlat/engines/oracle/sql.py, VIEWS; tests/oracle/test_deploy.py keeps the two
 -- equal), nothing else: no SELECT ANY DICTIONARY, no SELECT_CATALOG_ROLE, no ASH/AWR views (those
 -- need the Diagnostics Pack licence). V$X is a public synonym of SYS.V_$X and GV$X of SYS.GV_$X:
@@ -60,17 +60,24 @@ GRANT SELECT ON SYS.GV_$CON_SYSTEM_EVENT TO &&lunlat_user &&lunlat_container;
 -- (lunlat_oracle_wait_event_duration_seconds, db empty), read on releases before 18c (below:
 -- con_event_histogram_micro). Without it there the histogram is missing.
 GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO &&lunlat_user &&lunlat_container;
--- asm_disk_stat: per ASM disk reads, writes and times (lunlat_oracle_asm_disk_*); no rows without
+-- asm_disk_stat: the ASM disks' names and paths (lunlat_oracle_asm_disk_*); no rows without
 -- ASM, and none from a PDB (Oracle Database Reference, V$ASM_DISK_STAT): for ASM, log in to CDB$ROOT
 -- as C##LUNLAT. Without it (or from a PDB) those series are missing, ASM files get an empty lun and
 -- lunlat_source_capability{capability="asm"} is 0.
 GRANT SELECT ON SYS.GV_$ASM_DISK_STAT TO &&lunlat_user &&lunlat_container;
+-- asm_disk_stat: also this database's own reads, writes and times per ASM disk from
+-- V$ASM_DISK_IOSTAT (V$ASM_DISK_STAT's counters are every database's on the disk group). Without
+-- it the ASM disk series are missing, as above.
+GRANT SELECT ON SYS.GV_$ASM_DISK_IOSTAT TO &&lunlat_user &&lunlat_container;
 
 -- Name lookups, run on connect and every five minutes.
 -- instance: instance names. Without it the db_instance label is the INST_ID number.
 GRANT SELECT ON SYS.GV_$INSTANCE TO &&lunlat_user &&lunlat_container;
 -- containers: CDB root and PDB names. Without it the db label is the CON_ID number.
 GRANT SELECT ON SYS.V_$CONTAINERS TO &&lunlat_user &&lunlat_container;
+-- database: V$DATABASE.CDB, whether the database is a CDB. Without it the exporter guesses from
+-- V$CONTAINERS' rows.
+GRANT SELECT ON SYS.V_$DATABASE TO &&lunlat_user &&lunlat_container;
 -- datafile: data file paths, mapped to LUNs. Without it data files show as file="file#N", no lun.
 GRANT SELECT ON SYS.V_$DATAFILE TO &&lunlat_user &&lunlat_container;
 -- tempfile: temp file paths. Without it temp files show as file="file#N", no lun.

@@ -226,6 +226,18 @@ EVENTS = _events(
     # Data Guard ASYNC transport (Oracle Database Reference 12.2, C.3.3 "ASYNC Remote Write": TTnn's
     # asynchronous streaming RFSWRITE). Its wait class is this emulation's choice, as above.
     ("ASYNC Remote Write", "System I/O", False),
+    # Exadata cell I/O (Oracle Exadata System Software User's Guide, "Monitoring Cell Disk I/O Using
+    # Database Statistics and Wait Events"). Their wait class is this emulation's choice (User I/O;
+    # the lunlat source reads the events by name).
+    ("cell single block physical read", "User I/O", True),
+    ("cell multiblock physical read", "User I/O", True),
+    ("cell list of blocks physical read", "User I/O", True),
+    ("cell smart table scan", "User I/O", True),
+    ("cell smart index scan", "User I/O", True),
+    # An I/O event lunlat does not list, for the per-class series: class User I/O (Oracle Database
+    # True Cache User's Guide 23ai, appendix C "True Cache Wait Events",
+    # https://docs.oracle.com/en/database/oracle/oracle-database/23/odbtc/true-cache-wait-events.html).
+    ("True Cache: single block fetch", "User I/O", True),
     ("rdbms ipc message", "Idle", False),
     ("SQL*Net message from client", "Idle", True),
     ("latch: shared pool", "Concurrency", True),
@@ -375,13 +387,24 @@ class Instance:
     events: dict[str, EventCounters] = field(default_factory=dict)
     con_events: dict[tuple[int, str], EventCounters] = field(default_factory=dict)  # (CON_ID, event)
     disks: dict[str, DiskCounters] = field(default_factory=dict)
+    # Other ASM clients' I/O on the disks (another database on the same disk group), as this node's
+    # ASM instance counts it: in V$ASM_DISK_STAT, not in this instance's V$ASM_DISK_IOSTAT rows.
+    foreign_disks: dict[str, DiskCounters] = field(default_factory=dict)
     carry: dict[object, float] = field(default_factory=dict)  # fractional requests not yet issued
     turn: dict[object, int] = field(default_factory=dict)  # round-robin position per spread
 
     def reset(self, now: datetime) -> None:
         self.startup = now
         self.generation += 1
-        for table in (self.iostat, self.events, self.con_events, self.disks, self.carry, self.turn):
+        for table in (
+            self.iostat,
+            self.events,
+            self.con_events,
+            self.disks,
+            self.foreign_disks,
+            self.carry,
+            self.turn,
+        ):
             table.clear()
 
 
@@ -573,7 +596,10 @@ class Database:
         return [max(w, r) for w, r in zip(writes, remote, strict=True)]
 
     def _waiting_con_id(self, container: str | None) -> int:
-        """CON_ID of the container a wait is counted in (V$CON_SYSTEM_EVENT): 0 in a non-CDB."""
+        """CON_ID of the container a wait is counted in (V$CON_SYSTEM_EVENT): 0 in a non-CDB. A wait
+        of no container (background processes: LGWR, DBWR) is counted in CDB$ROOT, CON_ID 1: this
+        emulation's choice, no Oracle page found says where (docs/oracle.md, "Limits of what the
+        views say")."""
         if not self.cdb:
             return 0
         return self.con_id(container) if container is not None else 1
@@ -618,6 +644,14 @@ class Database:
             for f, k in zip(members, per_member, strict=True):
                 if k:
                     self._disk_io(inst, f, stream.direction, ns, k, size)
+
+    def other_client_io(self, path: str, reads: int, read_micros: float, inst_id: int = 1) -> None:
+        """Another database (another ASM client) reads the ASM disk `path` `reads` times, each taking
+        `read_micros`: V$ASM_DISK_STAT counts it, this database's V$ASM_DISK_IOSTAT rows do not."""
+        c = self.instances[inst_id].foreign_disks.setdefault(path, DiskCounters())
+        c.reads += reads
+        c.read_ns += round(reads * read_micros * 1000)
+        c.bytes_read += reads * 8192
 
     def _disk_io(
         self, inst: Instance, f: DbFile, direction: Direction, ns: int, count: int, size: int
@@ -807,10 +841,52 @@ def _con_histogram(db: Database, inst: Instance) -> list[Row]:
     ]
 
 
+def _all_clients(inst: Instance, path: str) -> DiskCounters:
+    """A disk's counters as its ASM instance keeps them: this database's I/O and every other client's."""
+    own, other = inst.disks.get(path) or DiskCounters(), inst.foreign_disks.get(path) or DiskCounters()
+    return DiskCounters(
+        *(
+            getattr(own, f) + getattr(other, f)
+            for f in ("reads", "writes", "read_ns", "write_ns", "bytes_read", "bytes_written")
+        )
+    )
+
+
+def _asm_disk_iostat(db: Database, inst: Instance) -> list[Row]:
+    # Per ASM client; "If this view is queried from the database instance, only the rows for that
+    # instance are shown" (Oracle Database Reference, V$ASM_DISK_IOSTAT,
+    # https://docs.oracle.com/en/database/oracle/oracle-database/21/refrn/V-ASM_DISK_IOSTAT.html):
+    # this instance's own I/O per disk of a mounted group; times in seconds.
+    out: list[Row] = []
+    for d in db.disks:
+        if d.group_number == 0:
+            continue
+        c = inst.disks.get(d.path) or DiskCounters()
+        out.append(
+            {
+                "INSTNAME": inst.name,
+                "DBNAME": db.name,
+                "GROUP_NUMBER": d.group_number,
+                "DISK_NUMBER": d.disk_number,
+                "FAILGROUP": d.name,
+                "READS": c.reads,
+                "WRITES": c.writes,
+                "READ_ERRS": 0,
+                "WRITE_ERRS": 0,
+                "READ_TIME": round(c.read_ns / 1e9, 6),
+                "WRITE_TIME": round(c.write_ns / 1e9, 6),
+                "BYTES_READ": c.bytes_read,
+                "BYTES_WRITTEN": c.bytes_written,
+                "CON_ID": 0,
+            }
+        )
+    return out
+
+
 def _asm_disk(db: Database, inst: Instance) -> list[Row]:
     out: list[Row] = []
     for d in db.disks:
-        c = inst.disks.get(d.path) or DiskCounters()
+        c = _all_clients(inst, d.path)
         member = d.group_number != 0
         out.append(
             {
@@ -1029,6 +1105,21 @@ def _controlfile(db: Database, inst: Instance) -> list[Row]:
     ]
 
 
+def _database(db: Database, inst: Instance) -> list[Row]:
+    # CDB: YES in a CDB, NO in a non-CDB (Oracle Database Reference, V$DATABASE, 12.1 and later:
+    # https://docs.oracle.com/en/database/oracle/oracle-database/19/refrn/V-DATABASE.html). One row
+    # per instance, the database's; CON_ID 0 ("rows that pertain to the entire CDB", or a non-CDB).
+    return [
+        {
+            "DBID": db.dbid,
+            "NAME": db.name,
+            "DATABASE_ROLE": "PRIMARY",
+            "CDB": "YES" if db.cdb else "NO",
+            "CON_ID": 0,
+        }
+    ]
+
+
 def _dual(db: Database, inst: Instance) -> list[Row]:
     return [{"DUMMY": "X"}]
 
@@ -1041,10 +1132,12 @@ _BUILDERS: dict[str, Callable[[Database, Instance], list[Row]]] = {
     "V$CON_EVENT_HISTOGRAM_MICRO": _con_histogram,
     "V$ASM_DISK_STAT": _asm_disk,
     "V$ASM_DISK": _asm_disk,
+    "V$ASM_DISK_IOSTAT": _asm_disk_iostat,
     "V$ASM_DISKGROUP_STAT": _asm_diskgroup,
     "V$ASM_DISKGROUP": _asm_diskgroup,
     "V$INSTANCE": _instance,
     "V$CONTAINERS": _containers,
+    "V$DATABASE": _database,
     "V$DATAFILE": _datafile,
     "V$TEMPFILE": _tempfile,
     "V$LOGFILE": _logfile,
@@ -1109,6 +1202,12 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
         LAST_UPDATE_TIME VARCHAR2(73), CON_ID NUMBER"""),
     "V$ASM_DISK_STAT": _ASM_DISK,
     "V$ASM_DISK": _ASM_DISK,
+    # Oracle Database Reference 21c, V$ASM_DISK_IOSTAT (the columns lunlat's emulation fills and a few more).
+    "V$ASM_DISK_IOSTAT": _columns("""INSTNAME VARCHAR2(64), DBNAME VARCHAR2(8), CLUSTERNAME VARCHAR2(31),
+        GROUP_NUMBER NUMBER, DISK_NUMBER NUMBER, FAILGROUP VARCHAR2(30), SITE_NAME VARCHAR2(30),
+        READS NUMBER, WRITES NUMBER, READ_ERRS NUMBER, WRITE_ERRS NUMBER, READ_TIMEOUT NUMBER,
+        WRITE_TIMEOUT NUMBER, READ_TIME NUMBER, WRITE_TIME NUMBER, BYTES_READ NUMBER,
+        BYTES_WRITTEN NUMBER, CON_ID NUMBER"""),
     "V$ASM_DISKGROUP_STAT": _ASM_DISKGROUP,
     "V$ASM_DISKGROUP": _ASM_DISKGROUP,
     "V$INSTANCE": _columns("""INSTANCE_NUMBER NUMBER, INSTANCE_NAME VARCHAR2(16), HOST_NAME VARCHAR2(64),
@@ -1143,5 +1242,9 @@ VIEWS: dict[str, tuple[tuple[str, str], ...]] = {
         IS_RECOVERY_DEST_FILE VARCHAR2(3), CON_ID NUMBER"""),
     "V$CONTROLFILE": _columns("""STATUS VARCHAR2(7), NAME VARCHAR2(513), IS_RECOVERY_DEST_FILE VARCHAR2(3),
         BLOCK_SIZE NUMBER, FILE_SIZE_BLKS NUMBER, CON_ID NUMBER"""),
+    # The columns lunlat's emulation models (the view has many more; a statement naming another one
+    # fails as an unknown column here, so the model says which it knows).
+    "V$DATABASE": _columns("""DBID NUMBER, NAME VARCHAR2(9), DATABASE_ROLE VARCHAR2(16), CDB VARCHAR2(3),
+        CON_ID NUMBER"""),
     "DUAL": _columns("DUMMY VARCHAR2(1)"),
 }

@@ -520,3 +520,45 @@ def git_ignores(path: Path) -> bool:
     )
     assert done.returncode in (0, 1), f"git check-ignore failed for {path}"
     return done.returncode == 0
+
+
+# --- grants-rds.sql: Amazon RDS for Oracle, no SYSDBA ---------------------------------------------
+
+RDS_GRANT = re.compile(
+    r"BEGIN rdsadmin\.rdsadmin_util\.grant_sys_object\(p_obj_name => '(?P<object>[A-Z_$]+)', "
+    r"p_grantee => UPPER\('&&lunlat_user'\), p_privilege => 'SELECT'\); END;"
+)
+
+
+def test_the_rds_script_grants_through_rdsadmin_exactly_what_grants_sql_grants() -> None:
+    # RDS has no SYSDBA: a SYS view is granted with rdsadmin.rdsadmin_util.grant_sys_object, named
+    # without the SYS. prefix and in upper case (Amazon RDS User Guide, cited in the script).
+    rds = sqlplus_script(ORACLE / "grants-rds.sql")
+    calls = [s for s in rds if s.kind == "plsql"]
+    objects: Counter[str] = Counter()
+    for call in calls:
+        match = RDS_GRANT.fullmatch(call.text)
+        assert match, f"unexpected block: {call.text}"
+        objects[match["object"]] += 1
+    assert objects == Counter(sys_view(v).removeprefix("SYS.") for v in oracle_sql.VIEWS)
+    sql_statements = [s.text for s in rds if s.kind == "sql"]
+    assert sql_statements == [
+        'CREATE USER &&lunlat_user IDENTIFIED BY "&&lunlat_password"',
+        "GRANT CREATE SESSION TO &&lunlat_user",
+    ]
+    # The view only 18c and later have may fail without stopping the script, like in grants.sql.
+    commands = [s.text for s in rds if s.kind == "sqlplus"]
+    assert commands[-2:] == ["WHENEVER SQLERROR CONTINUE", "UNDEFINE lunlat_password"]
+    last = calls[-1].text
+    assert "GV_$CON_EVENT_HISTOGRAM_MICRO" in last
+
+
+def test_the_autonomous_script_grants_the_catalog_role_its_admin_may_grant_and_nothing_else() -> None:
+    # Autonomous Database: ADMIN has no SYSDBA and cannot grant on SYS objects; it may grant
+    # SELECT_CATALOG_ROLE (Oracle, "ADMIN User Roles and Privileges", cited in the script).
+    script = sqlplus_script(ORACLE / "grants-autonomous.sql")
+    assert [s.text for s in script if s.kind != "sqlplus"] == [
+        'CREATE USER &&lunlat_user IDENTIFIED BY "&&lunlat_password"',
+        "GRANT CREATE SESSION TO &&lunlat_user",
+        "GRANT SELECT_CATALOG_ROLE TO &&lunlat_user",
+    ]

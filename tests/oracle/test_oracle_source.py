@@ -608,7 +608,8 @@ class Corrupting:
 
             def execute(self, statement: str) -> None:
                 outer._inner.call_timeout = outer.call_timeout
-                self._gv = "gv$con_system_event" in statement
+                # The per-event statement (the per-class one reads the same view, grouped).
+                self._gv = "gv$con_system_event" in statement and "group by" not in statement.lower()
                 self._datafile = outer._lookups and "v$datafile" in statement
                 inner.execute(statement)
 
@@ -708,7 +709,8 @@ def test_rows_with_the_same_labels_are_summed_into_one_series_counted_and_said_o
     results = [source.collect(), source.collect()]
     for result in results:
         one_sample_per_series(result)
-        assert result.errors == Counter({"duplicate_row": 3})  # a file row, an event row, a bucket row
+        # A file row, an event row, a wait class row (from the same view), a bucket row.
+        assert result.errors == Counter({"duplicate_row": 4})
     # Every row's I/O is in its series, whichever row came first: the duplicated ones twice.
     reads, clean_reads = (
         values(results[0], oracle_metrics.ORACLE_FILE_READS),
@@ -723,7 +725,7 @@ def test_rows_with_the_same_labels_are_summed_into_one_series_counted_and_said_o
     assert len(waits) == len(clean_waits) == len(events)
     assert sum(waits.values()) == sum(clean_waits.values()) + events[0][3]
     said = [r for r in caplog.records if "same labels" in r.getMessage()]
-    assert len(said) == 3, [r.getMessage() for r in said]  # once per duplicated series, not per scrape
+    assert len(said) == 4, [r.getMessage() for r in said]  # once per duplicated series, not per scrape
 
 
 # --- what the login can read ---------------------------------------------------------------------
@@ -843,3 +845,92 @@ def test_before_18c_the_histograms_are_instance_wide_and_the_missing_view_is_nev
     assert {db for db, _ in counts} == {""}
     said = [r.getMessage() for r in caplog.records if "histograms are instance-wide" in r.getMessage()]
     assert len(said) == 1, said
+
+
+# --- what kind of database the login is on ------------------------------------------------------
+
+
+def test_a_non_cdb_is_told_by_v_database_cdb_not_by_the_rows_of_v_containers(host: FakeHost) -> None:
+    # V$DATABASE.CDB says whether the database is a CDB (Oracle Database Reference, V$DATABASE; the
+    # OpenTelemetry oracledb receiver reads the same column). Without V$CONTAINERS (its grant revoked)
+    # a 12.2 non-CDB's instance-wide histogram is still its own: the capability stays 1.
+    emu = OracleEmulation(cdb=False, version="12.2.0.1.0")
+    emu.revoke("v$containers")
+    emu.advance(60, DATA_READ)
+    result = source_for(emu, host).collect()
+    assert capability(result, "container_histograms") == {("oracle:Oracle", "container_histograms"): 1}
+    # A 12.2 CDB root: the histogram is the instance's, not any container's.
+    emu = OracleEmulation(cdb=True, pdbs=("SALES",), version="12.2.0.1.0")
+    emu.revoke("v$containers")
+    emu.advance(60, DATA_READ)
+    result = source_for(emu, host).collect()
+    assert capability(result, "container_histograms") == {("oracle:Oracle", "container_histograms"): 0}
+
+
+# --- Exadata and the wait classes -----------------------------------------------------------------
+
+
+def test_exadata_cell_reads_are_wait_events_with_their_role_and_measure(host: FakeHost) -> None:
+    # On Exadata a buffer-cache single-block read waits 'cell single block physical read', the cell
+    # counterpart of 'db file sequential read' (events.py cites the Exadata guide).
+    emu = OracleEmulation()
+    emu.advance(
+        60,
+        Load(
+            IO("data", "read", 100, Constant(300), event="cell single block physical read"),
+            IO("data", "read", 10, Constant(2000), large_fraction=1.0, event="cell smart table scan"),
+            background=False,
+        ),
+    )
+    result = source_for(emu, host).collect()
+    labels = oracle_metrics.ORACLE_EVENT_LABELS
+    waits = values(result, oracle_metrics.ORACLE_WAITS)
+    seen = {k[labels.index("event")]: (k[labels.index("role")], k[labels.index("measure")]) for k in waits}
+    assert seen["cell single block physical read"] == ("data", "per_io")
+    assert seen["cell smart table scan"] == ("data", "time_spent")
+
+
+def test_the_wait_class_series_catch_io_events_lunlat_does_not_list(host: FakeHost) -> None:
+    # 'True Cache: single block fetch' is a User I/O event (Oracle True Cache guide, appendix C) that
+    # events.py does not list: the per-class series still counts its time, per container.
+    emu = OracleEmulation()
+    emu.advance(
+        60,
+        Load(
+            IO("data", "read", 100, Constant(500)),  # db file sequential read, User I/O
+            IO("data", "read", 50, Constant(1000), event="True Cache: single block fetch"),
+            IO("log", "write", 20, Constant(400)),  # log file parallel write, System I/O
+            background=False,
+        ),
+    )
+    result = source_for(emu, host).collect()
+    labels = oracle_metrics.ORACLE_WAIT_CLASS_LABELS
+    time_waited = values(result, oracle_metrics.ORACLE_WAIT_CLASS_TIME)
+    waits = values(result, oracle_metrics.ORACLE_WAIT_CLASS_WAITS)
+    by_class = {k[labels.index("wait_class")]: v for k, v in time_waited.items()}
+    assert by_class["User I/O"] == pytest.approx(6000 * 0.0005 + 3000 * 0.001)
+    assert by_class["System I/O"] == pytest.approx(1200 * 0.0004)
+    assert {k[labels.index("wait_class")]: v for k, v in waits.items()} == {
+        "User I/O": 9000,
+        "System I/O": 1200,
+    }
+    assert {k[labels.index("db")] for k in waits} == {"ORCL"}
+
+
+def test_asm_disk_times_are_this_database_s_not_every_client_s(host: FakeHost) -> None:
+    # V$ASM_DISK_STAT counts a disk's I/O from every database on the disk group; V$ASM_DISK_IOSTAT
+    # "queried from the database instance" shows that instance's rows only (Oracle Database
+    # Reference, V$ASM_DISK_IOSTAT). Another database reading the same disks slowly must not show
+    # in this database's ASM disk series.
+    emu = OracleEmulation(asm=True)
+    emu.advance(60, Load(IO("data", "read", 100, Constant(500)), background=False))
+    disk = next(d.path for d in emu.db.disks if d.group_number != 0)
+    emu.db.other_client_io(disk, reads=1000, read_micros=20_000)
+    result = source_for(emu, host).collect()
+    labels = oracle_metrics.ORACLE_ASM_LABELS
+    reads = values(result, oracle_metrics.ORACLE_ASM_READS)
+    read_time = values(result, oracle_metrics.ORACLE_ASM_READ_TIME)
+    assert sum(reads.values()) == 6000
+    for key, n in reads.items():
+        if n:
+            assert read_time[key] / n == pytest.approx(0.0005, rel=1e-6), key[labels.index("path")]

@@ -74,6 +74,22 @@ REDO_TRANSPORT_PING_REFERENCE: Final = (
     "https://docs.oracle.com/cd/E57425_01/121/REFRN/GUID-31227DEF-BF98-4202-827B-5B338473A4AD.htm"
 )
 REPLICA: Final = "replica"
+# Exadata: the database reads through the storage cells and waits on cell events instead of the
+# 'db file ...' ones (Oracle Exadata System Software User's Guide, 6.3.9.2 "Monitoring Cell Disk I/O
+# Using Database Statistics and Wait Events", and 6.3.7.2 "Monitoring Smart I/O Using Database
+# Statistics and Wait Events"). The guide names each by its non-Exadata counterpart, whose measure
+# it takes: 'cell single block physical read' as 'db file sequential read' (one block, one wait),
+# 'cell multiblock physical read' as 'db file scattered read', 'cell list of blocks physical read'
+# as 'db file parallel read' (a batch); the smart scans wait for cells to return offloaded scan
+# results asynchronously, so only their time counts.
+EXADATA_REFERENCE: Final = (
+    "https://docs.oracle.com/en/engineered-systems/exadata-database-machine/sagug/"
+    "monitoring-cell-disk-io-using-db-stats-and-wait-events.html"
+)
+EXADATA_SMART_IO_REFERENCE: Final = (
+    "https://docs.oracle.com/en/engineered-systems/exadata-database-machine/sagug/"
+    "monitoring-smart-io-using-db-stats-and-wait-events.html"
+)
 
 EVENTS: Final[tuple[WaitEvent, ...]] = (
     WaitEvent(
@@ -173,6 +189,46 @@ EVENTS: Final[tuple[WaitEvent, ...]] = (
         "write",
         "per_io",
         "one write to every control file; the wait ends when all copies are written",
+    ),
+    WaitEvent(
+        "cell single block physical read",
+        "data",
+        "read",
+        "per_io",
+        "Exadata: one single-block read from a storage cell, the cell's 'db file sequential read'",
+        EXADATA_REFERENCE,
+    ),
+    WaitEvent(
+        "cell multiblock physical read",
+        "data",
+        "read",
+        "per_io",
+        "Exadata: one multiblock read from a storage cell, the cell's 'db file scattered read'",
+        EXADATA_REFERENCE,
+    ),
+    WaitEvent(
+        "cell list of blocks physical read",
+        "data",
+        "read",
+        "time_spent",
+        "Exadata: a batch of non-contiguous block reads from the cells, the cell's 'db file parallel read'",
+        EXADATA_REFERENCE,
+    ),
+    WaitEvent(
+        "cell smart table scan",
+        "data",
+        "read",
+        "time_spent",
+        "Exadata: a session waits for the cells' offloaded table scan results, many I/Os per wait",
+        EXADATA_SMART_IO_REFERENCE,
+    ),
+    WaitEvent(
+        "cell smart index scan",
+        "data",
+        "read",
+        "time_spent",
+        "Exadata: a session waits for the cells' offloaded fast full index scan results",
+        EXADATA_SMART_IO_REFERENCE,
     ),
     WaitEvent(
         "SYNC Remote Write",

@@ -12,12 +12,16 @@ ORACLE_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
 # 'SYNC Remote Write', SQL Server HADR_SYNC_COMMIT). `replica` is not a Role: no LUN has it, and
 # Role is what config files and LUN labels are checked against (so ROLE_PRIORITY needs no place).
 ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event", "role", "measure")
+# Per wait class, the catch-all of the I/O wait events events.py does not list (new releases,
+# engineered systems): `wait_class` is 'User I/O' or 'System I/O'.
+ORACLE_WAIT_CLASS_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "wait_class")
 ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
 
 ORACLE_FILE_READS = MetricSpec(
     "lunlat_oracle_file_reads_total",
     "counter",
-    "Read requests of a database file, small + large (V$IOSTAT_FILE). Redo logs and control files are one row each.",
+    "Read requests of a database file, small + large, synchronous and asynchronous (V$IOSTAT_FILE). "
+    "Redo logs and control files are one row each. Not judged: the goal reads lunlat_oracle_file_sync_reads_total.",
     ORACLE_FILE_LABELS,
 )
 ORACLE_FILE_WRITES = MetricSpec(
@@ -29,13 +33,15 @@ ORACLE_FILE_WRITES = MetricSpec(
 ORACLE_FILE_READ_TIME = MetricSpec(
     "lunlat_oracle_file_read_time_seconds_total",
     "counter",
-    "Service time summed over the file's reads (V$IOSTAT_FILE small + large read service time, ms).",
+    "Service time summed over the file's reads (V$IOSTAT_FILE small + large read service time, ms): "
+    "an asynchronous read's service time is not the full wait. Not judged: the goal reads the synchronous one.",
     ORACLE_FILE_LABELS,
 )
 ORACLE_FILE_WRITE_TIME = MetricSpec(
     "lunlat_oracle_file_write_time_seconds_total",
     "counter",
-    "Service time summed over the file's writes (V$IOSTAT_FILE small + large write service time, ms).",
+    "Service time summed over the file's writes (V$IOSTAT_FILE small + large write service time, ms): "
+    "the database layer's write latency (no synchronous write latency per file exists; docs/oracle.md).",
     ORACLE_FILE_LABELS,
 )
 ORACLE_WAITS = MetricSpec(
@@ -62,25 +68,25 @@ ORACLE_WAIT_DURATION = MetricSpec(
 ORACLE_ASM_READS = MetricSpec(
     "lunlat_oracle_asm_disk_reads_total",
     "counter",
-    "Reads of an ASM disk (V$ASM_DISK_STAT.READS).",
+    "This database instance's reads of an ASM disk (V$ASM_DISK_IOSTAT.READS, per ASM client).",
     ORACLE_ASM_LABELS,
 )
 ORACLE_ASM_WRITES = MetricSpec(
     "lunlat_oracle_asm_disk_writes_total",
     "counter",
-    "Writes of an ASM disk (V$ASM_DISK_STAT.WRITES).",
+    "This database instance's writes of an ASM disk (V$ASM_DISK_IOSTAT.WRITES, per ASM client).",
     ORACLE_ASM_LABELS,
 )
 ORACLE_ASM_READ_TIME = MetricSpec(
     "lunlat_oracle_asm_disk_read_time_seconds_total",
     "counter",
-    "Time summed over an ASM disk's reads (V$ASM_DISK_STAT.READ_TIME, seconds).",
+    "Time summed over this instance's reads of an ASM disk (V$ASM_DISK_IOSTAT.READ_TIME, seconds).",
     ORACLE_ASM_LABELS,
 )
 ORACLE_ASM_WRITE_TIME = MetricSpec(
     "lunlat_oracle_asm_disk_write_time_seconds_total",
     "counter",
-    "Time summed over an ASM disk's writes (V$ASM_DISK_STAT.WRITE_TIME, seconds).",
+    "Time summed over this instance's writes of an ASM disk (V$ASM_DISK_IOSTAT.WRITE_TIME, seconds).",
     ORACLE_ASM_LABELS,
 )
 
@@ -100,8 +106,27 @@ ORACLE_FILE_SYNC_READ_TIME = MetricSpec(
     "lunlat_oracle_file_sync_read_time_seconds_total",
     "counter",
     "Latency summed over the file's synchronous single-block reads (V$IOSTAT_FILE.SMALL_SYNC_READ_LATENCY, ms): "
-    "the full wait, Oracle's best indicator of I/O performance.",
+    "the full wait, Oracle's best indicator of I/O performance, and the database layer's read latency.",
     ORACLE_FILE_LABELS,
+)
+
+# The sum over every event of the class in V$CON_SYSTEM_EVENT (its WAIT_CLASS column), in µs like
+# the per-event series: Oracle Database Reference, V$CON_SYSTEM_EVENT and "Classes of Wait Events"
+# (User I/O, System I/O). oracle-db-appdev-monitoring publishes the same classes from
+# GV$SYSTEM_WAIT_CLASS, in centiseconds and per instance only.
+ORACLE_WAIT_CLASS_WAITS = MetricSpec(
+    "lunlat_oracle_wait_class_waits_total",
+    "counter",
+    "Waits for every event of an I/O wait class (User I/O, System I/O) in a container, listed or not "
+    "(V$CON_SYSTEM_EVENT.TOTAL_WAITS summed by WAIT_CLASS). Events of different kinds: no latency.",
+    ORACLE_WAIT_CLASS_LABELS,
+)
+ORACLE_WAIT_CLASS_TIME = MetricSpec(
+    "lunlat_oracle_wait_class_time_seconds_total",
+    "counter",
+    "Time waited for every event of an I/O wait class in a container, listed or not, in µs precision "
+    "(V$CON_SYSTEM_EVENT.TIME_WAITED_MICRO summed by WAIT_CLASS).",
+    ORACLE_WAIT_CLASS_LABELS,
 )
 
 ORACLE_METRICS: tuple[MetricSpec, ...] = (
@@ -118,12 +143,14 @@ ORACLE_METRICS: tuple[MetricSpec, ...] = (
     ORACLE_ASM_WRITE_TIME,
     ORACLE_FILE_SYNC_READS,
     ORACLE_FILE_SYNC_READ_TIME,
+    ORACLE_WAIT_CLASS_WAITS,
+    ORACLE_WAIT_CLASS_TIME,
 )
 
 CAPABILITIES: tuple[Capability, ...] = (
     Capability(
         "asm",
-        "Oracle: the ASM disks under files named +GROUP/... (GV$ASM_DISK_STAT), and so those files' lun",
+        "Oracle: the ASM disks under files named +GROUP/... (GV$ASM_DISK_STAT with GV$ASM_DISK_IOSTAT), and so those files' lun",
         fixable=True,
     ),
     Capability(

@@ -2,7 +2,7 @@
 
 One source per configured target, through python-oracledb in thin mode (no Instant Client). The
 connection is kept between scrapes (a login costs the database far more than the queries) and
-reopened with backoff when lost. Each scrape runs four static queries (oracle_sql); file names,
+reopened with backoff when lost. Each scrape runs five static queries (oracle_sql); file names,
 instance and container names are looked up on connect, every `names_refresh` seconds, and when a
 file number appears that the last lookup did not know. The release the login reports picks the
 wait histogram's level: per container from 18c, the whole instance's before (logged once).
@@ -182,6 +182,7 @@ class Names:
 
     instances: dict[int, str] = field(default_factory=dict)
     containers: dict[int, str] = field(default_factory=dict)
+    cdb: bool | None = None  # V$DATABASE.CDB; None: not read (no grant)
     datafiles: dict[tuple[int, int], str] = field(default_factory=dict)  # (con_id, file#) -> path
     tempfiles: dict[tuple[int, int], str] = field(default_factory=dict)
     logfiles: list[str] = field(default_factory=list)
@@ -267,6 +268,7 @@ class OracleSource(DbSource[OracleConnection]):
         ):
             self._look_up_names(conn, errors)
         events = self._query(conn, sql.SYSTEM_EVENT, errors)
+        classes = self._query(conn, sql.WAIT_CLASS, errors)
         histogram = self._query(conn, self._histogram, errors)
         asm = self._query(conn, sql.ASM_DISK, errors)
         # The disks first: an ASM file's `lun` is its disk group's LUNs.
@@ -275,6 +277,7 @@ class OracleSource(DbSource[OracleConnection]):
         families = [
             *self._file_families(iostat or [], errors),
             *self._event_families(events or [], errors),
+            *self._wait_class_families(classes or [], errors),
             self._histogram_family(histogram or [], errors),
             *asm_families,
             capabilities,
@@ -298,9 +301,13 @@ class OracleSource(DbSource[OracleConnection]):
         return sql.CON_EVENT_HISTOGRAM if major >= sql.CON_HISTOGRAM_SINCE else sql.EVENT_HISTOGRAM
 
     def _non_cdb(self) -> bool:
-        """A non-CDB: V$CONTAINERS shows it as one row with CON_ID 0 ("0: ... also used for rows in
-        non-CDBs", Oracle Database Reference, V$CONTAINERS,
-        https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-CONTAINERS.html)."""
+        """A non-CDB: V$DATABASE.CDB is NO (sql.DATABASE). Only where that could not be read, the
+        rows of V$CONTAINERS: one with CON_ID 0 ("0: ... also used for rows in non-CDBs", Oracle
+        Database Reference, V$CONTAINERS,
+        https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-CONTAINERS.html); a
+        login that may read neither is taken for a CDB (the histogram capability then says 0)."""
+        if self._names.cdb is not None:
+            return not self._names.cdb
         return set(self._names.containers) == {0}
 
     def _container_histograms(self) -> bool:
@@ -349,6 +356,8 @@ class OracleSource(DbSource[OracleConnection]):
         names.containers = dict(
             lookup(sql.CONTAINERS, lambda r: (id_value(r[0], "con_id"), text_value(r[1], "name")))
         )
+        cdb = lookup(sql.DATABASE, lambda r: text_value(r[0], "cdb").upper())
+        names.cdb = (cdb[0] == "YES") if cdb else None
 
         def numbered(r: Any) -> tuple[tuple[int, int], str]:
             return (id_value(r[1], "con_id"), id_value(r[0], "file#")), text_value(r[2], "name")
@@ -486,6 +495,28 @@ class OracleSource(DbSource[OracleConnection]):
 
         parsed = self._rows(rows, sql.SYSTEM_EVENT, errors, parse)
         for labels, (count, micro) in self._summed(parsed, sql.SYSTEM_EVENT, errors):
+            waits.add(labels, count)
+            time_waited.add(labels, micro)
+        return [waits, time_waited]
+
+    def _wait_class_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+        waits = Family(oracle_metrics.ORACLE_WAIT_CLASS_WAITS)
+        time_waited = Family(oracle_metrics.ORACLE_WAIT_CLASS_TIME, exponent=-6)  # µs, exact
+
+        def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
+            labels = self._label_set(
+                oracle_metrics.ORACLE_WAIT_CLASS_LABELS,
+                (
+                    self._target.name,
+                    self._db(id_value(row[1], "con_id")),
+                    self._instance(id_value(row[0], "inst_id")),
+                    text_value(row[2], "wait_class"),
+                ),
+            )
+            return labels, (count_value(row[3], "total_waits"), count_value(row[4], "time_waited_micro"))
+
+        parsed = self._rows(rows, sql.WAIT_CLASS, errors, parse)
+        for labels, (count, micro) in self._summed(parsed, sql.WAIT_CLASS, errors):
             waits.add(labels, count)
             time_waited.add(labels, micro)
         return [waits, time_waited]
