@@ -43,6 +43,7 @@ from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
+from lunlat.pathhealth import DEFAULT_INTERVAL, PathWatcher
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
 from lunlat.sources.host import DeviceFilter, LunInfo, device_families
@@ -50,8 +51,6 @@ from lunlat.sources.published import PublishedDevice, PublishedDevices
 from lunlat.topology import (
     BlockDevice,
     LunView,
-    PathState,
-    path_state,
     path_state_file,
     read_block_device,
     read_block_devices,
@@ -62,6 +61,7 @@ from lunlat.topology import (
 from lunlat.wwid import naa
 
 log = logs.get(__name__)
+NO_PATH_LABELS = LabelSet((), ())
 # luns: entries that match no device named one by one in the log; past this, one line with the count.
 UNMATCHED_NAMED = 20
 
@@ -399,7 +399,8 @@ class _Published:
     mask: list[bool] | None  # which table rows are published; None when all are
     info: list[Sample]
     # (lun, device) of each published multipath LUN and the state file of each of its paths: the
-    # states are read at every scrape (a path fails without the device set changing).
+    # states are read on their own cadence (pathhealth.PathWatcher: a path fails without the device
+    # set changing).
     multipaths: list[tuple[LabelSet, tuple[str, ...]]] = field(default_factory=list)
 
 
@@ -427,8 +428,13 @@ class DiskstatsSource:
         clock: Callable[[], float] = time.monotonic,
         db_labels: DbLunLabels | None = None,
         published: PublishedDevices | None = None,
+        path_state_interval: float = DEFAULT_INTERVAL,
+        path_state_thread: bool = False,
     ) -> None:
         self._procfs = procfs
+        # Path states off the scrape path; the thread only where `build` asks for it (a real serve),
+        # so a test drives the readings with its clock.
+        self._paths = PathWatcher(path_state_interval, clock, background=path_state_thread)
         self._board = published  # told which devices are published, for the biolatency source
         self._db_labels = db_labels
         self._sysfs = sysfs
@@ -445,6 +451,10 @@ class DiskstatsSource:
         self._warned_states = logs.Once()
         self._warned_format = logs.Once()
         self._warned_unmatched: set[str] = set()
+
+    def close(self) -> None:
+        """Stop reading path states (a reload retired this source)."""
+        self._paths.close()
 
     def carry_over(self, previous: object) -> None:
         """After a reload: keep unwrapping from where the previous source was (base.CarriesState), and
@@ -486,8 +496,12 @@ class DiskstatsSource:
         families.extend(_optional_families(table, cols, published))
         self._count_format(table, errors)
         families.append(Family(contract.LUN_INFO, published.info))
-        path_families, unknown = _path_families(published.multipaths)
-        families.extend(path_families)
+        self._paths.watch(published.multipaths)
+        reading = self._paths.reading()
+        families.extend(reading.families)
+        if published.multipaths:
+            families.append(Family(contract.LUN_PATHS_AGE, [("", NO_PATH_LABELS, self._paths.age(reading))]))
+        unknown = reading.unknown
         if unknown:
             errors["path_state_unknown"] += len(unknown)
             for state_file in unknown:
@@ -705,22 +719,6 @@ _OPTIONAL_FIELD = {
 }
 
 
-def _path_families(multipaths: list[tuple[LabelSet, tuple[str, ...]]]) -> tuple[list[Family], list[str]]:
-    """lunlat_lun_paths and lunlat_lun_paths_failed of each multipath LUN, states read now, and the
-    state files that could not be read (unknown: neither healthy nor failed)."""
-    if not multipaths:
-        return [], []
-    paths: list[Sample] = []
-    failed: list[Sample] = []
-    unknown: list[str] = []
-    for labels, files in multipaths:
-        states = [path_state(f) for f in files]
-        paths.append(("", labels, len(files)))
-        failed.append(("", labels, states.count(PathState.FAILED)))
-        unknown.extend(f for f, state in zip(files, states, strict=True) if state is PathState.UNKNOWN)
-    return [Family(contract.LUN_PATHS, paths), Family(contract.LUN_PATHS_FAILED, failed)], unknown
-
-
 def build(context: Context) -> list[DiskstatsSource] | BuildError:
     """The host layer from <procfs>/diskstats, unless psutil was chosen."""
     if context.platform != "diskstats":
@@ -737,5 +735,7 @@ def build(context: Context) -> list[DiskstatsSource] | BuildError:
             context.settings.refresh_interval,
             db_labels=context.db_labels,
             published=context.published,
+            path_state_interval=context.settings.path_state_interval,
+            path_state_thread=True,
         )
     ]
