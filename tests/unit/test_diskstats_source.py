@@ -439,7 +439,9 @@ def test_a_new_multipath_map_has_its_paths_read_at_once(host: FakeHost) -> None:
     collect(src)
     for p in ("sdx", "sdy"):
         host.add_scsi_disk(p, wwid="naa.600a098038303634722b4d59614a7000")
-    host.add_multipath("dm-9", alias="ora_new", wwid="3600a098038303634722b4d59614a7000", paths=["sdx", "sdy"])
+    host.add_multipath(
+        "dm-9", alias="ora_new", wwid="3600a098038303634722b4d59614a7000", paths=["sdx", "sdy"]
+    )
     host.set_state("sdy", "offline")
     host.write()
     got = collect(src)  # the clock has not moved: the topology changed, so the states are read again

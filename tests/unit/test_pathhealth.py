@@ -64,7 +64,7 @@ def test_a_new_set_of_maps_is_read_at_once(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("interval", [0.1, 0.0, 15.5, 60.0])
 def test_an_interval_out_of_bounds_is_refused(interval: float) -> None:
-    with pytest.raises(ValueError, match="between 0.5 and 15 s"):
+    with pytest.raises(ValueError, match=r"between 0\.5 and 15 s"):
         PathWatcher(interval)
 
 
@@ -74,4 +74,6 @@ def test_the_flag_refuses_an_interval_above_the_scrape_interval() -> None:
         parser.parse_args(["serve", "--collector.diskstats.path-state-interval", "30"])
     args = parser.parse_args(["serve", "--collector.diskstats.path-state-interval", "2.5"])
     assert cli.source_settings(args).path_state_interval == 2.5
-    assert cli.source_settings(parser.parse_args(["serve"])).path_state_interval == pathhealth.DEFAULT_INTERVAL
+    assert (
+        cli.source_settings(parser.parse_args(["serve"])).path_state_interval == pathhealth.DEFAULT_INTERVAL
+    )

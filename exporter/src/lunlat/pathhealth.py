@@ -84,7 +84,7 @@ class PathWatcher:
         self.interval = interval
         self._clock = clock
         self._background = background
-        self._lock = threading.Lock()  # one reading at a time: the thread's or a scrape's
+        self._lock = threading.Lock()  # guards _multipaths and _reading, never held while reading
         self._multipaths: Multipaths = ()
         self._reading: Reading | None = None
         self._thread: threading.Thread | None = None
@@ -101,10 +101,10 @@ class PathWatcher:
         if self._background and self._thread is None and not self._stop.is_set():
             self._start()
         with self._lock:
-            reading = self._reading
-            if reading is None or self._clock() - reading.read_at >= self.interval:
-                reading = self._read_locked()
+            reading, multipaths = self._reading, self._multipaths
+        if reading is not None and self._clock() - reading.read_at < self.interval:
             return reading
+        return self._read(multipaths)
 
     def age(self, reading: Reading) -> float:
         return max(0.0, self._clock() - reading.read_at)
@@ -112,15 +112,23 @@ class PathWatcher:
     def refresh(self) -> None:
         """Read every state now (the thread's step)."""
         with self._lock:
-            self._read_locked()
+            multipaths = self._multipaths
+        self._read(multipaths)
 
     def close(self) -> None:
         """Stop the thread (a reload retired the source); it ends within one wait."""
         self._stop.set()
 
-    def _read_locked(self) -> Reading:
-        self._reading = read_states(self._multipaths, self._clock())
-        return self._reading
+    def _read(self, multipaths: Multipaths) -> Reading:
+        # Read without the lock: a scrape never waits for the thread's reading of thousands of
+        # files (only the scraper's own collection, one at a time, and the thread ever read).
+        reading = read_states(multipaths, self._clock())
+        with self._lock:
+            # Kept unless the maps changed meanwhile, or a newer reading came first.
+            current = self._reading
+            if multipaths is self._multipaths and (current is None or current.read_at <= reading.read_at):
+                self._reading = reading
+        return reading
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="lunlat-path-states", daemon=True)
