@@ -28,6 +28,7 @@ malformed line, counted and skipped alone; the other lines are published.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import operator
 import re
@@ -192,8 +193,8 @@ def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
         or b".." in unique
     ):
         return None
-    converted = [list(map(int, c)) for c in (columns[0], columns[1], *columns[3:])]
-    if max(map(max, converted)) > U64_MAX:
+    converted = _ints(columns[0], columns[1], *columns[3:])
+    if converted is None or max(map(max, converted)) > U64_MAX:
         return None
     width = len(converted) - 2
     missing = [[0] * len(names) for _ in range(KEPT_FIELDS - width)]
@@ -205,6 +206,23 @@ def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
         width,
         extra=extra,
     )
+
+
+def _ints(*columns: Sequence[bytes]) -> list[list[int]] | None:
+    """Columns of digit strings (checked by the caller: ASCII digits only) as ints.
+
+    Hand-written because it is the hottest step of a scrape: 190,000 numbers on the 10,000-device
+    host of bench/, where `list(map(int, column))` took ~60 % of parsing (cProfile). The columns go
+    through the json module's C parser in one call instead, ~half the time; a JSON integer is
+    decimal digits (RFC 8259 §6, `int = zero / ( digit1-9 *DIGIT )`), so for digit-only tokens it
+    gives exactly int(token). A leading zero, which JSON refuses and the kernel never prints
+    (`%lu`, `%u`), returns None: the line-by-line path takes the file then.
+    """
+    try:
+        rows: list[list[int]] = json.loads(b"[[" + b"],[".join(b",".join(c) for c in columns) + b"]]")
+    except ValueError:
+        return None
+    return rows
 
 
 def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
