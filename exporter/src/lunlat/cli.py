@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from lunlat import __version__, logs, pathhealth
+from lunlat import __version__, logs, memtune, pathhealth
 from lunlat import top as top_command
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, load_config
@@ -308,6 +308,7 @@ def serve(args: argparse.Namespace) -> int:
     # Freezing startup objects and a higher threshold cut the scrape time by ~20 % (bench/).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    memtune.fix_mmap_threshold()  # large bodies go back to the system when freed
     try:
         server = Server(
             address,
