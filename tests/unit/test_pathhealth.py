@@ -53,6 +53,14 @@ def test_a_closed_watcher_starts_no_thread(tmp_path: Path) -> None:
     assert watcher._thread is None
 
 
+def test_no_thread_without_multipath_maps() -> None:
+    watcher = PathWatcher(clock=FakeClock(), background=True)
+    watcher.watch([])
+    assert watcher.reading().families == []
+    assert watcher._thread is None
+    watcher.close()
+
+
 def test_a_new_set_of_maps_is_read_at_once(tmp_path: Path) -> None:
     clock = FakeClock()
     watcher = PathWatcher(clock=clock, background=False)

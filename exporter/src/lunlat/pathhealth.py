@@ -98,10 +98,11 @@ class PathWatcher:
 
     def reading(self) -> Reading:
         """The last reading, or a new one when it is `interval` old or more (or there is none)."""
-        if self._background and self._thread is None and not self._stop.is_set():
-            self._start()
         with self._lock:
             reading, multipaths = self._reading, self._multipaths
+        # A host without multipath maps (most) gets no thread.
+        if multipaths and self._background and self._thread is None and not self._stop.is_set():
+            self._start()
         if reading is not None and self._clock() - reading.read_at < self.interval:
             return reading
         return self._read(multipaths)
