@@ -12,8 +12,8 @@ import pytest
 from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.model import Family
-from lunlat.sources.base import SourceError, SourceResult
 from lunlat.pathhealth import DEFAULT_INTERVAL
+from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import UNMATCHED_NAMED, DiskstatsSource
 from tests.clock import FakeClock
 from tests.fakesys import FakeHost, Stats
