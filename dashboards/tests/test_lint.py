@@ -263,3 +263,19 @@ def test_the_docs_wait_event_table_is_the_code_table() -> None:
     ]
     references = [e.reference for e in oracle_events.EVENTS]
     assert all(ref in why for ref, (*_, why) in zip(references, rows, strict=True))  # every row cited
+
+
+def test_generate_runs_from_an_empty_directory_with_the_shipped_goals(tmp_path: Path) -> None:
+    """No checkout needed: the goals default to the file lunlat-rules ships, the output to here."""
+    result = subprocess.run(
+        [sys.executable, "-m", "lunlat_dashboards", "generate"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(BOARDS)
+    assert (tmp_path / "lunlat-overview.json").read_text(encoding="utf-8") == render_all(load_goals(GOALS))[
+        "lunlat-overview.json"
+    ]

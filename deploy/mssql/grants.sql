@@ -1,7 +1,10 @@
 -- lunlat: a least-privilege SQL Server login for the exporter's mssql source.
 --
--- Run as a sysadmin with sqlcmd, the password from a variable (never in this file or a history):
---   sqlcmd -S sql1.example.com,1433 -U sa -i deploy/mssql/grants.sql -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
+-- Run as a sysadmin with sqlcmd, the password from a variable (never in this file or a history), and
+-- -b so that a failing batch stops the script with an error instead of being passed over ("-b: on
+-- error batch abort", https://learn.microsoft.com/en-us/sql/tools/sqlcmd/sqlcmd-utility):
+--   sqlcmd -S sql1.example.com,1433 -U sa -b -i deploy/mssql/grants.sql -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
+-- tests/unit/test_grant_scripts.py runs every batch of it as SQL Server 2012 to 2022 would.
 --
 -- What the exporter reads (exporter/src/lunlat/engines/mssql/sql.py) and what each needs:
 --   sys.dm_io_virtual_file_stats, sys.dm_os_wait_stats, sys.dm_os_sys_info
@@ -25,8 +28,17 @@ IF NOT EXISTS (SELECT 1 FROM sys.server_principals WHERE name = N'lunlat')
     CREATE LOGIN [lunlat] WITH PASSWORD = N'$(LUNLAT_PASSWORD)', CHECK_POLICY = ON, DEFAULT_DATABASE = [master];
 GO
 
-IF CAST(SERVERPROPERTY('ProductMajorVersion') AS INT) >= 16
-    GRANT VIEW SERVER PERFORMANCE STATE TO [lunlat];
+-- VIEW SERVER PERFORMANCE STATE is a name only SQL Server 2022 (16.x) and later know: before, it is a
+-- syntax error (Msg 102), and a batch with a syntax error runs none of its statements ("Batches",
+-- https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2008-r2/ms175502(v=sql.105);
+-- the same failure on 2016-2019: DataDog/documentation issue 35901). So it is granted through dynamic
+-- SQL, a batch of its own that is "not parsed or checked for errors until" it runs ("Using
+-- sp_executesql", https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2005/ms175170(v=sql.90)).
+-- The major version from ProductVersion, as the exporter reads it (ProductMajorVersion is NULL on
+-- 2012 and 2014 before their late-2015 updates: SERVERPROPERTY,
+-- https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql).
+IF CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) >= 16
+    EXEC (N'GRANT VIEW SERVER PERFORMANCE STATE TO [lunlat];');
 ELSE
     GRANT VIEW SERVER STATE TO [lunlat];
 GO

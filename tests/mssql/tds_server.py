@@ -34,7 +34,8 @@ DmvState (what the DMVs show)
         writer and log readers do not make a user task wait); Stream.wait overrides (e.g.
         "PAGEIOLATCH_EX", "IO_COMPLETION", "" for none). Also 10 SOS_SCHEDULER_YIELD per second
         (not an I/O wait: the WAIT_STATS filter must leave it out). Stalls and waits are kept in µs
-        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_*;
+        and floored to ms when answered. queued_us counts in io_stall_* and io_stall_queued_* (test input:
+        no page says whether the stall includes the queued part, docs/emulated-facts.md);
         signal_us is each wait's signal wait (in wait_time_ms and signal_wait_time_ms).
         major_version models what that version lacks (VERSION_FACTS, docs/emulated-facts.md): before
         13 (2016) a batch using DATEDIFF_BIG gets error 195, before 12 (2014) one naming an
@@ -47,6 +48,9 @@ DmvState (what the DMVs show)
         it gets error 208 before 14, 2017); on Linux VOLUMES answers NULL strings for every file, on
         Windows the entry of `volumes` (path prefix -> (mount point, volume name)) the path starts with.
         system_databases: the four system databases' files (default SYSTEM_DATABASES, Linux paths).
+        service_objective (Azure SQL Database's, default "S2"): on "Basic", "S0", "S1" and "ElasticPool"
+        a batch naming sys.dm_os_sys_info gets error 300 (ADMIN_ONLY_OBJECTIVES: the login is a database
+        user, not the server admin).
         sa_login: the name of the login with SID 0x01 ("sa"; Amazon RDS renames it "rdsa"): the SERVER
         row's amazon_rds is 1 when a database "rdsadmin" exists or sa_login is "rdsa"
         (DB_ID(N'rdsadmin') IS NOT NULL OR SUSER_SNAME(0x01) = N'rdsa').
@@ -59,7 +63,8 @@ DmvState (what the DMVs show)
                              file_id=None) / set_online(…): a file or all of a database's files.
     file(database, file_id) -> DbFile (its counters, µs), waits[wait_type] -> WaitCounters, now,
     database_id(name), has_database(name), default_files(name); file_stats_rows(),
-    wait_stats_rows(), volume_rows(), server_rows(): what the statements answer.
+    wait_stats_rows(), volume_rows(), edition_rows(), server_rows(), sql_database_server_rows(): what
+    the statements answer.
 STATEMENTS[key] = (sql, columns) (the types SQL Server documents: smallint ids, tinyint type,
     bigint counters, int for the SERVER row); statement_key(sql) -> key | None.
 
@@ -68,11 +73,14 @@ TdsServer(state=None, packet_size=None, port=0): start() / stop() / with; port; 
     open connection closed, returns once their threads ended).
 
 Faults (set any time; read when the request arrives), statement keys are Query.name
-("virtual_file_stats", "virtual_file_stats_no_queued", "os_wait_stats", "server", "host_info",
-"os_volume_stats", "database_file_stats", "db_wait_stats"):
+("virtual_file_stats", "virtual_file_stats_no_queued", "os_wait_stats", "engine_edition", "server",
+"server_sql_database", "host_info", "os_volume_stats", "database_file_stats", "db_wait_stats"):
     slow[key] = seconds       answer that statement after the delay. An ATTENTION arriving
                               meanwhile (the driver's query timeout) is answered DONE+ATTN and the
                               result abandoned, as SQL Server does;
+    blocked[key] = seconds    that statement waits for a lock another session holds that long: a
+                              session whose SET LOCK_TIMEOUT is shorter gets error 1222 after its
+                              timeout (the connection stays usable), one without waits it out;
     ignore_attention = True   … unless set: the server sends no ATTN acknowledgement at all
                               (FreeTDS then gives up after twice the timeout, connection dead);
     drop_next_query = True    the next batch that is not driver housekeeping finds its socket
@@ -258,8 +266,10 @@ class DmvState:
         host_platform: Platform = "Linux",
         system_databases: Mapping[str, Sequence[tuple[int, str]]] = SYSTEM_DATABASES,
         sa_login: str = "sa",
+        service_objective: str = "S2",
     ) -> None:
         self.lock = threading.RLock()
+        self.service_objective = service_objective
         self.server_name = server_name
         self.major_version = major_version
         self.engine_edition = engine_edition
@@ -476,7 +486,15 @@ class DmvState:
         with self.lock:
             started = (self.start_time - EPOCH) // timedelta(seconds=1)
             rds = self.has_database(RDS_ADMIN_DATABASE) or self.sa_login == RDS_SA_LOGIN
-            return [(self.server_name, self.major_version, started, self.engine_edition, int(rds))]
+            return [(self.server_name, self.major_version, started, int(rds))]
+
+    def edition_rows(self) -> list[tuple[object, ...]]:
+        """EDITION: SERVERPROPERTY('EngineEdition')."""
+        return [(self.engine_edition,)]
+
+    def sql_database_server_rows(self) -> list[tuple[object, ...]]:
+        """SERVER_SQL_DATABASE: the server's name and ProductVersion's major."""
+        return [(self.server_name, self.major_version)]
 
     def host_info_rows(self) -> list[tuple[object, ...]]:
         """HOST_INFO: sys.dm_os_host_info's host_platform, "Windows or Linux"."""
@@ -530,9 +548,16 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
             Column("server_name", "nvarchar", 256),
             Column("major_version", "int", 4),
             Column("start_time", "int", 8),  # CAST(... AS BIGINT) * 86400 + …: bigint
-            Column("engine_edition", "int", 4),  # CAST(SERVERPROPERTY('EngineEdition') AS INT)
             Column("amazon_rds", "int", 4),  # CASE … THEN 1 ELSE 0 END: int
         ),
+    ),
+    mssql_sql.EDITION.name: (
+        mssql_sql.EDITION.sql,
+        (Column("engine_edition", "int", 4),),  # CAST(SERVERPROPERTY('EngineEdition') AS INT)
+    ),
+    mssql_sql.SERVER_SQL_DATABASE.name: (
+        mssql_sql.SERVER_SQL_DATABASE.sql,
+        (Column("server_name", "nvarchar", 256), Column("major_version", "int", 4)),
     ),
     mssql_sql.HOST_INFO.name: (mssql_sql.HOST_INFO.sql, (Column("host_platform", "nvarchar", 256),)),
 }
@@ -617,6 +642,31 @@ def edition_error(sql: str, engine_edition: int) -> tuple[int, str, int] | None:
     return None
 
 
+# What a login may not read (docs/emulated-facts.md, "SQL Server"): on Azure SQL Database's Basic, S0
+# and S1 service objectives and in elastic pools (sys.database_service_objectives names them "Basic",
+# "S0", "S1", "ElasticPool": https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-database-service-objectives-azure-sql-database)
+# sys.dm_os_sys_info needs the server admin, the Azure Active Directory admin or ##MS_ServerStateReader##
+# (its page, "Permissions": MicrosoftDocs/sql-docs
+# docs/relational-databases/system-dynamic-management-views/sys-dm-os-sys-info-transact-sql.md); the
+# emulated login is a database user with VIEW DATABASE STATE, none of those. The error is 300, severity
+# 14, as Azure SQL Database answers a database user reading a server-state view (MicrosoftDocs/sql-docs
+# issue 1452: "Msg 300, Level 14 … VIEW SERVER STATE permission was denied on object 'server',
+# database 'master'.", on Azure SQL Database).
+ADMIN_ONLY_OBJECTIVES = frozenset({"Basic", "S0", "S1", "ElasticPool"})
+_SYS_INFO = re.compile(r"\bsys\.dm_os_sys_info\b", re.IGNORECASE)
+
+
+def permission_error(sql: str, state: DmvState) -> tuple[int, str, int] | None:
+    """The error the emulated login gets for `sql` for want of a permission it cannot hold there."""
+    if (
+        state.engine_edition == SQL_DATABASE
+        and state.service_objective in ADMIN_ONLY_OBJECTIVES
+        and _SYS_INFO.search(sql)
+    ):
+        return 300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'.", 14
+    return None
+
+
 def statement_key(sql: str) -> str | None:
     """The Query.name of a batch that is one of the source's statements, else None."""
     return _BY_TEXT.get(normalize(sql))
@@ -633,11 +683,13 @@ def answer_rows(state: DmvState, key: str, database: str = "master") -> list[tup
         # DB_WAIT_STATS: the emulation counts waits server-wide; a test of sys.dm_db_wait_stats gives
         # the server one user database, whose waits are then all of them (test input, not a fact).
         return state.wait_stats_rows(re.findall(r"N'(\w+)'", STATEMENTS[key][0]))
-    if key == mssql_sql.VOLUMES.name:
-        return state.volume_rows()
-    if key == mssql_sql.HOST_INFO.name:
-        return state.host_info_rows()
-    return state.server_rows()
+    others: dict[str, Callable[[], list[tuple[object, ...]]]] = {
+        mssql_sql.VOLUMES.name: state.volume_rows,
+        mssql_sql.HOST_INFO.name: state.host_info_rows,
+        mssql_sql.EDITION.name: state.edition_rows,
+        mssql_sql.SERVER_SQL_DATABASE.name: state.sql_database_server_rows,
+    }
+    return others.get(key, state.server_rows)()
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -656,6 +708,11 @@ class _Session:
         self.spid = spid
         self.packet_size = 4096
         self.database = "master"  # the current database, from LOGIN7
+        # SET LOCK_TIMEOUT: -1 (wait forever) "at the beginning of a connection", then the last value
+        # set, "for the remainder of the connection" (SET LOCK_TIMEOUT,
+        # https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2008/ms189470(v=sql.100)).
+        self.lock_timeout_ms = -1
+        self.deadlock_priority = 0  # SET DEADLOCK_PRIORITY: NORMAL (0) by default (same reference family)
         self._lock = threading.Lock()
         self._closed = False
         self.thread = threading.Thread(target=self._run, name=f"tds-session-{spid}", daemon=True)
@@ -783,12 +840,15 @@ class _Session:
         server._record_batch(text)
         key = statement_key(text)
         if key is None and _HOUSEKEEPING.match(text.strip()):
+            self._session_settings(text)
             self._send(tds.done())
             return
         if server._take_drop():
             raise _ClosedError
-        missing = version_error(text, server.state.major_version) or edition_error(
-            text, server.state.engine_edition
+        missing = (
+            version_error(text, server.state.major_version)
+            or edition_error(text, server.state.engine_edition)
+            or permission_error(text, server.state)
         )
         if missing is not None:
             self._error(*missing)
@@ -800,8 +860,7 @@ class _Session:
             else:
                 self._error(102, f"Incorrect syntax near '{text.strip()[:30]}'.", 15)
             return
-        delay = server.slow.get(key, 0.0)
-        if delay > 0 and not self._pause(delay, watch_attention=True):
+        if not self._waited(key):
             return
         denied = server.deny.get(key)
         if denied is not None:
@@ -809,6 +868,45 @@ class _Session:
             return
         columns = STATEMENTS[key][1]
         self._send(tds.result(columns, answer_rows(server.state, key, self.database)))
+
+    def _waited(self, key: str) -> bool:
+        """The `slow` and `blocked` faults of statement `key`; False when the request ended meanwhile
+        (an ATTENTION acknowledged, or the lock timeout's error sent)."""
+        server = self.server
+        delay = server.slow.get(key, 0.0)
+        if delay > 0 and not self._pause(delay, watch_attention=True):
+            return False
+        held = server.blocked.get(key, 0.0)
+        if held <= 0:
+            return True
+        # Waiting for a lock another session holds: past the session's lock timeout the statement is
+        # cancelled with error 1222 and the connection stays usable (LOCK_TIMEOUT_ERROR); without one
+        # (-1) it waits as long as the lock is held.
+        gives_up = 0 <= self.lock_timeout_ms < held * 1000
+        if not self._pause(self.lock_timeout_ms / 1000 if gives_up else held, watch_attention=True):
+            return False
+        if gives_up:
+            self._error(*LOCK_TIMEOUT_ERROR)
+            return False
+        return True
+
+    def _session_settings(self, text: str) -> None:
+        """Remember the SET options the source relies on (the last of each in the batch wins)."""
+        for found in _SET_LOCK_TIMEOUT.finditer(text):
+            self.lock_timeout_ms = int(found.group(1))
+        for found in _SET_DEADLOCK_PRIORITY.finditer(text):
+            self.deadlock_priority = int(found.group(1))
+
+
+# "When a statement has waited longer than the LOCK_TIMEOUT setting, the blocked statement is canceled
+# automatically, and error message 1222 (Lock request time-out period exceeded) is returned to the
+# application. Any transaction containing the statement, however, is not rolled back" ("Customizing the
+# Lock Time-Out", https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2005/ms177413(v=sql.90));
+# severity 16 ("Msg 1222, Level 16 … Lock request time out period exceeded.", Microsoft SQL Server 2012
+# Unleashed, "Setting the Lock Timeout Interval").
+LOCK_TIMEOUT_ERROR = (1222, "Lock request time out period exceeded.", 16)
+_SET_LOCK_TIMEOUT = re.compile(r"\bSET\s+LOCK_TIMEOUT\s+(-?\d+)", re.IGNORECASE)
+_SET_DEADLOCK_PRIORITY = re.compile(r"\bSET\s+DEADLOCK_PRIORITY\s+(-?\d+)", re.IGNORECASE)
 
 
 class TdsServer:
@@ -822,6 +920,7 @@ class TdsServer:
         self._requested_port = port
         # faults
         self.slow: dict[str, float] = {}
+        self.blocked: dict[str, float] = {}
         self.ignore_attention = False
         self.drop_next_query = False
         self.refuse_logins = False

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from lunlat import contract
 from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.engines.mssql import metrics as mssql_metrics
+from lunlat.engines.mssql import sql
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from tests.fakesys import FakeHost
 from tests.mssql.targets import freetds_target
@@ -24,6 +26,7 @@ from tests.mssql.tds_server import (
     Load,
     Stream,
     TdsServer,
+    statement_key,
 )
 from tests.mssql.test_mssql_source import FILES, NO_DRIVER, delta, host, values
 
@@ -129,13 +132,90 @@ def test_managed_instance_reads_every_database_and_names_no_local_lun(
     assert sum("Managed Instance" in r.getMessage() for r in caplog.records) == 1
 
 
-def test_an_edition_the_source_does_not_know_is_read_as_sql_server_and_said_once(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("edition", "named"),
+    [(6, "Azure Synapse dedicated SQL pool"), (11, "Azure Synapse serverless SQL pool"), (12, "a value")],
+)
+def test_an_edition_the_source_does_not_know_gets_no_statement_and_capability_engine_edition_0(
+    edition: int, named: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """SERVERPROPERTY('EngineEdition') values beyond those the source reads (SMO's Edition enum names 6
+    and 11; 12 stands for any value newer than that list, e.g. SQL database in Fabric): no SQL Server
+    statement is sent, the capability says so, and one warning names the value."""
     caplog.set_level(logging.INFO, logger="lunlat")
-    with serve(6, monkeypatch) as srv:  # 6: Azure Synapse dedicated SQL pool (SERVERPROPERTY's values)
+    with serve(edition, monkeypatch) as srv:
         source = source_for(srv, None)
-        source.collect()
-        source.collect()
-    said = [r for r in caplog.records if "engine edition not one" in r.getMessage()]
+        first = source.collect()
+        second = source.collect()
+        batches = list(srv.batches)
+    assert not first.errors and not second.errors
+    assert {b for b in batches if statement_key(b) is not None} == {sql.EDITION.sql}
+    assert values(second, contract.SOURCE_CAPABILITY) == {("mssql:Azure 1", "engine_edition"): 0}
+    assert [f.spec.name for f in second.families] == [contract.SOURCE_CAPABILITY.name]
+    said = [r for r in caplog.records if "engine edition" in r.getMessage()]
     assert len(said) == 1 and said[0].levelno == logging.WARNING
+    assert f"engine edition {edition} ({named}" in said[0].getMessage()
+
+
+@pytest.mark.parametrize("objective", ["Basic", "S0", "S1", "ElasticPool"])
+def test_azure_sql_database_on_tiers_where_sys_dm_os_sys_info_needs_the_server_admin_is_read_whole(
+    objective: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On Basic, S0, S1 and elastic pools sys.dm_os_sys_info needs the server admin or
+    ##MS_ServerStateReader## (its page, "Permissions"): the edition is read first, with
+    SERVERPROPERTY alone, and that view is never asked there; a grant missing later names the Azure
+    script."""
+    caplog.set_level(logging.INFO, logger="lunlat")
+    monkeypatch.setenv("LUNLAT_TEST_MSSQL_PASSWORD", "pw")
+    state = DmvState(
+        databases=("sales",),
+        major_version=AZURE_MAJOR_VERSION,
+        engine_edition=SQL_DATABASE,
+        service_objective=objective,
+    )
+    with TdsServer(state) as server:
+        source = source_for(server, "sales")
+        server.state.advance(60, LOAD)
+        result = source.collect()
+        server.deny[sql.DB_FILE_STATS.name] = (
+            262,
+            "VIEW DATABASE STATE permission denied in database 'sales'.",
+        )
+        server.state.advance(60, LOAD)
+        denied = source.collect()
+        batches = list(server.batches)
+    assert not result.errors
+    reads = values(result, mssql_metrics.MSSQL_FILE_READS)
+    assert {(k[FILES.index("db")], k[FILES.index("role")]) for k in reads} == {
+        ("sales", "data"),
+        ("sales", "log"),
+    }
+    assert not any("dm_os_sys_info" in b for b in batches)
+    assert not any("sys.master_files" in b for b in batches)  # the edition was known before any file query
+    assert denied.errors["no_grant"] == 1
+    (line,) = [r.getMessage() for r in caplog.records if "missing grant" in r.getMessage()]
+    assert "deploy/mssql/grants-azure-sql-database.sql" in line
+
+
+def test_the_emulated_basic_tier_denies_sys_dm_os_sys_info_to_a_database_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fact the test above rests on, as the emulation answers it: the statement that read the
+    edition together with sys.dm_os_sys_info (the source until issue 28) is denied there."""
+    import pyodbc  # noqa: PLC0415 - present: the module is skipped without it
+
+    state = DmvState(
+        databases=("sales",),
+        major_version=AZURE_MAJOR_VERSION,
+        engine_edition=SQL_DATABASE,
+        service_objective="S0",
+    )
+    monkeypatch.setenv("LUNLAT_TEST_MSSQL_PASSWORD", "pw")
+    with TdsServer(state) as server:
+        conn = pyodbc.connect(server.connection_string(password="pw", database="sales"), autocommit=True)  # noqa: S106
+        try:
+            with pytest.raises(pyodbc.Error, match=r"\(300\)"):
+                conn.cursor().execute(sql.SERVER.sql).fetchall()
+            assert conn.cursor().execute(sql.EDITION.sql).fetchall()[0][0] == SQL_DATABASE
+        finally:
+            conn.close()

@@ -234,7 +234,7 @@ def test_each_variant_publishes_what_it_has_and_says_what_it_lacks_once(
     assert {k[2]: v for k, v in waits.items() if v} == {"PAGEIOLATCH_SH": 200 * 60, "WRITELOG": 100 * 60}
 
     # Nothing lost: the capability metric says so, and no warning was logged
-    assert values(second, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1}
+    assert values(second, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1, (NAME, "engine_edition"): 1}
     assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     messages = [r.getMessage() for r in caplog.records]
     assert {mark: sum(mark in m for m in messages) for mark in MARKS} == {
@@ -288,13 +288,13 @@ def test_a_windows_volume_lookup_that_fails_is_capability_volumes_0_until_a_retr
         healed = source.collect()
         volume_batches = sum(b == sql.VOLUMES.sql for b in server.batches)
     assert denied.errors == Counter({"no_grant": 1}) and not again.errors and not healed.errors
-    assert values(denied, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0}
-    assert values(again, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0}
+    assert values(denied, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0, (NAME, "engine_edition"): 1}
+    assert values(again, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 0, (NAME, "engine_edition"): 1}
     reads = values(denied, mssql_metrics.MSSQL_FILE_READS)
     assert reads and {k[FILES.index("lun")] for k in reads} == {
         ""
     }  # published, lun unknown: never a wrong one
-    assert values(healed, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1}
+    assert values(healed, contract.SOURCE_CAPABILITY) == {(NAME, "volumes"): 1, (NAME, "engine_edition"): 1}
     lun = {
         k[FILES.index("db")] + "/" + k[FILES.index("role")]: k[FILES.index("lun")]
         for k in values(healed, mssql_metrics.MSSQL_FILE_READS)
@@ -344,3 +344,32 @@ def test_the_docs_matrix_rows_are_the_variants() -> None:
     rows = re.findall(r"^\| ([^|]+?) \|", section, re.MULTILINE)
     assert rows[0] == "variant" and set(rows[1]) <= {"-", " "}
     assert rows[2:] == list(VARIANTS)
+
+
+def test_an_always_on_secondary_that_allows_no_reads_is_not_readable_said_once_with_the_fix(
+    host: FakeHost, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Error 976 (severity 14: "is participating in an availability group and is currently not
+    accessible for queries", Microsoft's sp_validate_replica_hosts_as_publishers page) is no missing
+    grant: its own reason, its fix in the one log line, the other statement published."""
+    caplog.set_level(logging.INFO, logger="lunlat")
+    monkeypatch.setenv("LUNLAT_TEST_MSSQL_PASSWORD", "pw")
+    variant = VARIANTS["SQL Server 2022 on Linux"]
+    with TdsServer(variant.state()) as server:
+        source = _source(server, variant, host, DbLunLabels(), FakeClock())
+        server.deny[sql.FILE_STATS.name] = (
+            976,
+            "The target database, 'sales', is participating in an availability group and is currently not "
+            "accessible for queries. Either data movement is suspended or the availability replica is not "
+            "enabled for read access.",
+        )
+        server.state.advance(60, LOAD)
+        first = source.collect()
+        second = source.collect()
+        up, errors = scrape_both(host, source)
+    assert first.errors == Counter({"not_readable": 1}) == second.errors
+    assert up[NAME] is True and errors[(NAME, "not_readable")] == 1
+    assert values(second, mssql_metrics.MSSQL_WAITS)
+    said = [r for r in caplog.records if "not readable" in r.getMessage()]
+    assert len(said) == 1 and "ALLOW_CONNECTIONS" in getattr(said[0], "kv", {})["err"]
+    assert not [r for r in caplog.records if "missing grant" in r.getMessage()]

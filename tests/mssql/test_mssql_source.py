@@ -237,6 +237,28 @@ def test_a_query_past_the_timeout_fails_this_scrape_and_the_next_reconnects(
     assert up[NAME] is True and len(server.logins) == logins + 1  # a fresh session after a timeout
 
 
+def test_a_statement_blocked_behind_a_lock_gives_up_at_the_lock_timeout_and_keeps_the_session(
+    server: TdsServer, host: FakeHost
+) -> None:
+    """Every session lunlat opens first lowers its deadlock priority to the lowest (-10, as Telegraf's
+    statements do) and sets a lock timeout of half the query timeout, so a statement waiting behind DDL
+    or a RESTORE's locks gives up (error 1222) before the driver's timeout: the scrape keeps the other
+    statement's series and the session, where a plain wait would cost both."""
+    source = source_for(server, host, timeout=2)
+    source.collect()
+    logins = len(server.logins)
+    settings = [b for b in server.batches if b.startswith("SET ")]
+    assert settings == ["SET DEADLOCK_PRIORITY -10; SET LOCK_TIMEOUT 1000;"]
+    server.blocked[sql.FILE_STATS.name] = 10.0  # a lock held for longer than the query timeout
+    up, errors = scrape_both(host, source)
+    assert up[NAME] is True
+    assert errors[(NAME, "query_failed")] == 1 and errors[(NAME, "query_timeout")] == 0
+    assert len(server.logins) == logins  # the session was kept
+    del server.blocked[sql.FILE_STATS.name]
+    result = source.collect()
+    assert not result.errors and values(result, mssql_metrics.MSSQL_FILE_READS)
+
+
 def test_a_dropped_connection_is_reopened_after_the_backoff(server: TdsServer, host: FakeHost) -> None:
     clock = FakeClock()
     source = source_for(server, host, clock=clock)

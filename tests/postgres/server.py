@@ -60,6 +60,7 @@ class PgServer:
     port: int = field(default_factory=_free_port)
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     settings: dict[str, str] = field(default_factory=dict)
+    wal_location: Path | None = None  # the WAL's directory when not beside the data (another LUN)
 
     @property
     def data_dir(self) -> Path:
@@ -67,7 +68,7 @@ class PgServer:
 
     @property
     def wal_dir(self) -> Path:
-        return self.base / "wal"
+        return self.wal_location if self.wal_location is not None else self.base / "wal"
 
     @property
     def socket_dir(self) -> Path:
@@ -96,6 +97,9 @@ class PgServer:
     def init(self) -> None:
         for path in (self.base, self.socket_dir):
             path.mkdir(parents=True, exist_ok=True)
+        if self.wal_location is not None and self.user:
+            # initdb creates the WAL directory itself, in a parent the cluster's user must own.
+            shutil.chown(self.wal_location.parent, self.user)
         pwfile = self.base / "pw"
         pwfile.write_text(self.password + "\n")
         if self.user:

@@ -17,6 +17,7 @@ from lunlat.config import CONFIG_MAX_BYTES, ConfigError, parse_config
 from lunlat.dbtarget import SECRET_MAX_BYTES
 from lunlat.goals import load_goals, parse_goals
 from lunlat.yamlmodel import MAX_PROBLEMS
+from tests.extras import needs
 from tests.hostile import PROMPTLY, lunlat_argv, make_fifo
 
 # Billion laughs: nine levels of nine aliases, 9**10 strings once expanded, in 350 bytes. The 4th
@@ -194,6 +195,7 @@ def _secret_config(tmp_path: Path, source: str) -> bytes:
     return f"oracle:\n  - name: ORCL\n    user: u\n    dsn: h/s\n    {source}\n".encode()
 
 
+@needs("oracledb")  # check-config also refuses an Oracle target without its driver
 def test_check_config_refuses_an_unset_password_env(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LUNLAT_TEST_UNSET"}
     code, stderr = check_config(tmp_path, _secret_config(tmp_path, "password_env: LUNLAT_TEST_UNSET"), env)
@@ -213,6 +215,7 @@ def test_check_config_refuses_an_unset_password_env(tmp_path: Path) -> None:
     assert (syntax_only.returncode, syntax_only.stderr) == (0, "")
 
 
+@needs("oracledb")  # check-config also refuses an Oracle target without its driver
 def test_check_config_refuses_a_missing_or_unreadable_password_file(tmp_path: Path) -> None:
     missing = tmp_path / "absent"
     code, stderr = check_config(tmp_path, _secret_config(tmp_path, f"password_file: {missing}"))
@@ -226,6 +229,7 @@ def test_check_config_refuses_a_missing_or_unreadable_password_file(tmp_path: Pa
     assert "not UTF-8" in message and "hunter" not in message and "xff" not in message
 
 
+@needs("oracledb")  # check-config also refuses an Oracle target without its driver
 def test_check_config_passes_readable_password_sources_without_printing_them(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("file-secret-value\n")
@@ -293,6 +297,7 @@ def test_a_config_larger_than_the_limit_is_refused(tmp_path: Path) -> None:
     assert f"{path}: is {path.stat().st_size:,} bytes, more than the 1 MiB a config file may be" in message
 
 
+@needs("oracledb")  # check-config also refuses an Oracle target without its driver
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
 def test_check_config_refuses_a_password_file_that_is_no_regular_file(tmp_path: Path, kind: str) -> None:
     secret = _hostile(tmp_path, kind)
@@ -305,6 +310,7 @@ def test_check_config_refuses_a_password_file_that_is_no_regular_file(tmp_path: 
     assert check_path(config, "--syntax-only") == (0, "")
 
 
+@needs("oracledb")  # check-config also refuses an Oracle target without its driver
 def test_check_config_refuses_a_password_file_larger_than_a_secret(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_bytes(b"x" * (SECRET_MAX_BYTES + 1))

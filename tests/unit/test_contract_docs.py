@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from lunlat import contract
+from lunlat.engines.mssql.source import MssqlSource
 from lunlat.engines.oracle import metrics as oracle_metrics
 from lunlat.engines.oracle.source import OracleSource
 from lunlat.sources.diskstats import DiskstatsSource
@@ -59,6 +60,7 @@ def test_documented_error_reasons_are_the_ones_sources_count() -> None:
         *DiskstatsSource.error_reasons,
         *PsutilDisksSource.error_reasons,
         *OracleSource.error_reasons,
+        *MssqlSource.error_reasons,
         "timeout",
         "internal",
     }

@@ -548,3 +548,37 @@ def test_a_reloaded_source_does_not_name_the_same_unmatched_entries_again(
     collect(after)
     lines = _unmatched_lines(caplog)
     assert [r.kv["match"] for r in lines] == ["alias=gone_00003"]  # type: ignore[attr-defined]
+
+
+def test_without_counters_the_source_publishes_names_roles_and_path_health_only(host: FakeHost) -> None:
+    """`diskstats.counters: false` (--no-collector.diskstats.counters): node_exporter's counters are
+    the host layer (goals host_layer), lunlat keeps what joins them to LUNs and roles."""
+    got = collect(source(host, DiskstatsConfig(counters=False), luns=[ORA_ENTRY]))
+    names = {f.spec.name for f in got.result.families}
+    assert not names & {s.name for s in contract.DEVICE_METRICS}
+    assert contract.LUN_INFO.name in names and {s.name for s in contract.PATH_METRICS} <= names
+    assert got.info()["dm-3"]["database"] == "ORCL"
+    with_counters = {f.spec.name for f in collect(source(host, luns=[ORA_ENTRY])).result.families}
+    assert with_counters - names == {s.name for s in contract.DEVICE_METRICS}
+
+
+@pytest.mark.parametrize(
+    ("flags", "config", "counters"),
+    [
+        ([], DiskstatsConfig(), True),
+        (["--no-collector.diskstats.counters"], DiskstatsConfig(), False),
+        ([], DiskstatsConfig(counters=False), False),
+        (["--collector.diskstats.counters"], DiskstatsConfig(counters=False), True),
+    ],
+)
+def test_the_counters_flag_overrides_the_config(
+    flags: list[str], config: DiskstatsConfig, counters: bool
+) -> None:
+    from lunlat.cli import _parser, source_settings  # noqa: PLC0415
+    from lunlat.config import Config  # noqa: PLC0415
+    from lunlat.sources.factory import Context  # noqa: PLC0415
+
+    settings = source_settings(
+        _parser().parse_args(["serve", "--collector.host.source", "diskstats", *flags])
+    )
+    assert Context.of(Config(diskstats=config), settings).diskstats().counters is counters

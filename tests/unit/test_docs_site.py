@@ -14,6 +14,8 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.extras import needs
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 # Issue 26: the README is for users; the rest lives in docs/ (mkdocs.yml).
@@ -55,6 +57,8 @@ def test_every_relative_link_of_the_readme_exists() -> None:
     assert [t for t in local if not (REPO / t).exists()] == []
 
 
+@needs("lunlat_dashboards")  # the flags page holds every command, the mixin's and the lab's
+@needs("lunlat_lab")
 def test_the_committed_references_are_what_the_code_gives() -> None:
     stale = [
         str(path.relative_to(REPO))
@@ -64,6 +68,8 @@ def test_the_committed_references_are_what_the_code_gives() -> None:
     assert stale == [], "run python docs/gen_reference.py"
 
 
+@needs("lunlat_dashboards")  # the flags page holds every command, the mixin's and the lab's
+@needs("lunlat_lab")
 def test_check_fails_on_a_missing_or_edited_page_and_passes_once_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,3 +137,24 @@ def test_the_editors_schema_refuses_what_check_config_refuses() -> None:
     for wrong in wrong_configs:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(wrong, schema)
+
+
+def test_the_readmes_counts_are_the_contracts_and_the_rules() -> None:
+    """The numbers the README gives a newcomer follow the code: metric families, per-engine metrics,
+    recording rules and alerts."""
+    from lunlat import contract  # noqa: PLC0415
+    from lunlat.engines.registry import ENGINES  # noqa: PLC0415
+
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    families = re.search(r"(\d+) families in all", text)
+    assert families is not None and int(families[1]) == len(contract.ALL_METRICS)
+    for engine in ENGINES:
+        assert re.search(rf"\b{len(engine.metrics)} {re.escape(engine.title)} metrics\b", text), engine.title
+    groups = yaml.safe_load((REPO / "alerts" / "lunlat.rules.yml").read_text(encoding="utf-8"))["groups"]
+    rules = [rule for group in groups for rule in group["rules"]]
+    counts = re.search(r"(\d+) recording rules and (\d+) alerts", text)
+    assert counts is not None
+    assert (int(counts[1]), int(counts[2])) == (
+        sum("record" in r for r in rules),
+        sum("alert" in r for r in rules),
+    )

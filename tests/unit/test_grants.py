@@ -41,7 +41,12 @@ def test_amazon_rds_grants_are_view_server_state_and_definition_only() -> None:
 
 
 # The statements each Azure SQL Database grant covers: the ones the source runs there.
-AZURE_SQL_DATABASE_READS = (mssql_sql.SERVER, mssql_sql.DB_FILE_STATS, mssql_sql.DB_WAIT_STATS)
+AZURE_SQL_DATABASE_READS = (
+    mssql_sql.EDITION,
+    mssql_sql.SERVER_SQL_DATABASE,
+    mssql_sql.DB_FILE_STATS,
+    mssql_sql.DB_WAIT_STATS,
+)
 
 
 def test_azure_sql_database_grants_are_view_database_state_on_a_contained_user_only() -> None:
@@ -58,6 +63,8 @@ def test_azure_sql_database_grants_are_view_database_state_on_a_contained_user_o
             name = (table.name or table.this.sql()).split("(")[0]  # a table function: its name
             assert f"sys.{name.lower()}" in header.lower(), f"{query.name} reads sys.{name}"
     assert "master_files" not in " ".join(q.sql for q in AZURE_SQL_DATABASE_READS)
+    # sys.dm_os_sys_info needs the server admin on Basic, S0, S1 and elastic pools: never read there
+    assert "dm_os_sys_info" not in " ".join(q.sql for q in AZURE_SQL_DATABASE_READS)
 
 
 def test_mssql_statements_parse_as_tsql_and_read_only_system_views() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lunlat.engines.mssql.config import MssqlTarget
-from lunlat.engines.mssql.source import classify, connection_string
+from lunlat.engines.mssql.source import MssqlSource, classify, connect_pyodbc, connection_string
+from lunlat.sources.base import SourceError
 from lunlat.sources.dbsession import Kind
 
 pyodbc = pytest.importorskip("pyodbc", reason="pyodbc is not installed (pip install 'lunlat[mssql]')")
@@ -53,7 +54,15 @@ pyodbc = pytest.importorskip("pyodbc", reason="pyodbc is not installed (pip inst
                 "[42000] [FreeTDS][SQL Server]The target database, 'sales', is participating in an availability "
                 "group and is currently not accessible for queries. (976) (SQLExecDirectW)",
             ),
-            Kind.QUERY_FAILED,
+            Kind.NOT_READABLE,
+        ),
+        (
+            pyodbc.ProgrammingError(
+                "42000",
+                "[42000] [FreeTDS][SQL Server]The SELECT permission was denied on the object 'x', database "
+                "'sales', schema 'dbo'. (229) (SQLExecDirectW)",
+            ),
+            Kind.NO_GRANT,
         ),
         (
             pyodbc.ProgrammingError(
@@ -96,3 +105,34 @@ def test_the_database_key_opens_that_database_and_is_checked_like_the_other_odbc
     for bad in ("sales;x", "sa{les", " "):
         with pytest.raises(ValueError, match="database"):
             target(database=bad)
+
+
+AG_SECONDARY = (
+    "[42000] [FreeTDS][SQL Server]The target database, 'sales', is participating in an availability group "
+    "and is currently not accessible for queries. Either data movement is suspended or the availability "
+    "replica is not enabled for read access. (976) (SQLDriverConnect)"
+)
+
+
+def test_an_unreadable_always_on_secondary_is_its_own_reason_and_says_the_fix_first() -> None:
+    found = classify(pyodbc.ProgrammingError("42000", AG_SECONDARY))
+    assert found.kind is Kind.NOT_READABLE and found.code == "42000 (976)"
+    # The fix comes first: log lines keep the first 300 characters of a message.
+    assert found.message.startswith("Always On secondary not readable")
+    assert "ALLOW_CONNECTIONS" in found.message[:300] and "`database`" in found.message[:300]
+
+
+def test_a_connect_to_an_unreadable_secondary_fails_as_not_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """976 at login (the target's `database` is an availability database on a secondary that allows
+    no reads) is counted as not_readable, not as a generic connect failure."""
+    monkeypatch.setenv("X", "pw")
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise pyodbc.ProgrammingError("42000", AG_SECONDARY)
+
+    monkeypatch.setattr(pyodbc, "connect", refuse)
+    with pytest.raises(SourceError) as caught:
+        connect_pyodbc(target(database="sales"))()
+    assert caught.value.reason == "not_readable" and caught.value.code == "42000 (976)"
+    assert "ALLOW_CONNECTIONS" in str(caught.value)
+    assert "not_readable" in MssqlSource.error_reasons

@@ -34,7 +34,7 @@ from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.exposition import format_value
 from lunlat.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
-from lunlat.layers import SERIES_LABELS, DbLayer, HostLayer, Layer, db_layers
+from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
 from lunlat.recorded import (
     ABOVE_GOAL,
     ABOVE_GOAL_RATIO,
@@ -239,7 +239,7 @@ class RuleSet:
     def __init__(self, goals: Goals) -> None:
         self.goals = goals
         self.layers: list[Layer] = [
-            HostLayer(goals.selector),
+            host_layer(goals),
             *db_layers(goals.selector),
         ]
 
@@ -516,6 +516,26 @@ class RuleSet:
         Prometheus' 5-minute lookback starts it again."""
         return f"(time() - {JUDGED_SINCE}) >= {_promql_number(duration_seconds(window) / 2)}"
 
+    def host_exporter_alerts(self) -> list[dict[str, Any]]:
+        """The exporter the host layer is read from (goals host_layer), when it is not lunlat:
+        its targets' `up`, as LunLatencyExporterDown watches lunlat's."""
+        choice, health = self.goals.host_layer, self.goals.health
+        if choice.source == "lunlat" or choice.selector is None:
+            return []
+        return [
+            _alert(
+                "LunLatencyHostExporterDown",
+                f"up{{{choice.selector}}} == 0",
+                health.exporter_down_for,
+                "warning",
+                f"{choice.source} {{{{ $labels.instance }}}} is down: no host layer for its LUNs",
+                f"Prometheus cannot scrape {{{{ $labels.instance }}}} (job {{{{ $labels.job }}}}), the "
+                f"{choice.source} the goals read the host layer from: the host-layer latency of its "
+                "LUNs is not recorded and cannot alert; the database layer still is.",
+                f"{self.goals.runbook_base_url}/exporter-down.md#lunlatencyhostexporterdown",
+            )
+        ]
+
     def health_alerts(self) -> list[dict[str, Any]]:
         health, sel, base = self.goals.health, self.goals.selector, self.goals.runbook_base_url
         source_up, errors = contract.SOURCE_UP.name, contract.SOURCE_ERRORS.name
@@ -679,7 +699,7 @@ class RuleSet:
                 "interval": "1m",
                 "rules": [*self.ratios(), *self.burn_alerts()],
             },
-            {"name": "lunlat-exporter", "rules": self.health_alerts()},
+            {"name": "lunlat-exporter", "rules": [*self.health_alerts(), *self.host_exporter_alerts()]},
             {"name": "lunlat-paths", "rules": self.path_alerts()},
             # No array in the goals: no group (an empty one would only say nothing).
             *([{"name": "lunlat-array", "rules": arrays}] if (arrays := self.array_rules()) else []),

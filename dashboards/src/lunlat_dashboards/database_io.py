@@ -176,4 +176,50 @@ def build(goals: Goals) -> dash.Dashboard:
             board = board.with_row(dash.Row(row.title))
             for panel in row.panels:
                 board = board.with_panel(_panel(panel, goals))
+    if goals.host_layer.source == "windows_exporter":
+        board = _windows_volumes(board, goals)
     return board
+
+
+# The row only where the goals read the host layer from windows_exporter (docs/host-layer.md): the
+# other choices' host layer is drawn by the panels above and the overview.
+WINDOWS_ROW = "Windows volumes: host layer from windows_exporter"
+
+
+def _windows_volumes(board: dash.Dashboard, goals: Goals) -> dash.Dashboard:
+    """Each database volume's latency and I/O as Windows measured them (windows_exporter's
+    logical_disk, joined to the database files on each volume by the rules)."""
+    legend = "{{database}} {{role}} · {{lun}}"
+    return (
+        board.with_row(dash.Row(WINDOWS_ROW))
+        .with_panel(
+            p.latency_timeseries(
+                "Volume latency on the Windows database host",
+                "1-minute average read and write latency of each volume holding the selected "
+                "databases' files, from windows_exporter's logical_disk counters (the sums behind "
+                "Windows' Avg. Disk sec/Read and sec/Write) on the database host: the host layer "
+                "(`layer=host`) the alerts judge. `lun` is the volume the database names for its files. "
+                "Red line: the goal.",
+                goals,
+                [
+                    p.query(p.selector(p.latency(op), p.LUN_FILTERS, layer="host"), f"{op} {legend}", ref)
+                    for op, ref in (("read", "A"), ("write", "B"))
+                ],
+            )
+            .span(12)
+            .height(9)
+        )
+        .with_panel(
+            p.rate_timeseries(
+                "Volume I/O per second on the Windows database host",
+                "Reads and writes per second of each volume holding the selected databases' files, "
+                "as windows_exporter counts them (the whole volume: every process's I/O, not only the "
+                "database's). Beside the database layer's own rate above, the difference is other I/O on "
+                "the same volume.",
+                p.IOPS,
+                [p.query(p.selector(p.IOPS_RECORDED, p.LUN_FILTERS, layer="host"), "{{op}} " + legend)],
+            )
+            .span(12)
+            .height(9)
+        )
+    )

@@ -129,6 +129,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also publish multipath path devices and partitions (overrides the config)",
     )
     serve.add_argument(
+        "--collector.diskstats.counters",
+        dest="counters",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="publish the device counters; --no-collector.diskstats.counters keeps names, roles and path "
+        "health only, for a host layer read from node_exporter (overrides diskstats.counters)",
+    )
+    serve.add_argument(
         "--collector.biolatency",
         dest="biolatency",
         action=argparse.BooleanOptionalAction,
@@ -232,7 +240,8 @@ def source_settings(args: argparse.Namespace) -> Settings:
         args.show_paths,
         args.refresh_interval,
         args.biolatency,
-        args.path_state_interval,
+        path_state_interval=args.path_state_interval,
+        counters=args.counters,
     )
 
 

@@ -53,6 +53,12 @@ class DiskstatsConfig(Strict):
     include: str | None = Field(default=None, description="Regex on kernel device names to keep.")
     exclude: str | None = Field(default=DEFAULT_EXCLUDE, description="Regex on kernel device names to drop.")
     show_paths: bool = Field(default=False, description="Also publish multipath path devices and partitions.")
+    # Off when the rules' host layer reads node_exporter's diskstats (goals host_layer, docs/host-layer.md):
+    # lunlat_lun_info and path health still come from here, the counters from node_exporter.
+    counters: bool = Field(
+        default=True,
+        description="Publish the device counters (lunlat_device_*); false keeps lunlat_lun_info and path health.",
+    )
 
     _regex = field_validator("include", "exclude")(check_regex)
 

@@ -344,6 +344,76 @@ class Array(Strict):
         return self.read if op == "read" else self.write
 
 
+# Where the host layer's counters come from: lunlat's own diskstats source, or an exporter the user
+# already runs (docs/host-layer.md says what each gives).
+HostLayerSource = Literal["lunlat", "node_exporter", "windows_exporter"]
+
+
+class HostJoin(Strict):
+    """Which label names a host on one side of the host-layer join, and the part of it that does
+    (`regex`, RE2 fully anchored like label_replace, its first group the host)."""
+
+    label: str
+    regex: str = "(.+)"
+
+    _label = field_validator("label")(_label_name)
+
+    @field_validator("regex")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        check_regex(value)
+        if re.compile(value).groups < 1:
+            raise ValueError("needs a capture group: its first group is the host")
+        return value
+
+
+# node_exporter and lunlat are two scrape targets on one host: the same host name, different ports.
+# The default takes the host from `instance` without its port (an optional ":<digits>"), which always
+# matches, so no series is left without a host and joined to another host's by an empty one.
+INSTANCE_HOST = HostJoin(label="instance", regex="(.+?)(?::[0-9]+)?")
+# windows_exporter runs on the SQL Server host, lunlat elsewhere: lunlat's instance names no database
+# host. The Windows target carries the `database` label of lunlat's target for that server (a label
+# of its scrape config), joined to the `database` label of the database's file series.
+DATABASE_HOST = HostJoin(label="database")
+
+
+class HostLayerChoice(Strict):
+    """Where the rules' host layer (layer="host") reads its counters: lunlat's own (default), or
+    node_exporter's diskstats (joined to lunlat_lun_info on host and device), or windows_exporter's
+    logical_disk (joined to each database file's volume). See docs/host-layer.md."""
+
+    source: HostLayerSource = "lunlat"
+    selector: str | None = Field(
+        default=None, description='PromQL matchers picking the exporter\'s series, e.g. job="node".'
+    )
+    exporter_host: HostJoin | None = Field(default=None, description="The host on the exporter's series.")
+    lunlat_host: HostJoin | None = Field(default=None, description="The host on lunlat's series.")
+
+    @field_validator("selector")
+    @classmethod
+    def _selector(cls, value: str | None) -> str | None:
+        return None if value is None else check_matchers(value)
+
+    @model_validator(mode="after")
+    def _complete(self) -> HostLayerChoice:
+        if self.source == "lunlat":
+            if self.selector or self.exporter_host or self.lunlat_host:
+                raise ValueError(
+                    "source lunlat reads lunlat's own series: selector and hosts are for an exporter"
+                )
+            return self
+        if not self.selector:
+            raise ValueError(
+                f'source {self.source} needs `selector`, the matchers of its scrape job (e.g. job="node")'
+            )
+        return self
+
+    def hosts(self) -> tuple[HostJoin, HostJoin]:
+        """(the exporter's, lunlat's) host labels, each side's default where unset."""
+        default = INSTANCE_HOST if self.source == "node_exporter" else DATABASE_HOST
+        return self.exporter_host or default, self.lunlat_host or default
+
+
 class Goals(Strict):
     selector: str = Field(
         default='job="lunlat"', description="PromQL matchers picking lunlat's scrape job(s)."
@@ -360,6 +430,7 @@ class Goals(Strict):
     paths: Paths = Field(default_factory=Paths)
     # None by default: which arrays there are is configuration, not code.
     arrays: list[Array] = Field(default_factory=list)
+    host_layer: HostLayerChoice = Field(default_factory=HostLayerChoice)
 
     _selector = field_validator("selector")(check_matchers)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from lunlat import contract
 from lunlat.engines.engine import Engine, FileLayer
 from lunlat.engines.registry import ENGINES
+from lunlat.goals import Goals, HostJoin
 
 # Labels that identify one judged series (a LUN of a host, in one layer, with its roles).
 SERIES_LABELS: tuple[str, ...] = ("job", "instance", "lun", "layer", "database", "role", "workload")
@@ -43,6 +44,131 @@ class HostLayer:
     def bytes(self, op: str, window: str) -> str | None:
         spec = contract.DEVICE_READ_BYTES if op == "read" else contract.DEVICE_WRITE_BYTES
         return self._per_lun(spec.name, window)
+
+
+# The label both sides of an exporter's join carry for the host (added by label_replace, then summed away).
+JOIN_HOST = "lunlat_host"
+_BY = ", ".join(label for label in SERIES_LABELS if label != "layer")
+
+
+def _host(vector: str, host: HostJoin) -> str:
+    """`vector` with JOIN_HOST, the host part of its `host.label`."""
+    return f'label_replace({vector}, "{JOIN_HOST}", "$1", "{host.label}", "{_quoted(host.regex)}")'
+
+
+def _quoted(text: str) -> str:
+    """`text` inside a PromQL double-quoted string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterHostLayer:
+    """The host layer from another exporter's per-device counters (node_exporter, windows_exporter),
+    labelled with lunlat's LUN, database and role by a join on the host and a device key.
+
+    The result keeps lunlat's job and instance (`group_right` takes the labels of lunlat's side), so
+    its series are the ones the database layer, the goals and the alerts already know.
+    """
+
+    selector: str  # the exporter's series
+    counters: dict[str, str]  # reads, writes, read_time, write_time, read_bytes, write_bytes -> metric
+    key: str  # the label naming the device on both sides after `lunlat` (device, volume)
+    lunlat: str  # lunlat's side: one series per LUN and role, carrying `key`
+    exporter_host: HostJoin
+    lunlat_host: HostJoin
+    name: str = "host"
+
+    def _per_lun(self, counter: str, window: str) -> str:
+        exporter = _host(f"rate({counter}{{{self.selector}}}[{window}])", self.exporter_host)
+        return (
+            f"sum by ({_BY}) (\n"
+            f"    {exporter}\n"
+            f"  * on ({JOIN_HOST}, {self.key}) group_right ()\n"
+            f"    {_host(self.lunlat, self.lunlat_host)}\n"
+            ")"
+        )
+
+    def operations(self, op: str, window: str) -> str:
+        return self._per_lun(self.counters[f"{op}s"], window)
+
+    def time(self, op: str, window: str) -> str:
+        return self._per_lun(self.counters[f"{op}_time"], window)
+
+    def bytes(self, op: str, window: str) -> str | None:
+        return self._per_lun(self.counters[f"{op}_bytes"], window)
+
+
+# node_exporter's diskstats collector (prometheus/node_exporter collector/diskstats_common.go, the
+# descriptors; collector/diskstats_linux.go: times are the kernel's milliseconds * secondsPerTick =
+# 1/1000, bytes the sectors * unixSectorSize = 512), one series per /proc/diskstats line, label `device`
+# the kernel's name (sda, dm-0): lunlat_lun_info's `device` of the same line.
+NODE_EXPORTER_DISKSTATS: dict[str, str] = {
+    "reads": "node_disk_reads_completed_total",
+    "writes": "node_disk_writes_completed_total",
+    "read_time": "node_disk_read_time_seconds_total",
+    "write_time": "node_disk_write_time_seconds_total",
+    "read_bytes": "node_disk_read_bytes_total",
+    "write_bytes": "node_disk_written_bytes_total",
+}
+
+# windows_exporter's logical_disk collector (prometheus-community/windows_exporter
+# internal/collector/logical_disk/logical_disk.go, docs/collector.logical_disk.md), label `volume`
+# the LogicalDisk instance name ("C:", "D:", "HarddiskVolume2"). The times are the raw numerators of
+# "Avg. Disk sec/Read" and "Avg. Disk sec/Write" (read_latency_seconds_total, write_latency_seconds_total:
+# AvgDiskSecPerRead * TicksToSecondScaleFactor = 1e-7, internal/pdh/const.go; collected as raw
+# counters, pdh.CounterTypeRaw), so Δtime / Δreads is the average read latency, as
+# Windows' own counter is; since v0.8.2 ("Add logical_disk latency metrics"). Not
+# read_seconds_total: that is "% Disk Read Time", the disk's busy time.
+WINDOWS_LOGICAL_DISK: dict[str, str] = {
+    "reads": "windows_logical_disk_reads_total",
+    "writes": "windows_logical_disk_writes_total",
+    "read_time": "windows_logical_disk_read_latency_seconds_total",
+    "write_time": "windows_logical_disk_write_latency_seconds_total",
+    "read_bytes": "windows_logical_disk_read_bytes_total",
+    "write_bytes": "windows_logical_disk_write_bytes_total",
+}
+
+# SQL Server names a file's volume as sys.dm_os_volume_stats' volume_mount_point, with its trailing
+# backslash ('D:\', 'C:\MountPoints\Data1\'); the mssql source publishes it as the file's `lun`
+# where no mount table leads to one. windows_exporter's `volume` is the same path without it: its own
+# code looks a LogicalDisk instance name up among the volumes' mount paths with the trailing
+# backslash trimmed (logical_disk.go, getAllMountedVolumes and getVolumeInfo: "If rootDrive is a NTFS
+# directory"), so "D:" and "C:\MountPoints\Data1".
+VOLUME_FROM_LUN = "(.+?)\\\\?"
+
+
+def _windows_volumes(selector: str) -> str:
+    """One series per database, LUN (volume) and role of the database files on a volume, with the
+    volume as windows_exporter names it."""
+    # Reads or writes: a file with only one of the two series still names its volume.
+    files = "\n  or ".join(
+        f'{spec.name}{{{selector}, lun!=""}}'
+        for engine in ENGINES
+        for spec in (engine.files.reads, engine.files.writes)
+    )
+    grouped = f"group by ({_BY}) (\n  {files}\n)"
+    return f'label_replace({grouped}, "volume", "$1", "lun", "{_quoted(VOLUME_FROM_LUN)}")'
+
+
+def host_layer(goals: Goals) -> HostLayer | ExporterHostLayer:
+    """The host layer the goals choose (`host_layer.source`)."""
+    choice = goals.host_layer
+    if choice.source == "lunlat" or choice.selector is None:
+        return HostLayer(goals.selector)
+    exporter_host, lunlat_host = choice.hosts()
+    if choice.source == "node_exporter":
+        info = f'{contract.LUN_INFO.name}{{{goals.selector}, kind="lun"}}'
+        return ExporterHostLayer(
+            choice.selector, NODE_EXPORTER_DISKSTATS, "device", info, exporter_host, lunlat_host
+        )
+    return ExporterHostLayer(
+        choice.selector,
+        WINDOWS_LOGICAL_DISK,
+        "volume",
+        _windows_volumes(goals.selector),
+        exporter_host,
+        lunlat_host,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,4 +225,4 @@ def db_layers(selector: str) -> tuple[DbLayer, ...]:
     return tuple(db_layer(engine, selector) for engine in ENGINES)
 
 
-Layer = HostLayer | DbLayer
+Layer = HostLayer | ExporterHostLayer | DbLayer

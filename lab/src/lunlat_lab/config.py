@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from lunlat.contract import Role
+from lunlat.engines.registry import ENGINES
 from lunlat.yamlmodel import Strict, load_model
 
-Engine = Literal["mssql", "oracle"]
 WorkloadKind = Literal["oltp", "log", "archive", "dss", "snapshot_oltp"]
 
 # A lab LUN name: also a file name (<name>.img) and the LUN part of fio job names (fio/names.py),
@@ -49,11 +49,22 @@ class Latency(Strict):
 class LabLun(Strict):
     name: str = Field(description="File name on the lab filesystem (<name>.img) and the LUN's id in the lab.")
     database: str
-    engine: Engine
+    engine: str = Field(
+        description="The database's engine: a section of the exporter's config (oracle, mssql …)."
+    )
     role: Role
     workload: str = Field(description="oltp for production, snapshot_oltp for the test/dev copies.")
     array: str = "array"
     latency: Latency
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        # The engines the exporter has (lunlat.engines.registry): a new engine is one in the lab too.
+        known = [engine.key for engine in ENGINES]
+        if value not in known:
+            raise ValueError(f"unknown engine {value!r}: one of {', '.join(known)}")
+        return value
 
     @model_validator(mode="after")
     def _name_ok(self) -> LabLun:

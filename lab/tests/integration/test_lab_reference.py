@@ -55,7 +55,9 @@ def _lab_host() -> None:
 # once, cause not found) moves a 20 IOPS cell by ~0.08 ms. On 2026-11-26 two of four quiet runs on
 # the 2-core CI machine had one or two cells off (by up to 0.054 ms), the other two none: only a
 # whole run more tells such a stall from a lab that misses the reference. Each run's misses are printed.
-ATTEMPTS = 3
+# One run while the test is an expected failure (below): three cost CI over five minutes to report
+# what one run reports; back to three when the cause is found and the mark goes.
+ATTEMPTS = 1
 
 
 @pytest.mark.xfail(

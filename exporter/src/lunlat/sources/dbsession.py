@@ -48,6 +48,9 @@ class Kind(Enum):
 
     NO_GRANT = "no_grant"  # this query is not allowed: disable it, keep the rest
     QUERY_FAILED = "query_failed"  # this query failed for another reason: count it, keep the rest
+    # the database is there but refuses reads in its current role (an Always On secondary that allows
+    # none): count it apart from query_failed, keep the rest; the engine's message carries the fix
+    NOT_READABLE = "not_readable"
     TIMEOUT = "query_timeout"  # past the call timeout: the session may be stuck, drop it
     LOST = "connection_lost"  # the connection is gone (or the database is restarting): reconnect
 

@@ -254,7 +254,10 @@ class DbSource(Generic[Conn]):
                     err=found.code,
                 )
             else:
-                self._warn_once(query.name, found.code or found.message, "query failed", detail)
+                what = (
+                    "query failed" if found.kind is Kind.QUERY_FAILED else f"query failed: {found.kind.value}"
+                )
+                self._warn_once(query.name, found.code or found.message, what.replace("_", " "), detail)
             return None
         if self._gates.reopen(query.name):
             log.info("query enabled again", source=self.name, query=query.name)

@@ -510,8 +510,12 @@ class DiskstatsSource:
             contract.DEVICE_IO_WEIGHTED_TIME: cols[WEIGHTED_MS],
         }
         # Only what this kernel prints: a 0 for a field it lacks would read as "no discards".
-        families = device_families(published.labels, columns)
-        families.extend(_optional_families(table, cols, published))
+        # Without counters (node_exporter's are the host layer) the table is still read: it names
+        # the devices the topology labels.
+        families = []
+        if self._config.counters:
+            families = device_families(published.labels, columns)
+            families.extend(_optional_families(table, cols, published))
         self._count_format(table, errors)
         families.append(Family(contract.LUN_INFO, published.info))
         self._paths.watch(published.multipaths)

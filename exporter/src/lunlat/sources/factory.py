@@ -42,6 +42,7 @@ class Settings:
     refresh_interval: float = 300.0
     biolatency: bool | None = None  # overrides the config's biolatency.enabled when set
     path_state_interval: float = PATH_STATE_INTERVAL  # multipath path states read this often
+    counters: bool | None = None  # overrides the config's diskstats.counters when set
 
     def host_platform(self) -> Literal["diskstats", "psutil"]:
         """Where host counters come from: <procfs>/diskstats, or psutil where there is none and
@@ -74,10 +75,14 @@ class Context:
         return cls(config, settings, platform, db_labels if db_labels is not None else DbLunLabels())
 
     def diskstats(self) -> DiskstatsConfig:
-        """The config's device filter, with --collector.diskstats.show-paths applied."""
-        if self.settings.show_paths is None:
-            return self.config.diskstats
-        return self.config.diskstats.model_copy(update={"show_paths": self.settings.show_paths})
+        """The config's device filter, with --collector.diskstats.show-paths and
+        --[no-]collector.diskstats.counters applied."""
+        update: dict[str, bool] = {}
+        if self.settings.show_paths is not None:
+            update["show_paths"] = self.settings.show_paths
+        if self.settings.counters is not None:
+            update["counters"] = self.settings.counters
+        return self.config.diskstats.model_copy(update=update) if update else self.config.diskstats
 
     def biolatency(self) -> BiolatencyConfig:
         """The config's biolatency section, with --[no-]collector.biolatency applied."""

@@ -68,14 +68,16 @@ MSSQL_WAIT_SIGNAL_TIME = MetricSpec(
 MSSQL_FILE_READ_QUEUED_STALL = MetricSpec(
     "lunlat_mssql_file_read_queued_stall_seconds_total",
     "counter",
-    "Part of the read stall the I/Os spent queued by Resource Governor before being issued "
-    "(io_stall_queued_read_ms, 2014+): throttling, not the device.",
+    "I/O latency Resource Governor's I/O governance introduced for the file's reads "
+    "(io_stall_queued_read_ms, 2014+): throttling, not the device; beside the read stall, never "
+    "subtracted from it (no documentation says the stall includes it).",
     MSSQL_FILE_LABELS,
 )
 MSSQL_FILE_WRITE_QUEUED_STALL = MetricSpec(
     "lunlat_mssql_file_write_queued_stall_seconds_total",
     "counter",
-    "Part of the write stall the I/Os spent queued by Resource Governor (io_stall_queued_write_ms, 2014+).",
+    "I/O latency Resource Governor's I/O governance introduced for the file's writes "
+    "(io_stall_queued_write_ms, 2014+), beside the write stall.",
     MSSQL_FILE_LABELS,
 )
 
@@ -99,5 +101,13 @@ CAPABILITIES: tuple[Capability, ...] = (
         "SQL Server on Windows: the volume of each file (sys.dm_os_volume_stats), the `lun` of files no mount "
         "table leads to; the login's VIEW SERVER STATE (VIEW SERVER PERFORMANCE STATE on 2022+) reads it",
         fixable=True,
+    ),
+    Capability(
+        "engine_edition",
+        "the server's SERVERPROPERTY('EngineEdition') is one the source reads (2 Standard, 3 Enterprise, "
+        "4 Express, 5 Azure SQL Database, 8 Azure SQL Managed Instance); 0: another service (an Azure "
+        "Synapse pool, Azure SQL Edge, a newer one) or not read yet: no statement is sent to it and the log "
+        "names the value",
+        fixable=False,
     ),
 )

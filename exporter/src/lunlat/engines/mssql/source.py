@@ -34,9 +34,31 @@ TEMPDB_ID = 2
 ROLE_OF_TYPE = {0: "data", 1: "log"}
 LOST_STATES = frozenset({"08S01", "08001", "08003", "08004", "08007", "01000"})
 TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
-# Server error numbers: permission denied on the DMVs (VIEW SERVER STATE, or VIEW SERVER
-# PERFORMANCE STATE on 2022+), and an Always On secondary that is not readable.
-NO_GRANT_NUMBERS = frozenset({297, 300, 229})
+# Server error numbers of a permission denied: 300 "%ls permission was denied on object '%.*ls',
+# database '%.*ls'." (VIEW SERVER STATE, VIEW SERVER PERFORMANCE STATE on 2022+), 262 "%ls permission
+# denied in database '%.*ls'." (VIEW DATABASE STATE: Azure SQL Database's DMVs), 297 "The user does not
+# have permission to perform this action." (sent after either), 229 "The %ls permission was denied on
+# the object …" (an object's permission). Texts: the Database Engine errors page
+# (https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-0-to-999);
+# 300 then 297 as Azure SQL Database answers: MicrosoftDocs/sql-docs issue 1452; 262 then 297 for VIEW
+# DATABASE STATE: lausser/check_mssql_health issue 35.
+NO_GRANT_NUMBERS = frozenset({297, 300, 262, 229})
+# 976, severity 14: "The target database, '%.*ls', is participating in an availability group and is
+# currently not accessible for queries. Either data movement is suspended or the availability replica
+# is not enabled for read access." It is what a secondary replica "that do[es] not allow read access, or
+# require[s] read intent to be specified" answers (sp_validate_replica_hosts_as_publishers,
+# https://learn.microsoft.com/en-us/sql/relational-databases/system-stored-procedures/sp-validate-replica-hosts-as-publishers-transact-sql):
+# no grant is missing, so it is not no_grant. The source's statements read server-level views from
+# the login's database, so it meets 976 when that database (the target's `database`, or the login's
+# default) is an availability database on such a secondary. The fix is in the message, first, since
+# log lines keep 300 characters; the replica option is ALTER AVAILABILITY GROUP's SECONDARY_ROLE
+# (ALLOW_CONNECTIONS = …) (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-availability-group-transact-sql).
+NOT_READABLE_NUMBERS = frozenset({976})
+NOT_READABLE_FIX = (
+    "Always On secondary not readable: unset the target's `database` (the login's default, master, is in "
+    "no availability group), target the primary, or allow reads on it (ALTER AVAILABILITY GROUP … "
+    "SECONDARY_ROLE (ALLOW_CONNECTIONS = ALL)); server: "
+)
 # A volume lookup that failed is tried again after this long (and at every reconnect); a missing
 # grant is held off as long by the query gate anyway.
 VOLUME_RETRY_SECONDS = 600.0
@@ -59,6 +81,10 @@ def classify(exc: BaseException) -> Classified:
         return Classified(Kind.TIMEOUT, state, text)
     if numbers & NO_GRANT_NUMBERS:
         return Classified(Kind.NO_GRANT, f"{state} ({min(numbers & NO_GRANT_NUMBERS)})", text)
+    if numbers & NOT_READABLE_NUMBERS:
+        return Classified(
+            Kind.NOT_READABLE, f"{state} ({min(numbers & NOT_READABLE_NUMBERS)})", NOT_READABLE_FIX + text
+        )
     # The base class itself (not ProgrammingError etc.) is what a dropped socket raises first.
     if state in LOST_STATES or type(exc).__name__ in ("Error", "InterfaceError") or isinstance(exc, OSError):
         return Classified(Kind.LOST, state, text)
@@ -136,6 +162,12 @@ def _wide_text_of(source: str) -> Callable[[bytes | None], str | None]:
     return convert
 
 
+def lock_timeout_ms(target: MssqlTarget) -> int:
+    """Half the target's query timeout: a statement blocked by a lock gives up (error 1222) before the
+    driver cancels it and the session is dropped."""
+    return max(100, round(target.timeout_seconds * 500))
+
+
 def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
     """A connect function for `target` through pyodbc; BuildError without the driver."""
     try:
@@ -153,13 +185,21 @@ def connect_pyodbc(target: MssqlTarget) -> Callable[[], Connection]:
             password = target.password.read()
         except ValueError as exc:
             raise SourceError("connect_failed", f"password: {exc}") from None
-        conn = pyodbc.connect(
-            connection_string(target, password),
-            timeout=max(1, round(target.timeout_seconds)),
-            autocommit=True,
-        )
+        try:
+            conn = pyodbc.connect(
+                connection_string(target, password),
+                timeout=max(1, round(target.timeout_seconds)),
+                autocommit=True,
+            )
+        except pyodbc.Error as exc:
+            found = classify(exc)
+            if found.kind is Kind.NOT_READABLE:  # its own reason at login too, with its fix
+                raise SourceError(found.kind.value, found.message, code=found.code) from None
+            raise
         # Applies to cursors created from now on (pyodbc sets SQL_ATTR_QUERY_TIMEOUT per statement).
         conn.timeout = max(1, round(target.timeout_seconds))
+        # Lowest deadlock priority and a lock timeout for the whole session (sql.session_settings).
+        conn.execute(sql.session_settings(lock_timeout_ms(target))).close()
         # Wide text through _wide_text_of: with a converter pyodbc reads the value as SQL_C_BINARY and
         # hands over its bytes (mkleehammer/pyodbc src/getdata.cpp, GetDataUser), for character data the
         # data unconverted ("SQL to C: Character", SQL_C_BINARY, ODBC Programmer's Reference): UTF-16LE.
@@ -174,6 +214,7 @@ class MssqlSource(DbSource[Connection]):
     """The SQL Server layer of one configured instance."""
 
     grants_hint = GRANTS  # per variant, once the server is identified
+    error_reasons = (*DbSource.error_reasons, Kind.NOT_READABLE.value)
     _target: MssqlTarget
 
     def __init__(
@@ -212,15 +253,19 @@ class MssqlSource(DbSource[Connection]):
     def collect(self) -> SourceResult:
         conn = self._session.connection()
         errors: Counter[str] = Counter()
-        if self._session.connects != self._seen_connects:
+        if self._session.connects != self._seen_connects or self._edition is None:
+            # A new session, or the edition still unread (its statement failed): identify the server.
             self._seen_connects = self._session.connects
             self._identify(conn, errors)
             self._volumes, self._volumes_failed = {}, False
-            if self._uses_volumes():
+            if self._readable() and self._uses_volumes():
                 self._look_up_volumes(conn, errors)
             self._refresh_locations()
         elif self._volumes_failed and self._clock() >= self._volumes_retry_at:
             self._look_up_volumes(conn, errors)
+        if not self._readable():
+            # No statement of an edition the source was not built for (or of one not yet known) is sent.
+            return SourceResult([self._capabilities(engine_edition=False)], errors)
         file_query = self._file_query()
         wait_query = sql.DB_WAIT_STATS if self._edition == sql.SQL_DATABASE else sql.WAIT_STATS
         files = self._query(conn, file_query, errors)
@@ -228,30 +273,41 @@ class MssqlSource(DbSource[Connection]):
         families = [
             *self._file_families(files or [], errors, file_query),
             *self._wait_families(waits or [], errors, wait_query),
-            self._capabilities(volumes=not self._volumes_failed),
+            self._capabilities(volumes=not self._volumes_failed, engine_edition=True),
         ]
         return SourceResult(families, errors)
 
+    def _readable(self) -> bool:
+        """Whether the server's edition is one this source reads (docs/mssql.md, support matrix)."""
+        return self._edition in sql.KNOWN_EDITIONS
+
     def _identify(self, conn: Connection, errors: Counter[str]) -> None:
-        rows = self._query(conn, sql.SERVER, errors) or []
-        if not rows:
+        """The edition first, alone (sql.EDITION: no grant needed), then the identity statement of that
+        edition; the grants script the log names follows the edition before any DMV is asked."""
+        rows = self._query(conn, sql.EDITION, errors) or []
+        self._edition = rows[0][0] if rows and rows[0] and isinstance(rows[0][0], int) else None
+        if self._edition is None:
             return
-        row = rows[0]
+        if self._edition not in sql.KNOWN_EDITIONS:
+            self._say_variant()
+            return
+        self.grants_hint = GRANTS_AZURE_SQL_DATABASE if self._edition == sql.SQL_DATABASE else GRANTS
+        if self._edition == sql.SQL_DATABASE:
+            rows = self._query(conn, sql.SERVER_SQL_DATABASE, errors) or []
+            row = rows[0] if rows else (None, None)
+            started, self._rds = None, False
+        else:
+            rows = self._query(conn, sql.SERVER, errors) or []
+            row = rows[0] if rows else (None, None, None, None)
+            started = row[2] if isinstance(row[2], int) else None
+            self._rds = self._edition != sql.MANAGED_INSTANCE and row[3] == 1
         self._server = row[0] if isinstance(row[0], str) else ""
         self._major = row[1] if isinstance(row[1], int) else None
-        self._edition = row[3] if isinstance(row[3], int) else None
         azure = self._edition in sql.AZURE_EDITIONS
-        self._rds = not azure and row[4] == 1
         self._platform = None if azure or self._rds else self._host_platform(conn, errors)
-        self.grants_hint = (
-            GRANTS_AZURE_SQL_DATABASE
-            if self._edition == sql.SQL_DATABASE
-            else GRANTS_AMAZON_RDS
-            if self._rds
-            else GRANTS
-        )
+        if self._rds:
+            self.grants_hint = GRANTS_AMAZON_RDS
         self._say_variant()
-        started = row[2] if isinstance(row[2], int) else None
         if self._started is not None and started is not None and started != self._started:
             log.info("SQL Server restarted: counters start again", source=self.name)
         self._started = started
@@ -300,9 +356,12 @@ class MssqlSource(DbSource[Connection]):
             and self._edition not in sql.KNOWN_EDITIONS
             and self._said.first(("variant", self._edition))
         ):
+            what = sql.OTHER_EDITIONS.get(self._edition, "a value this lunlat does not know")
             log.warning(
-                "engine edition not one the source was built for: read as SQL Server, a statement "
-                "it does not answer is counted as query_failed",
+                f"engine edition {self._edition} ({what}) is not one this source reads (2 Standard, "
+                "3 Enterprise, 4 Express, 5 Azure SQL Database, 8 Azure SQL Managed Instance): nothing is "
+                'read from it, lunlat_source_capability{capability="engine_edition"} is 0; '
+                "docs/mssql.md lists what each edition needs",
                 source=self.name,
                 engine_edition=self._edition,
             )

@@ -35,9 +35,16 @@ IO_WAITS: dict[str, tuple[str, str]] = {
     "WRITE_COMPLETION": ("other", "latency"),
     # "an I/O operation ... fails because of insufficient resources, and is then retried"
     "IO_RETRY": ("other", "time"),
-    # "Internal use only", 2016+; waits on the I/O queue limit of a governed volume
+    # sys.dm_os_wait_stats: "Internal use only", SQL Server 2016 (13.x) and later; the Azure SQL Database
+    # page of sys.dm_db_wait_stats: "the asynchronous IO queue for the Azure SQL Database has too many IOs
+    # pending. Tasks trying to issue another IO are blocked on this wait type until the number of pending
+    # IOs drop below the threshold. The threshold is proportional to the DTUs assigned to the database"
+    # (MicrosoftDocs/sql-docs docs/relational-databases/system-dynamic-management-views/sys-dm-db-wait-stats-azure-sql-database.md):
+    # time spent before an I/O is issued, governance rather than the device, never per I/O
     "IO_QUEUE_LIMIT": ("other", "time"),
-    # "waiting for I/Os to finish": backups, file growth; one wait can be a whole backup
+    # "waiting for asynchronous non-data I/Os to finish. Examples include I/O involved in warm standby log
+    # shipping, database mirroring, some bulk import related operations" (sys.dm_os_wait_stats): one wait
+    # covers a set of I/Os, so only its time is meaningful
     "ASYNC_IO_COMPLETION": ("other", "time"),
     # a backup task "waiting for data, or ... for a buffer in which to store data"
     "BACKUPIO": ("other", "time"),
@@ -52,19 +59,44 @@ LATENCY_WAITS = frozenset(w for w, (_, kind) in IO_WAITS.items() if kind == "lat
 _WAIT_LIST = ", ".join(f"N'{w}'" for w in IO_WAITS)
 
 
+# The session's settings, sent once after each connect (they hold "for the remainder of the
+# connection": SET LOCK_TIMEOUT,
+# https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2008/ms189470(v=sql.100)), so that a
+# monitoring read never costs the workload anything:
+# - DEADLOCK_PRIORITY -10, the lowest of -10..10 (LOW is -5): in a deadlock with any session of higher
+#   priority this one is the victim (SET DEADLOCK_PRIORITY,
+#   https://learn.microsoft.com/sql/t-sql/statements/set-deadlock-priority-transact-sql); Telegraf's
+#   sqlserver input opens its statements with the same `SET DEADLOCK_PRIORITY -10;`
+#   (influxdata/telegraf plugins/inputs/sqlserver/sqlserverqueries.go, sqlServerDatabaseIO).
+# - LOCK_TIMEOUT: by default a statement waits for a lock forever (-1); past the timeout it "is canceled
+#   automatically, and error message 1222 … is returned" ("Customizing the Lock Time-Out",
+#   https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2005/ms177413(v=sql.90)): a read
+#   of sys.master_files queued behind DDL or a RESTORE gives up as query_failed, before the driver's
+#   query timeout would drop the whole session. Half the target's timeout, in ms (session_settings).
+DEADLOCK_PRIORITY = -10
+
+
+def session_settings(lock_timeout_ms: int) -> str:
+    """The batch sent after each connect."""
+    return f"SET DEADLOCK_PRIORITY {DEADLOCK_PRIORITY}; SET LOCK_TIMEOUT {lock_timeout_ms};"
+
+
 # type 0 = ROWS (data), 1 = LOG; tempdb (database_id 2) is role temp. The DMV answers for every
 # file of every database the login may see, offline files excluded by the state filter.
+# sys.master_files is read WITH (NOLOCK), as Telegraf reads it (sqlserverqueries.go sqlServerDatabaseIO,
+# azuresqlmanagedqueries.go): the catalog rows a database's DDL or RESTORE is changing are not waited for.
 _FILE_STATS_SQL = """SELECT vfs.database_id, vfs.file_id, DB_NAME(vfs.database_id) AS database_name, mf.type,
        mf.physical_name,
        vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
        vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms{queued}
 FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
-JOIN sys.master_files AS mf ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id
+JOIN sys.master_files AS mf WITH (NOLOCK) ON mf.database_id = vfs.database_id AND mf.file_id = vfs.file_id
 WHERE mf.type IN (0, 1) AND mf.state = 0"""
 
-# io_stall_read_ms / io_stall_write_ms include the time Resource Governor held the I/O in its queue
+# Beside io_stall_read_ms / io_stall_write_ms, the Resource Governor columns
 # (io_stall_queued_read_ms / io_stall_queued_write_ms: "total IO latency introduced by IO resource
-# governance", SQL Server 2014 (12.x) and later; sys.dm_io_virtual_file_stats,
+# governance", SQL Server 2014 (12.x) and later; the page does not say whether the stall includes them,
+# so neither is subtracted from the other (engines/mssql/__init__.py); sys.dm_io_virtual_file_stats,
 # https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-io-virtual-file-stats-transact-sql).
 # Read from major version 12 on; 2012 (11) has no such columns (error 207) and gets FILE_STATS_NO_QUEUED.
 FILE_STATS = Query(
@@ -93,6 +125,18 @@ SQL_DATABASE = 5
 MANAGED_INSTANCE = 8
 AZURE_EDITIONS = frozenset({SQL_DATABASE, MANAGED_INSTANCE})
 KNOWN_EDITIONS = frozenset({2, 3, 4}) | AZURE_EDITIONS  # Standard, Enterprise, Express; Azure
+# The other values, named in the log line of an edition the source does not read (SMO's Edition enum,
+# "the possible values returned by SERVERPROPERTY('EngineEdition')":
+# https://learn.microsoft.com/en-us/dotnet/api/microsoft.sqlserver.management.smo.edition). A value
+# missing here (a service newer than that list) is named by its number alone.
+OTHER_EDITIONS: dict[int, str] = {
+    1: "Personal or Desktop Engine",
+    6: "Azure Synapse dedicated SQL pool",
+    7: "Stretch Database",
+    9: "Azure SQL Edge",
+    10: "Azure Arc Managed SQL Instance",
+    11: "Azure Synapse serverless SQL pool",
+}
 
 # Azure SQL Database: one database per connection, and no sys.master_files ("Invalid object name
 # 'sys.master_files'", error 208: github.com/olahallengren/sql-server-maintenance-solution issue 67;
@@ -137,8 +181,8 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 # PARSENAME's piece 4 is the leftmost): ProductMajorVersion exists in 2012 and 2014 only "in updates
 # beginning in late 2015" and is NULL before (SERVERPROPERTY,
 # https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql).
-# The engine edition picks the statements (SQL_DATABASE below); sys.dm_os_sys_info answers on Azure SQL
-# Database too (Telegraf reads sqlserver_start_time there: azuresqldbqueries.go).
+# The engine edition picks the statements (SQL_DATABASE below) and is read on its own first (EDITION):
+# on Azure SQL Database sys.dm_os_sys_info answers on some service tiers only.
 # amazon_rds: Amazon RDS for SQL Server has a database `rdsadmin` and renames the sa login (SID 0x01)
 # to `rdsa`. Ola Hallengren's Maintenance Solution detects RDS with both
 # (olahallengren/sql-server-maintenance-solution DatabaseBackup.sql: "DB_ID('rdsadmin') IS NOT NULL
@@ -147,15 +191,43 @@ WHERE wait_type IN ({_WAIT_LIST})""",  # noqa: S608 - a constant list, no input
 # DATABASE) while SUSER_SNAME is not filtered (github.com/erikdarlingdata/PerformanceMonitor issue 2575,
 # pull request 2577). The rdsa login: "the Amazon RDS System Administrator (rdsa) login"
 # (https://repost.aws/knowledge-center/rds-sql-server-restore-master-user).
+# The engine edition, read first and alone: SERVERPROPERTY reads no view, so no grant stands between
+# the source and it (Telegraf's sqlserver input opens every statement with SERVERPROPERTY('EngineEdition')
+# before any DMV, influxdata/telegraf plugins/inputs/sqlserver/sqlserverqueries.go and
+# azuresqldbqueries.go). Read together with sys.dm_os_sys_info it was lost wherever that view is denied:
+# on Azure SQL Database Basic, S0, S1 and elastic pools the view needs "the server admin account, the
+# Azure Active Directory admin account, or membership in the ##MS_ServerStateReader## server role"
+# (sys.dm_os_sys_info, "Permissions", MicrosoftDocs/sql-docs
+# docs/relational-databases/system-dynamic-management-views/sys-dm-os-sys-info-transact-sql.md;
+# the same loss: erikdarlingdata/PerformanceMonitor issue 1535), the edition stayed unknown and the
+# on-premises statements were sent.
+EDITION = Query(
+    "engine_edition",
+    "SELECT CAST(SERVERPROPERTY('EngineEdition') AS INT) AS engine_edition",
+    per_scrape=False,
+)
+
+# SQL Server's identity, once the edition is known not to be Azure SQL Database. The start time is
+# sys.dm_os_sys_info's (VIEW SERVER STATE; VIEW SERVER PERFORMANCE STATE on 2022+, as the other DMVs).
 SERVER = Query(
     "server",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
        CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version,
        CAST(DATEDIFF(DAY, '19700101', sqlserver_start_time) AS BIGINT) * 86400
          + DATEDIFF(SECOND, CAST(sqlserver_start_time AS DATE), sqlserver_start_time) AS start_time,
-       CAST(SERVERPROPERTY('EngineEdition') AS INT) AS engine_edition,
        CASE WHEN DB_ID(N'rdsadmin') IS NOT NULL OR SUSER_SNAME(0x01) = N'rdsa' THEN 1 ELSE 0 END AS amazon_rds
 FROM sys.dm_os_sys_info""",
+    per_scrape=False,
+)
+
+# Azure SQL Database's identity: no view at all (see EDITION for why not sys.dm_os_sys_info), so every
+# service tier answers it with the one grant its DMVs need (VIEW DATABASE STATE). No start time: the
+# service's counters restart on a failover anyway ("not persisted across SQL Database failover events",
+# sys.dm_db_wait_stats), which Prometheus sees as a counter reset.
+SERVER_SQL_DATABASE = Query(
+    "server_sql_database",
+    """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
+       CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version""",
     per_scrape=False,
 )
 
@@ -178,7 +250,7 @@ HOST_INFO_SINCE = 14
 VOLUMES = Query(
     "os_volume_stats",
     """SELECT mf.database_id, mf.file_id, vs.volume_mount_point, vs.logical_volume_name
-FROM sys.master_files AS mf
+FROM sys.master_files AS mf WITH (NOLOCK)
 CROSS APPLY sys.dm_os_volume_stats(mf.database_id, mf.file_id) AS vs
 WHERE mf.type IN (0, 1) AND mf.state = 0""",
     per_scrape=False,
@@ -189,6 +261,8 @@ ALL_QUERIES: tuple[Query, ...] = (
     FILE_STATS_NO_QUEUED,
     WAIT_STATS,
     SERVER,
+    EDITION,
+    SERVER_SQL_DATABASE,
     HOST_INFO,
     VOLUMES,
     DB_FILE_STATS,
