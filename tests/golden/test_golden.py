@@ -36,6 +36,7 @@ VARIES = "VARIES"
 MASKED_VALUES: dict[str, str] = {
     "lunlat_source_duration_seconds": "wall time of the collection",
     "lunlat_config_last_reload_success_timestamp_seconds": "the clock when the config was loaded",
+    "lunlat_lun_paths_age_seconds": "how long ago the path states were read (pathhealth)",
 }
 # Series kept, these labels' values replaced by VARIES.
 MASKED_LABELS: dict[str, tuple[str, ...]] = {

@@ -12,6 +12,7 @@ import pytest
 from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.model import Family
+from lunlat.pathhealth import DEFAULT_INTERVAL
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import UNMATCHED_NAMED, DiskstatsSource
 from tests.clock import FakeClock
@@ -401,19 +402,60 @@ def test_path_health_is_published_for_multipath_luns_only(host: FakeHost) -> Non
     assert got.family(contract.LUN_PATHS.name).by_labels() == {("ora_data", "dm-3"): 4}
 
 
+def paths_age(got: Collected) -> float:
+    (age,) = got.family(contract.LUN_PATHS_AGE.name).by_labels().values()
+    return age
+
+
 @pytest.mark.parametrize("state", ["offline", "transport-offline", "blocked", "quiesce", "created-blocked"])
-def test_a_path_not_running_is_failed_at_the_next_scrape(host: FakeHost, state: str) -> None:
+def test_a_path_not_running_is_failed_within_the_path_state_interval(host: FakeHost, state: str) -> None:
     clock = FakeClock()
     src = source(host, clock=clock)
     assert paths_of(collect(src)) == {"dm-3": (4, 0)}
+    assert paths_age(collect(src)) == 0.0
     host.set_state("sdc", state)
-    # Same devices, same mounts, within the refresh interval: only the states are read again.
-    assert paths_of(collect(src)) == {"dm-3": (4, 1)}
+    # Same devices, same mounts: the reading of the states is served with its age until it is
+    # DEFAULT_INTERVAL old, never past that.
+    clock.now += DEFAULT_INTERVAL - 0.5
+    got = collect(src)
+    assert paths_of(got) == {"dm-3": (4, 0)}
+    assert paths_age(got) == DEFAULT_INTERVAL - 0.5
+    clock.now += 0.5
+    got = collect(src)
+    assert paths_of(got) == {"dm-3": (4, 1)}
+    assert paths_age(got) == 0.0
     host.set_state("sdd", state)
+    clock.now += DEFAULT_INTERVAL
     assert paths_of(collect(src)) == {"dm-3": (4, 2)}
     host.set_state("sdc", "running")
     host.set_state("sdd", "running")
+    clock.now += DEFAULT_INTERVAL
     assert paths_of(collect(src)) == {"dm-3": (4, 0)}
+
+
+def test_a_new_multipath_map_has_its_paths_read_at_once(host: FakeHost) -> None:
+    clock = FakeClock()
+    src = source(host, clock=clock)
+    collect(src)
+    for p in ("sdx", "sdy"):
+        host.add_scsi_disk(p, wwid="naa.600a098038303634722b4d59614a7000")
+    host.add_multipath(
+        "dm-9", alias="ora_new", wwid="3600a098038303634722b4d59614a7000", paths=["sdx", "sdy"]
+    )
+    host.set_state("sdy", "offline")
+    host.write()
+    got = collect(src)  # the clock has not moved: the topology changed, so the states are read again
+    assert paths_of(got) == {"dm-3": (4, 0), "dm-9": (2, 1)}
+    assert paths_age(got) == 0.0
+
+
+def test_no_multipath_map_no_path_age(tmp_path: Path) -> None:
+    h = FakeHost(tmp_path)
+    h.add_scsi_disk("sda", wwid="naa.5000c500a1b2c3d4")
+    h.write()
+    names = {f.spec.name for f in collect(source(h)).result.families}
+    assert contract.LUN_PATHS_AGE.name not in names
+    assert contract.LUN_PATHS.name not in names
 
 
 def test_a_path_device_gone_from_sysfs_but_still_in_the_map_is_failed(host: FakeHost) -> None:
@@ -447,9 +489,11 @@ def test_nvme_paths_of_a_dm_multipath_map_are_live_or_failed(tmp_path: Path) -> 
     h.add_nvme("nvme1n1", wwid=NVME_WWID)
     h.add_multipath("dm-0", alias="nvme_lun", wwid=NVME_WWID, paths=["nvme0n1", "nvme1n1"])
     h.write()
-    src = source(h)
+    clock = FakeClock()
+    src = source(h, clock=clock)
     assert paths_of(collect(src)) == {"dm-0": (2, 0)}
     h.set_state("nvme1n1", "connecting")  # drivers/nvme/host/sysfs.c: only "live" takes I/O
+    clock.now += DEFAULT_INTERVAL
     assert paths_of(collect(src)) == {"dm-0": (2, 1)}
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from lunlat import contract
 from lunlat.config import DiskstatsConfig
+from lunlat.pathhealth import DEFAULT_INTERVAL
 from lunlat.sources.diskstats import DiskstatsSource
 from tests.clock import FakeClock
 from tests.fakesys import FakeHost
@@ -33,12 +34,17 @@ def make_host(root: Path) -> FakeHost:
     return h
 
 
+CLOCK = FakeClock()
+
+
 def source(host: FakeHost) -> DiskstatsSource:
-    return DiskstatsSource(host.procfs, host.sysfs, DiskstatsConfig(), clock=FakeClock())
+    return DiskstatsSource(host.procfs, host.sysfs, DiskstatsConfig(), clock=CLOCK)
 
 
 def paths_and_errors(src: DiskstatsSource) -> tuple[tuple[float, float], int]:
-    """((lunlat_lun_paths, lunlat_lun_paths_failed) of dm-3, path_state_unknown errors) of one collection."""
+    """((lunlat_lun_paths, lunlat_lun_paths_failed) of dm-3, path_state_unknown errors) of one
+    collection, one path state interval after the last (so the states are read again)."""
+    CLOCK.now += DEFAULT_INTERVAL
     result = src.collect()
     by_name = {f.spec.name: f.by_labels() for f in result.families}
     key = ("ora_data", "dm-3")

@@ -208,8 +208,8 @@ def test_concurrent_scrapes_of_one_collection_share_one_rendered_body() -> None:
         return SourceResult([])
 
     scraper = Scraper([FakeSource("a", slow)], process_registry())
-    bodies: list[str] = []
-    threads = [threading.Thread(target=lambda: bodies.append(scraper.scrape(5))) for _ in range(8)]
+    bodies: list[bytes] = []
+    threads = [threading.Thread(target=lambda: bodies.append(scraper.scrape_bytes(5))) for _ in range(8)]
     for t in threads:
         t.start()
     time.sleep(0.2)  # all eight wait on the one collection in flight
@@ -218,5 +218,5 @@ def test_concurrent_scrapes_of_one_collection_share_one_rendered_body() -> None:
         t.join()
     assert len(bodies) == 8 and all(body is bodies[0] for body in bodies)
     # The next scrape starts a new collection: a body of its own, with fresh process metrics.
-    assert scraper.scrape(5) is not bodies[0]
+    assert scraper.scrape_bytes(5) is not bodies[0]
     scraper.close()

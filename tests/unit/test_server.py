@@ -258,14 +258,22 @@ def test_200_concurrent_scrapes_all_connect_and_get_200_or_503(source: Empty) ->
 
 def test_scrapes_of_one_body_share_its_encodings() -> None:
     bodies = EncodedBodies()
-    text = "lunlat_build_info 1\n" * 100
-    plain, packed = bodies.get(text, compress=False), bodies.get(text, compress=True)
-    assert plain == text.encode() and gzip.decompress(packed) == plain
+    body = b"lunlat_build_info 1\n" * 100
+    plain, packed = bodies.get(body, compress=False), bodies.get(body, compress=True)
+    assert plain is body and gzip.decompress(packed) == plain  # the body itself: no copy kept
     # The same body object (a scrape that shared the collection) gets the very same bytes: no new gzip run.
-    assert bodies.get(text, compress=True) is packed and bodies.get(text, compress=False) is plain
-    other = "".join(["lunlat_build_info 1\n"] * 100)  # equal text, another scrape's body
+    assert bodies.get(body, compress=True) is packed
+    other = b"".join([b"lunlat_build_info 1\n"] * 100)  # equal bytes, another scrape's body
     assert bodies.get(other, compress=True) is not packed
     assert gzip.decompress(bodies.get(other, compress=True)) == plain
+
+
+def test_the_scraper_keeps_the_body_as_bytes_only() -> None:
+    scraper = Scraper([])
+    first = scraper.scrape_bytes(5)
+    assert isinstance(first, bytes) and b"lunlat_build_info" in first
+    assert scraper.scrape_bytes(5) is first  # nothing changed: the kept body, served again
+    assert scraper.scrape(5) == first.decode()
 
 
 def test_the_server_header_names_lunlat_not_the_python_version(server: Server) -> None:
@@ -509,12 +517,12 @@ class Big(Scraper):
     """A scraper whose body is larger than the kernel buffers a slow reader's connection can hold
     (net.ipv4.tcp_wmem's 4 MiB at most, and the reader's small receive buffer)."""
 
-    BODY = "lunlat_padding_total 1\n" * 400_000  # 9.2 MB
+    BODY = b"lunlat_padding_total 1\n" * 400_000  # 9.2 MB
 
     def __init__(self) -> None:
         super().__init__([])
 
-    def scrape(self, timeout: float) -> str:
+    def scrape_bytes(self, timeout: float) -> bytes:
         return self.BODY
 
 

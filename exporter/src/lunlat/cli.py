@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from lunlat import __version__, logs
+from lunlat import __version__, logs, memtune, pathhealth
 from lunlat import top as top_command
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, load_config
@@ -159,6 +159,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="re-read sysfs at least this often; device or mount changes re-read it at once (default 300)",
     )
+    serve.add_argument(
+        "--collector.diskstats.path-state-interval",
+        dest="path_state_interval",
+        type=path_state_interval,
+        default=pathhealth.DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help="read multipath path states this often, off the scrape path; a scrape never serves a reading "
+        f"this old (default {pathhealth.DEFAULT_INTERVAL:g}, {pathhealth.MIN_INTERVAL:g} to "
+        f"{pathhealth.MAX_INTERVAL:g}: a lost path shows within a 15 s scrape interval)",
+    )
     serve.add_argument("--log.level", dest="log_level", choices=tuple(logs.LEVELS), default="info")
     serve.add_argument("--log.format", dest="log_format", choices=logs.FORMATS, default="logfmt")
 
@@ -230,8 +240,20 @@ def source_settings(args: argparse.Namespace) -> Settings:
         args.show_paths,
         args.refresh_interval,
         args.biolatency,
+        path_state_interval=args.path_state_interval,
         counters=args.counters,
     )
+
+
+def path_state_interval(text: str) -> float:
+    """--collector.diskstats.path-state-interval: seconds within pathhealth's bounds."""
+    value = positive_float(text)
+    if not pathhealth.MIN_INTERVAL <= value <= pathhealth.MAX_INTERVAL:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be between {pathhealth.MIN_INTERVAL:g} and {pathhealth.MAX_INTERVAL:g} seconds "
+            "(above the 15 s scrape interval a lost path would show a scrape late)"
+        )
+    return value
 
 
 def _usage_error(message: str) -> int:
@@ -295,6 +317,7 @@ def serve(args: argparse.Namespace) -> int:
     # Freezing startup objects and a higher threshold cut the scrape time by ~20 % (bench/).
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    memtune.fix_mmap_threshold()  # large bodies go back to the system when freed
     try:
         server = Server(
             address,

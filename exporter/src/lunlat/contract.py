@@ -182,10 +182,19 @@ LUN_PATHS_FAILED = MetricSpec(
     "lunlat_lun_paths_failed",
     "gauge",
     "Paths of a multipath LUN that cannot carry I/O now: the path device's sysfs state is not running "
-    "(SCSI) or live (NVMe), or the device is gone. Read at every scrape.",
+    "(SCSI) or live (NVMe), or the device is gone. Read on their own cadence "
+    "(--collector.diskstats.path-state-interval, default 5 s), not at each scrape: "
+    "lunlat_lun_paths_age_seconds says how old the reading is.",
     DEVICE_LABELS,
 )
-PATH_METRICS: tuple[MetricSpec, ...] = (LUN_PATHS, LUN_PATHS_FAILED)
+LUN_PATHS_AGE = MetricSpec(
+    "lunlat_lun_paths_age_seconds",
+    "gauge",
+    "Seconds since the path states behind every lunlat_lun_paths_failed series of this scrape were "
+    "read; always below --collector.diskstats.path-state-interval.",
+    (),
+)
+PATH_METRICS: tuple[MetricSpec, ...] = (LUN_PATHS, LUN_PATHS_FAILED, LUN_PATHS_AGE)
 
 # Order in which the per-device families are exposed.
 DEVICE_METRICS: tuple[MetricSpec, ...] = (

@@ -56,15 +56,18 @@ def _render_column(name: str, family: Family, out: list[str]) -> None:
     labels, values = family.column
     if not values:
         return
-    prefixes = labels.prefixes(name)
-    # The usual case: ints in range, printed by str() with the exponent as a shared tail.
+    texts = labels.texts()
+    # The usual case: ints in range, printed by str() with the exponent as a shared tail. Each line
+    # is name + `{labels} ` + value + tail, so the lines joined are name, then the `{labels} value`
+    # pieces joined by tail + name, then tail: the name is never pasted onto a kept string.
     if _ints_in_range(values):
         tail = f"e{family.exponent}\n" if family.exponent else "\n"
-        out.append(tail.join(map(str.__add__, prefixes, map(str, values))))
+        out.append(name)
+        out.append((tail + name).join(map(str.__add__, texts, map(str, values))))
         out.append(tail)
         return
     exponent = family.exponent
-    out.extend([f"{prefix}{format_value(v, exponent)}\n" for prefix, v in zip(prefixes, values, strict=True)])
+    out.extend([f"{name}{text}{format_value(v, exponent)}\n" for text, v in zip(texts, values, strict=True)])
 
 
 def _render_family(name: str, family: Family, out: list[str]) -> None:

@@ -86,7 +86,7 @@ class Scraper:
         self._errors: Counter[tuple[str, str]] = Counter()
         self._declare_errors(self._sources)
         self._errors_version = 0  # bumped on every change to _errors: part of the shared body's key
-        self._rendered: tuple[tuple[Outcome, ...], int, str, tuple[float, ...]] | None = None
+        self._rendered: tuple[tuple[Outcome, ...], int, bytes, tuple[float, ...]] | None = None
         self._render_lock = threading.Lock()
         self._build_info = Family(
             contract.BUILD_INFO,
@@ -254,7 +254,12 @@ class Scraper:
         return [up, duration, errors, age, self._build_info, *(f for p in self._providers for f in p())]
 
     def scrape(self, timeout: float) -> str:
-        """The full /metrics body."""
+        """The full /metrics body, as text (tools and tests; the server takes `scrape_bytes`)."""
+        return self.scrape_bytes(timeout).decode()
+
+    def scrape_bytes(self, timeout: float) -> bytes:
+        """The full /metrics body, UTF-8. Only the bytes are kept for the scrapes that share it,
+        not the text too: with show-paths on 10,000 devices the body is ~15 MB (bench/)."""
         served = self._collect(timeout)
         outcomes = [(source, outcome) for source, outcome, _ in served]
         shared = tuple(outcome for _, outcome in outcomes)
@@ -274,10 +279,11 @@ class Scraper:
                 and all(a is b for a, b in zip(cached[0], shared, strict=True))
             ):
                 return cached[2]
+            self._rendered = None  # the old body goes before the new one is built, not after
             families = [f for outcome in shared for f in outcome.families]
-            body = render([*families, *self.health_families(outcomes, ages)])
+            body = render([*families, *self.health_families(outcomes, ages)]).encode()
             if self._registry is not None:
-                body += generate_latest(self._registry).decode()
+                body += generate_latest(self._registry)
             self._rendered = (shared, version, body, ages)
             return body
 

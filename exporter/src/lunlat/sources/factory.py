@@ -19,6 +19,7 @@ from lunlat import containers
 from lunlat.config import BiolatencyConfig, Config, DiskstatsConfig
 from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.dbtarget import DatabaseTarget
+from lunlat.pathhealth import DEFAULT_INTERVAL as PATH_STATE_INTERVAL
 from lunlat.sources.base import Source
 from lunlat.sources.published import PublishedDevices
 
@@ -40,6 +41,7 @@ class Settings:
     show_paths: bool | None = None  # overrides the config's diskstats.show_paths when set
     refresh_interval: float = 300.0
     biolatency: bool | None = None  # overrides the config's biolatency.enabled when set
+    path_state_interval: float = PATH_STATE_INTERVAL  # multipath path states read this often
     counters: bool | None = None  # overrides the config's diskstats.counters when set
 
     def host_platform(self) -> Literal["diskstats", "psutil"]:
