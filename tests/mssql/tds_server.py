@@ -154,6 +154,14 @@ IO_WAIT_TYPES = (
     "ASYNC_IO_COMPLETION",
     "BACKUPIO",
     "HADR_SYNC_COMMIT",
+    # Azure SQL's transaction log rate governance waits ("Resource limits", transaction log rate
+    # governance): a Stream(wait="LOG_RATE_GOVERNOR") models a database held back by its service tier
+    "LOG_RATE_GOVERNOR",
+    "POOL_LOG_RATE_GOVERNOR",
+    "INSTANCE_LOG_RATE_GOVERNOR",
+    "HADR_THROTTLE_LOG_RATE_SEND_RECV_QUEUE_SIZE",
+    "HADR_THROTTLE_LOG_RATE_LOG_SIZE",
+    "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO",
 )
 DEFAULT_WAITS = {("data", "read"): "PAGEIOLATCH_SH", ("log", "write"): "WRITELOG"}
 # SERVERPROPERTY('EngineEdition') (https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql):

@@ -467,3 +467,26 @@ def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_o
     counts = {k[2]: v for k, v in values(result, mssql_metrics.MSSQL_WAITS).items()}
     assert (counts["HADR_SYNC_COMMIT"], counts["PAGEIOLATCH_KP"], counts["LOGBUFFER"]) == (1000, 500, 100)
     assert counts["WRITE_COMPLETION"] == 200
+
+
+def test_log_rate_governance_waits_are_their_own_role_never_the_log_luns(server: TdsServer) -> None:
+    # Azure SQL's transaction log rate governance shows as these waits ("Resource limits", transaction
+    # log rate governance): a throttled database must never read as a slow log LUN.
+    governed = {
+        "LOG_RATE_GOVERNOR",
+        "POOL_LOG_RATE_GOVERNOR",
+        "INSTANCE_LOG_RATE_GOVERNOR",
+        "HADR_THROTTLE_LOG_RATE_SEND_RECV_QUEUE_SIZE",
+        "HADR_THROTTLE_LOG_RATE_LOG_SIZE",
+        "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO",
+    }
+    assert governed <= set(sql.IO_WAITS) and not governed & sql.LATENCY_WAITS
+    load: Load = {("sales", "log", "write"): Stream(100, 40_000, wait="LOG_RATE_GOVERNOR")}
+    source = source_for(server)
+    server.state.advance(10, load)
+    result = source.collect()
+    assert not result.errors
+    role = {k[2]: k[3] for k in values(result, mssql_metrics.MSSQL_WAITS)}
+    assert {role[w] for w in governed} == {"throttle"}
+    counts = {k[2]: v for k, v in values(result, mssql_metrics.MSSQL_WAITS).items()}
+    assert counts["LOG_RATE_GOVERNOR"] == 1000

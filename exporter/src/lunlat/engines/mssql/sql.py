@@ -53,6 +53,19 @@ IO_WAITS: dict[str, tuple[str, str]] = {
     # but not of any local LUN (role replica, a wait label only, never a LUN's contract.Role: it
     # must never read as a slow log LUN)
     "HADR_SYNC_COMMIT": ("replica", "latency"),
+    # Azure SQL transaction log rate governance: "Log rate governor traffic shaping is surfaced via the
+    # following wait types" (LOG_RATE_GOVERNOR database limiting, POOL_ pool limiting, INSTANCE_
+    # instance-level limiting, HADR_THROTTLE_LOG_RATE_* feedback control; Azure SQL Database "Resource
+    # limits", transaction log rate governance,
+    # https://learn.microsoft.com/en-us/azure/azure-sql/database/resource-limits-logical-server#transaction-log-rate-governance).
+    # Time the service tier held log generation back, not a device's: role throttle (a wait label only,
+    # never a LUN's contract.Role), so a throttled database never reads as a slow log LUN; time only.
+    "LOG_RATE_GOVERNOR": ("throttle", "time"),
+    "POOL_LOG_RATE_GOVERNOR": ("throttle", "time"),
+    "INSTANCE_LOG_RATE_GOVERNOR": ("throttle", "time"),
+    "HADR_THROTTLE_LOG_RATE_SEND_RECV_QUEUE_SIZE": ("throttle", "time"),
+    "HADR_THROTTLE_LOG_RATE_LOG_SIZE": ("throttle", "time"),
+    "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO": ("throttle", "time"),
 }
 LATENCY_WAITS = frozenset(w for w, (_, kind) in IO_WAITS.items() if kind == "latency")
 
