@@ -16,7 +16,7 @@ from lunlat.engines.registry import ENGINES
 from lunlat.goals import DEFAULT_GOALS_FILE, Goals, goals_or_default, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
 from lunlat_rules.cli import main
-from lunlat_rules.rules import RuleSet, render, render_prometheus_rule
+from lunlat_rules.rules import _ROLE_HINT, RuleSet, render, render_prometheus_rule
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "alerts"
@@ -511,3 +511,11 @@ def test_generate_runs_from_an_empty_directory_with_the_shipped_goals(
     assert main(["generate"]) == 0
     assert (tmp_path / "lunlat.rules.yml").read_text(encoding="utf-8") == render(load_goals(GOALS))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lunlat.rules.yml"]
+
+
+def test_log_hint_says_a_governed_log_rate_is_not_a_slow_log_lun() -> None:
+    # Azure SQL's log rate governance waits carry role throttle (engines/mssql/sql.py, IO_WAITS): the
+    # log alert's hint names them so a throttled database is not mistaken for a slow log LUN.
+    hint = _ROLE_HINT["log"]["write"]
+    assert "LOG_RATE_GOVERNOR" in hint and "role throttle" in hint
+    assert "LOG_RATE_GOVERNOR" not in _ROLE_HINT["data"]["read"]

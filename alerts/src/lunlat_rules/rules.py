@@ -770,6 +770,18 @@ _REPLICA_HINT = (
 )
 
 
+# Waits of a service tier holding the log rate back carry role="throttle": said beside the log hint so a
+# throttled database is not read as a slow log LUN (each engine's hints["log_throttle"]).
+_THROTTLES = [engine.hints["log_throttle"] for engine in ENGINES if "log_throttle" in engine.hints]
+_THROTTLE_HINT = (
+    " If commits are slow while this LUN is not, look at the log rate governance waits (role throttle: "
+    + "; ".join(_THROTTLES)
+    + "): the service tier's log rate limit, not the storage."
+    if _THROTTLES
+    else ""
+)
+
+
 # The data-vs-log hint: what a slow LUN of this role means for the database.
 _ROLE_HINT: dict[str, dict[str, str]] = {
     "data": {
@@ -785,6 +797,7 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
         "write": " Every commit waits for the log write ("
         + "; ".join(engine.hints["log_write"] for engine in ENGINES if "log_write" in engine.hints)
         + ")."
+        + _THROTTLE_HINT
         + _REPLICA_HINT,
     },
     "other": {"read": "", "write": ""},

@@ -161,5 +161,5 @@ class Engine:
     dashboard: tuple[DashboardRow, ...] = ()  # its rows of the Database I/O dashboard
     # How the alerts' hints name, to a reader of this engine, what a slow LUN of a role costs:
     # "data_read" (the wait of one data read), "log_write" (what a commit waits for), "replica" (a
-    # synchronous replica's share) -> text ("Oracle 'db file sequential read'"); none: not named.
+    # synchronous replica's share), "log_throttle" (waits of a governed log rate, role throttle) -> text ("Oracle 'db file sequential read'"); none: not named.
     hints: dict[str, str] = field(default_factory=dict)

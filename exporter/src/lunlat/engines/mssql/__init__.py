@@ -92,6 +92,9 @@ ENGINE = Engine(
         "data_read": "SQL Server PAGEIOLATCH_*",
         "log_write": "SQL Server WRITELOG",
         "replica": "SQL Server HADR_SYNC_COMMIT",
+        # Azure SQL's transaction log rate governance (engines/mssql/sql.py IO_WAITS, role throttle)
+        "log_throttle": "Azure SQL LOG_RATE_GOVERNOR, POOL_LOG_RATE_GOVERNOR, INSTANCE_LOG_RATE_GOVERNOR, "
+        "HADR_THROTTLE_LOG_RATE_*",
     },
     host_problems=_unregistered_drivers,
     install_hint=" (and an ODBC driver)",
