@@ -133,8 +133,9 @@ def luns_by_file(result: SourceResult) -> dict[str, str]:
 
 def capabilities(result: SourceResult) -> dict[str, float]:
     """The source's capabilities but those the database variant decides alone (a Linux SQL Server
-    uses no volume, `volumes` 1; a 19c CDB has per-container histograms): what the container changes."""
-    variant = {"volumes", "container_histograms"}
+    uses no volume, `volumes` 1; a known edition, `engine_edition` 1; a 19c CDB has per-container
+    histograms): what the container changes."""
+    variant = {"volumes", "container_histograms", "engine_edition"}
     return {k[1]: v for k, v in values(result, contract.SOURCE_CAPABILITY).items() if k[1] not in variant}
 
 
