@@ -5,14 +5,11 @@ package ships, the outputs to the current directory."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from lunlat.files import write_generated
-from lunlat.goals import load_goals
-from lunlat.yamlmodel import ConfigError
-from lunlat_rules import default_goals
+from lunlat_rules import goals_for
 from lunlat_rules.rules import RuleSet
 
 EXIT_USAGE = 2
@@ -59,13 +56,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    goals = args.goals if args.goals is not None else default_goals()
-    try:
-        rule_set = RuleSet(load_goals(goals))
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(f"lunlat-rules: goals error: {problem}", file=sys.stderr)
+    found = goals_for(args.goals, "lunlat-rules")
+    if found is None:
         return EXIT_USAGE
+    goals, rule_set = found[0], RuleSet(found[1])
     files = {args.output: rule_set.render()}
     if args.kubernetes_output is not None:
         files[args.kubernetes_output] = rule_set.render_prometheus_rule()

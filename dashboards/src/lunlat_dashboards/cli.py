@@ -4,15 +4,12 @@ directory: the goals default to the file lunlat-rules ships, the output to the c
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from lunlat.files import write_generated
-from lunlat.goals import load_goals
-from lunlat.yamlmodel import ConfigError
 from lunlat_dashboards import render_all
-from lunlat_rules import default_goals
+from lunlat_rules import goals_for
 
 EXIT_USAGE = 2
 
@@ -49,12 +46,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    goals = args.goals if args.goals is not None else default_goals()
-    try:
-        rendered = render_all(load_goals(goals))
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(f"lunlat-dashboards: goals error: {problem}", file=sys.stderr)
+    found = goals_for(args.goals, "lunlat-dashboards")
+    if found is None:
         return EXIT_USAGE
+    goals, rendered = found[0], render_all(found[1])
     files = {args.output_dir / name: text for name, text in rendered.items()}
     return write_generated(files, goals, args.check, "lunlat-dashboards generate")

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from lunlat import containers
 from lunlat.config import BiolatencyConfig, Config, DiskstatsConfig
@@ -22,6 +22,9 @@ from lunlat.dbtarget import DatabaseTarget
 from lunlat.pathhealth import DEFAULT_INTERVAL as PATH_STATE_INTERVAL
 from lunlat.sources.base import Source
 from lunlat.sources.published import PublishedDevices
+
+TargetT = TypeVar("TargetT", bound=DatabaseTarget)
+SourceT = TypeVar("SourceT", bound=Source)
 
 HostSource = Literal["auto", "diskstats", "psutil"]
 HOST_SOURCES: tuple[HostSource, ...] = ("auto", "diskstats", "psutil")
@@ -96,6 +99,16 @@ class Context:
         if self.platform != "diskstats":
             return None
         return FileLocator(self.settings.procfs, self.settings.sysfs)
+
+    def per_target(
+        self, found: Sequence[TargetT], make: Callable[[TargetT, containers.ContainerMapper | None], SourceT]
+    ) -> list[SourceT] | BuildError:
+        """One database source per target, each given its container (`container`); the BuildError of
+        the first target that cannot be built stands for them all."""
+        try:
+            return [make(target, self.container(target)) for target in found]
+        except BuildError as exc:
+            return exc
 
     def container(self, target: DatabaseTarget) -> containers.ContainerMapper | None:
         """The container `target`'s database runs in (its `container:`, or found by its published

@@ -492,19 +492,13 @@ class MssqlSource(DbSource[Connection]):
 
 def build(context: Context) -> list[MssqlSource] | BuildError:
     """One source per configured SQL Server instance."""
-    found = targets(context.config)
-    if not found:
-        return []
-    try:
-        return [
-            MssqlSource(
-                target,
-                connect_pyodbc(target),
-                context.locator(),
-                context.db_labels,
-                container=context.container(target),
-            )
-            for target in found
-        ]
-    except BuildError as exc:
-        return exc
+    return context.per_target(
+        targets(context.config),
+        lambda target, container: MssqlSource(
+            target,
+            connect_pyodbc(target),
+            context.locator(),
+            context.db_labels,
+            container=container,
+        ),
+    )

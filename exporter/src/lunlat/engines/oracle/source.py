@@ -634,20 +634,14 @@ class OracleSource(DbSource[OracleConnection]):
 
 def build(context: Context) -> list[OracleSource] | BuildError:
     """One source per configured Oracle target."""
-    found = targets(context.config)
-    if not found:
-        return []
-    try:
-        return [
-            OracleSource(
-                target,
-                connect_oracledb(target),
-                context.locator(),
-                context.db_labels,
-                names_refresh=context.settings.refresh_interval,
-                container=context.container(target),
-            )
-            for target in found
-        ]
-    except BuildError as exc:
-        return exc
+    return context.per_target(
+        targets(context.config),
+        lambda target, container: OracleSource(
+            target,
+            connect_oracledb(target),
+            context.locator(),
+            context.db_labels,
+            names_refresh=context.settings.refresh_interval,
+            container=container,
+        ),
+    )

@@ -377,19 +377,13 @@ class PostgresSource(DbSource[Connection]):
 
 def build(context: Context) -> list[PostgresSource] | BuildError:
     """One source per configured PostgreSQL cluster."""
-    found = targets(context.config)
-    if not found:
-        return []
-    try:
-        return [
-            PostgresSource(
-                target,
-                connect_psycopg(target),
-                context.locator(),
-                context.db_labels,
-                container=context.container(target),
-            )
-            for target in found
-        ]
-    except BuildError as exc:
-        return exc
+    return context.per_target(
+        targets(context.config),
+        lambda target, container: PostgresSource(
+            target,
+            connect_psycopg(target),
+            context.locator(),
+            context.db_labels,
+            container=container,
+        ),
+    )
