@@ -29,7 +29,8 @@ DmvState (what the DMVs show)
         or [(µs, weight), …]: a mix split exactly (each latency gets floor(I/Os so far * its
         cumulative share): no randomness, the same whatever the slicing of time). Fractional I/Os
         carry over to the next call. I/Os are spread round-robin over the online files of the role.
-        Waits: data reads → PAGEIOLATCH_SH (latency + 5 µs signal wait), log writes → WRITELOG
+        Role "cache" (Hyperscale only): the RBPEX row, whatever the database.
+        Waits: data and cache reads → PAGEIOLATCH_SH (latency + 5 µs signal wait), log writes → WRITELOG
         (latency + 50 µs, 5 of them signal), data writes and log reads → none (checkpoint, lazy
         writer and log readers do not make a user task wait); Stream.wait overrides (e.g.
         "PAGEIOLATCH_EX", "IO_COMPLETION", "" for none). Also 10 SOS_SCHEDULER_YIELD per second
@@ -50,7 +51,15 @@ DmvState (what the DMVs show)
         system_databases: the four system databases' files (default SYSTEM_DATABASES, Linux paths).
         service_objective (Azure SQL Database's, default "S2"): on "Basic", "S0", "S1" and "ElasticPool"
         a batch naming sys.dm_os_sys_info gets error 300 (ADMIN_ONLY_OBJECTIVES: the login is a database
-        user, not the server admin).
+        user, not the server admin). service_tier: what DATABASEPROPERTYEX(DB_NAME(), 'Edition') answers
+        there (default "Standard"); "Hyperscale" adds the local RBPEX cache's row to
+        sys.dm_io_virtual_file_stats (database_id 0, file_id 0: `rbpex`), which a load's role "cache"
+        counts on, and makes the data files' write stalls whatever the test says (the service simulates
+        them). DB_FILE_STATS is answered as its text reads the DMV (azure_file_rows, HYPERSCALE_FACTS):
+        the DMV's rows (every database's, the RBPEX row), its first argument, the `database_id IN (…)`
+        filter, the join to sys.database_files (inner: a row without a catalog row is dropped; LEFT:
+        kept with NULL type and physical_name) and to tempdb.sys.database_files, on file_id alone or on
+        database_id too.
         sa_login: the name of the login with SID 0x01 ("sa"; Amazon RDS renames it "rdsa"): the SERVER
         row's amazon_rds is 1 when a database "rdsadmin" exists or sa_login is "rdsa"
         (DB_ID(N'rdsadmin') IS NOT NULL OR SUSER_SNAME(0x01) = N'rdsa').
@@ -118,7 +127,7 @@ from lunlat.engines.mssql import sql as mssql_sql
 from tests.mssql import tds_protocol as tds
 from tests.mssql.tds_protocol import Column
 
-Role = Literal["data", "log"]
+Role = Literal["data", "log", "cache"]  # cache: Hyperscale's local RBPEX (its own DMV row)
 Direction = Literal["read", "write"]
 ROWS, LOG = 0, 1
 ONLINE, OFFLINE = 0, 6
@@ -163,7 +172,11 @@ IO_WAIT_TYPES = (
     "HADR_THROTTLE_LOG_RATE_LOG_SIZE",
     "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO",
 )
-DEFAULT_WAITS = {("data", "read"): "PAGEIOLATCH_SH", ("log", "write"): "WRITELOG"}
+DEFAULT_WAITS = {
+    ("data", "read"): "PAGEIOLATCH_SH",
+    ("cache", "read"): "PAGEIOLATCH_SH",
+    ("log", "write"): "WRITELOG",
+}
 # SERVERPROPERTY('EngineEdition') (https://learn.microsoft.com/en-us/sql/t-sql/functions/serverproperty-transact-sql):
 # 3 Enterprise (also Developer and Evaluation), 5 Azure SQL Database, 8 Azure SQL Managed Instance.
 ENTERPRISE, SQL_DATABASE, MANAGED_INSTANCE = 3, 5, 8
@@ -177,6 +190,31 @@ AZURE_MAJOR_VERSION = 12
 # "rdsadmin" exists (both tested by olahallengren/sql-server-maintenance-solution DatabaseBackup.sql).
 RDS_SA_LOGIN, RDS_ADMIN_DATABASE = "rdsa", "rdsadmin"
 Platform = Literal["Windows", "Linux"]
+TEMPDB_ID = 2
+
+# Azure SQL Database Hyperscale (docs/emulated-facts.md, "SQL Server"): "sys.dm_io_virtual_file_stats()
+# in a Hyperscale database has a special row reporting the IO against the local RBPEX cache on the
+# compute replica. This row has the value of 0 for both database_id and file_id"; the data files other
+# than file_id 0 are page servers, whose writes "are simulated … latency for data files other than
+# file_id 0 does not reflect the actual latency of page server writes" (Azure SQL Database, "Hyperscale
+# performance diagnostics", "Virtual file stats and IO accounting", MicrosoftDocs/sql-docs
+# azure-sql/database/hyperscale-performance-diagnostics.md). The tier is DATABASEPROPERTYEX(DB_NAME(),
+# 'Edition') = 'Hyperscale' (SMO's IsHyperscaleEdition: microsoft/sqlmanagementobjects
+# src/Microsoft/SqlServer/Management/SqlEnum/PostProcessDatabaseInsideAttribs.cs).
+# tempdb's files are rows of database_id 2, their catalog tempdb.sys.database_files, read from a user
+# database: influxdata/telegraf plugins/inputs/sqlserver/azuresqldbqueries.go (sqlAzureDBDatabaseIO:
+# `vfs.[database_id] IN (DB_ID(),0,2)`, a LEFT OUTER JOIN to sys.database_files UNION ALL
+# tempdb.sys.database_files "on database_id and file_id"; "Without this had a bug where join was only on
+# file_id").
+HYPERSCALE = "Hyperscale"
+RBPEX_ID = 0
+_VFS_CALL = re.compile(
+    r"sys\.dm_io_virtual_file_stats\(\s*(NULL|DB_ID\(\)|\d+)\s*,\s*NULL\s*\)", re.IGNORECASE
+)
+_DATABASE_IN = re.compile(r"\bvfs\.database_id\s+IN\s*\(((?:[^()]|\(\))*)\)", re.IGNORECASE)
+_JOIN_ON_DATABASE = re.compile(r"\bdf\.database_id\s*=\s*vfs\.database_id\b", re.IGNORECASE)
+_TEMPDB_FILES = re.compile(r"\btempdb\.sys\.database_files\b", re.IGNORECASE)
+_LEFT_JOIN = re.compile(r"\bLEFT\s+(?:OUTER\s+)?JOIN\b", re.IGNORECASE)
 
 
 # --- the emulated state ----------------------------------------------------------------------
@@ -275,9 +313,15 @@ class DmvState:
         system_databases: Mapping[str, Sequence[tuple[int, str]]] = SYSTEM_DATABASES,
         sa_login: str = "sa",
         service_objective: str = "S2",
+        service_tier: str = "Standard",
     ) -> None:
         self.lock = threading.RLock()
         self.service_objective = service_objective
+        self.service_tier = service_tier
+        # Hyperscale's local RBPEX cache: "a special row" of sys.dm_io_virtual_file_stats with
+        # database_id 0 and file_id 0 (HYPERSCALE_FACTS); no catalog view lists it.
+        hyperscale = engine_edition == SQL_DATABASE and service_tier == HYPERSCALE
+        self.rbpex: DbFile | None = DbFile(RBPEX_ID, RBPEX_ID, ROWS, "") if hyperscale else None
         self.server_name = server_name
         self.major_version = major_version
         self.engine_edition = engine_edition
@@ -367,7 +411,7 @@ class DmvState:
 
     def restart(self, at: datetime | None = None) -> None:
         with self.lock:
-            for f in self.files:
+            for f in [*self.files, *([self.rbpex] if self.rbpex else [])]:
                 f.zero()
             for name in self.waits:
                 self.waits[name] = WaitCounters()
@@ -397,11 +441,15 @@ class DmvState:
     def _run(
         self, database: str, role: Role, direction: Direction, stream: Stream, seconds: Fraction
     ) -> None:
-        if role not in ("data", "log") or direction not in ("read", "write"):
+        if role not in ("data", "log", "cache") or direction not in ("read", "write"):
             raise ValueError(f"unknown stream {role}/{direction}")
         database_id = self.database_id(database)
-        kind = ROWS if role == "data" else LOG
+        kind = LOG if role == "log" else ROWS
         files = [f for f in self.files if (f.database_id, f.type, f.state) == (database_id, kind, ONLINE)]
+        if role == "cache":
+            if self.rbpex is None:
+                raise ValueError("role cache: only a Hyperscale database has the RBPEX row")
+            files = [self.rbpex]
         wait = stream.wait if stream.wait is not None else DEFAULT_WAITS.get((role, direction), "")
         if wait and wait not in self.waits:
             raise ValueError(f"unknown wait type {wait!r}")
@@ -501,8 +549,73 @@ class DmvState:
         return [(self.engine_edition,)]
 
     def sql_database_server_rows(self) -> list[tuple[object, ...]]:
-        """SERVER_SQL_DATABASE: the server's name and ProductVersion's major."""
-        return [(self.server_name, self.major_version)]
+        """SERVER_SQL_DATABASE: the server's name, ProductVersion's major and the database's service
+        tier (DATABASEPROPERTYEX(DB_NAME(), 'Edition'))."""
+        # the property "Applies to: Azure SQL Database, Azure Synapse Analytics" (its page): NULL elsewhere
+        tier = self.service_tier if self.engine_edition == SQL_DATABASE else None
+        return [(self.server_name, self.major_version, tier)]
+
+    def azure_file_rows(self, statement: str, database: str) -> list[tuple[object, ...]]:
+        """DB_FILE_STATS on Azure SQL Database, as `statement` reads the DMV from `database` (the
+        session's, DB_ID()); see HYPERSCALE_FACTS. Not a SQL engine: the few clauses the statement
+        may vary in are read from its text, and a text that names none of them reads like the old one."""
+        with self.lock:
+            current = self.database_id(database)
+            found = _VFS_CALL.search(statement)
+            if found is None:
+                raise ValueError("no sys.dm_io_virtual_file_stats(…, NULL) call in the statement")
+            argument = found.group(1).upper()
+            # The DMV's rows: every database's files (which others an Azure SQL Database's DMV shows is
+            # not documented: the database ids "are unique within a single database or an elastic pool",
+            # so the statement must filter), and the RBPEX row on Hyperscale.
+            rows = sorted(self.files, key=lambda f: (f.database_id, f.file_id))
+            rows = [*([self.rbpex] if self.rbpex else []), *rows]
+            if argument != "NULL":
+                wanted = current if argument == "DB_ID()" else int(argument)
+                rows = [f for f in rows if f.database_id == wanted]
+            listed = _DATABASE_IN.search(statement)
+            if listed is not None:
+                ids = {
+                    current if i.strip().upper() == "DB_ID()" else int(i) for i in listed.group(1).split(",")
+                }
+                rows = [f for f in rows if f.database_id in ids]
+            # The catalog joined: sys.database_files is the session database's, tempdb.sys.database_files
+            # tempdb's; joined on file_id alone a tempdb row meets the session database's file of that id.
+            on_database = _JOIN_ON_DATABASE.search(statement) is not None
+            catalogs = [current, *([TEMPDB_ID] if _TEMPDB_FILES.search(statement) else [])]
+            catalog = {
+                (f.database_id if on_database else 0, f.file_id): f
+                for f in self.files
+                if f.database_id in catalogs and (on_database or f.database_id == current)
+            }
+            left = _LEFT_JOIN.search(statement) is not None
+            out: list[tuple[object, ...]] = []
+            for f in rows:
+                listed_file = catalog.get((f.database_id if on_database else 0, f.file_id))
+                if listed_file is None and not left:
+                    continue  # an inner join drops a DMV row no catalog lists
+                if listed_file is not None and (
+                    listed_file.type not in (ROWS, LOG) or listed_file.state != ONLINE
+                ):
+                    continue  # WHERE df.type IN (0, 1) AND df.state = 0
+                out.append(
+                    (
+                        f.database_id,
+                        f.file_id,
+                        database,  # DB_NAME(): the session's database, whatever the row
+                        None if listed_file is None else listed_file.type,
+                        None if listed_file is None else listed_file.physical_name,
+                        f.reads,
+                        f.bytes_read,
+                        f.read_stall_us // 1000,
+                        f.writes,
+                        f.bytes_written,
+                        f.write_stall_us // 1000,
+                        f.read_queued_us // 1000,
+                        f.write_queued_us // 1000,
+                    )
+                )
+            return out
 
     def host_info_rows(self) -> list[tuple[object, ...]]:
         """HOST_INFO: sys.dm_os_host_info's host_platform, "Windows or Linux"."""
@@ -565,7 +678,12 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
     ),
     mssql_sql.SERVER_SQL_DATABASE.name: (
         mssql_sql.SERVER_SQL_DATABASE.sql,
-        (Column("server_name", "nvarchar", 256), Column("major_version", "int", 4)),
+        (
+            Column("server_name", "nvarchar", 256),
+            Column("major_version", "int", 4),
+            # CAST(DATABASEPROPERTYEX(…, 'Edition') AS NVARCHAR(64)): the property's base type, nvarchar(64)
+            Column("service_tier", "nvarchar", 64),
+        ),
     ),
     mssql_sql.HOST_INFO.name: (mssql_sql.HOST_INFO.sql, (Column("host_platform", "nvarchar", 256),)),
 }
@@ -682,11 +800,10 @@ def statement_key(sql: str) -> str | None:
 
 def answer_rows(state: DmvState, key: str, database: str = "master") -> list[tuple[object, ...]]:
     """`database`: the session's current database (DB_ID() in DB_FILE_STATS)."""
-    if key in (mssql_sql.FILE_STATS.name, mssql_sql.FILE_STATS_NO_QUEUED.name, mssql_sql.DB_FILE_STATS.name):
-        return state.file_stats_rows(
-            queued=key != mssql_sql.FILE_STATS_NO_QUEUED.name,
-            database=database if key == mssql_sql.DB_FILE_STATS.name else None,
-        )
+    if key == mssql_sql.DB_FILE_STATS.name:
+        return state.azure_file_rows(STATEMENTS[key][0], database)
+    if key in (mssql_sql.FILE_STATS.name, mssql_sql.FILE_STATS_NO_QUEUED.name):
+        return state.file_stats_rows(queued=key != mssql_sql.FILE_STATS_NO_QUEUED.name)
     if key in (mssql_sql.WAIT_STATS.name, mssql_sql.DB_WAIT_STATS.name):
         # DB_WAIT_STATS: the emulation counts waits server-wide; a test of sys.dm_db_wait_stats gives
         # the server one user database, whose waits are then all of them (test input, not a fact).

@@ -82,6 +82,7 @@ def test_azure_sql_database_publishes_its_own_files_and_waits_without_sys_master
     assert {(k[FILES.index("db")], k[FILES.index("role")]) for k in reads} == {
         ("sales", "data"),
         ("sales", "log"),
+        ("tempdb", "temp"),  # read from the user database (item 13)
     }
     (data,) = [k for k in reads if k[FILES.index("role")] == "data"]
     assert reads[data] == 200 * 60 and data[FILES.index("lun")] == ""
@@ -105,7 +106,10 @@ def test_azure_sql_database_without_a_database_key_reads_the_login_default_and_s
     result = source_for(sql_database, None).collect()
     assert not result.errors
     assert sql_database.logins[-1] == ("lunlat", "master")
-    assert {k[FILES.index("db")] for k in values(result, mssql_metrics.MSSQL_FILE_READS)} == {"master"}
+    assert {k[FILES.index("db")] for k in values(result, mssql_metrics.MSSQL_FILE_READS)} == {
+        "master",
+        "tempdb",
+    }
 
 
 def test_managed_instance_reads_every_database_and_names_no_local_lun(
@@ -189,6 +193,7 @@ def test_azure_sql_database_on_tiers_where_sys_dm_os_sys_info_needs_the_server_a
     assert {(k[FILES.index("db")], k[FILES.index("role")]) for k in reads} == {
         ("sales", "data"),
         ("sales", "log"),
+        ("tempdb", "temp"),
     }
     assert not any("dm_os_sys_info" in b for b in batches)
     assert not any("sys.master_files" in b for b in batches)  # the edition was known before any file query

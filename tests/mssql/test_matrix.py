@@ -58,7 +58,13 @@ LOAD: Load = {
 WINDOWS_VOLUMES = {"C:\\": ("C:\\", "OS"), "D:\\": ("D:\\", "SQLData"), "L:\\": ("L:\\", "SQLLogs")}
 RDS_DATA = "D:\\rdsdbdata\\DATA\\"  # where RDS keeps every database's files (test input, in RDS's form)
 # What the source says about a variant, once: the fragment of each log line.
-MARKS = ("io_stall_queued", "Azure SQL Database", "Azure SQL Managed Instance", "Amazon RDS for SQL Server")
+MARKS = (
+    "io_stall_queued",
+    "Azure SQL Database",
+    "Hyperscale",
+    "Azure SQL Managed Instance",
+    "Amazon RDS for SQL Server",
+)
 
 
 def _windows_files(directory: str) -> dict[str, tuple[tuple[int, str], ...]]:
@@ -82,6 +88,7 @@ class Variant:
     lun_data: str = ""  # the `lun` of sales' data file, and of its log file
     lun_log: str = ""
     databases: frozenset[str] = field(default=frozenset({"master", "tempdb", "model", "msdb", "sales"}))
+    tier: str = "Standard"  # Azure SQL Database's service tier (DATABASEPROPERTYEX(…, 'Edition'))
 
     @property
     def service(self) -> bool:
@@ -115,6 +122,7 @@ class Variant:
             host_platform=self.platform,
             system_databases=system,
             sa_login=RDS_SA_LOGIN if self.rds else "sa",
+            service_tier=self.tier,
         )
         state.volumes = dict(WINDOWS_VOLUMES)  # what a Windows server would answer; Linux answers NULL
         return state
@@ -144,7 +152,17 @@ VARIANTS: dict[str, Variant] = {
         "Linux",
         database="sales",
         said=("Azure SQL Database",),
-        databases=frozenset({"sales"}),
+        # the connection's database, and tempdb's files read from it (database_id 2, as Telegraf reads them)
+        databases=frozenset({"sales", "tempdb"}),
+    ),
+    "Azure SQL Database Hyperscale": Variant(
+        AZURE_MAJOR_VERSION,
+        SQL_DATABASE,
+        "Linux",
+        database="sales",
+        said=("Azure SQL Database", "Hyperscale"),
+        databases=frozenset({"sales", "tempdb"}),  # RBPEX's row is the connection's database's
+        tier="Hyperscale",
     ),
     "Azure SQL Managed Instance": Variant(
         AZURE_MAJOR_VERSION, MANAGED_INSTANCE, "Linux", said=("Azure SQL Managed Instance",)

@@ -225,7 +225,8 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
         names, edition = run(conn, mssql_sql.EDITION)
         assert names == select_names(mssql_sql.EDITION.sql) and edition == [(3,)]  # Enterprise
         names, identity = run(conn, mssql_sql.SERVER_SQL_DATABASE)  # no view: any edition answers it
-        assert names == select_names(mssql_sql.SERVER_SQL_DATABASE.sql) and identity == [("SQL1", 16)]
+        assert names == select_names(mssql_sql.SERVER_SQL_DATABASE.sql)
+        assert identity == [("SQL1", 16, None)]  # DATABASEPROPERTYEX's Edition: Azure only
 
         names, host = run(conn, mssql_sql.HOST_INFO)
         assert names == select_names(mssql_sql.HOST_INFO.sql) and host == [("Linux",)]
@@ -234,9 +235,12 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
         assert names == select_names(mssql_sql.VOLUMES.sql)
         assert len(volumes) == len(files) and all(v[2:] == (None, None) for v in volumes)  # Linux: NULL
 
-        names, own = run(conn, mssql_sql.DB_FILE_STATS)  # the Azure SQL Database form: DB_ID()'s files
+        names, own = run(conn, mssql_sql.DB_FILE_STATS)  # the Azure SQL Database form: DB_ID()'s and tempdb's
         assert names == select_names(mssql_sql.DB_FILE_STATS.sql) == select_names(mssql_sql.FILE_STATS.sql)
-        assert sorted(own) == sorted(r for r in files if r[2] == "master")  # the login's database
+        # the login's database and tempdb, each named DB_NAME(): the connection's database
+        assert sorted(own) == sorted(
+            (*r[:2], "master", *r[3:]) for r in files if r[2] in ("master", "tempdb")
+        )
         with pytest.raises(pyodbc.ProgrammingError, match=r"sys\.dm_db_wait_stats.*\(208\)"):
             run(conn, mssql_sql.DB_WAIT_STATS)  # Azure only: not on an Enterprise edition
     assert server.logins == [("lunlat", "master")]

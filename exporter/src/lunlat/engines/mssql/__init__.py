@@ -70,6 +70,8 @@ ENGINE = Engine(
     # no Microsoft page says the first includes the second and no peer subtracts it (Telegraf publishes
     # both as read, plugins/inputs/sqlserver/sqlserverqueries.go), so the queued stall is published
     # beside it (MSSQL_FILE_*_QUEUED_STALL, the dashboards' throttling panel) and left out of the layer.
+    # The write stall of a Hyperscale page server's data file is simulated by the service: it is never in
+    # MSSQL_FILE_WRITE_STALL (metrics.MSSQL_FILE_SIMULATED_WRITE_STALL), so the layer never averages it.
     files=FileLayer(
         m.MSSQL_FILE_READS,
         m.MSSQL_FILE_WRITES,

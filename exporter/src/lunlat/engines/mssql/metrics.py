@@ -81,6 +81,23 @@ MSSQL_FILE_WRITE_QUEUED_STALL = MetricSpec(
     MSSQL_FILE_LABELS,
 )
 
+# Azure SQL Database Hyperscale: a data file other than file_id 0 is a page server, and "these writes are
+# simulated, because the compute replicas never write directly to page servers … latency for data files
+# other than file_id 0 does not reflect the actual latency of page server writes" (Azure SQL Database,
+# "Hyperscale performance diagnostics", "Data writes",
+# https://learn.microsoft.com/azure/azure-sql/database/hyperscale-performance-diagnostics). Their
+# io_stall_write_ms is published here instead of MSSQL_FILE_WRITE_STALL: the database layer (the
+# engine's FileLayer, the rules' goal) never averages it, and nobody reads it as a device's latency.
+# Their writes and bytes ("accounted as they occur on the compute replica") stay in the usual series.
+MSSQL_FILE_SIMULATED_WRITE_STALL = MetricSpec(
+    "lunlat_mssql_file_simulated_write_stall_seconds_total",
+    "counter",
+    "Azure SQL Database Hyperscale: io_stall_write_ms of a data file other than file_id 0 (a page "
+    "server), which the service simulates and which does not reflect the page servers' write latency; "
+    "published apart from the write stall and never judged against the goal.",
+    MSSQL_FILE_LABELS,
+)
+
 MSSQL_METRICS: tuple[MetricSpec, ...] = (
     MSSQL_FILE_READS,
     MSSQL_FILE_WRITES,
@@ -93,6 +110,7 @@ MSSQL_METRICS: tuple[MetricSpec, ...] = (
     MSSQL_WAIT_SIGNAL_TIME,
     MSSQL_FILE_READ_QUEUED_STALL,
     MSSQL_FILE_WRITE_QUEUED_STALL,
+    MSSQL_FILE_SIMULATED_WRITE_STALL,
 )
 
 CAPABILITIES: tuple[Capability, ...] = (

@@ -30,8 +30,14 @@ from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
 
-TEMPDB_ID = 2
+TEMPDB_ID = sql.TEMPDB_ID
 ROLE_OF_TYPE = {0: "data", 1: "log"}
+# Hyperscale's local RBPEX cache (sql.DB_FILE_STATS): its row has no catalog entry, so no path; it is
+# named as Telegraf names it (azuresqldbqueries.go: `WHEN (vfs.[database_id] = 0) THEN 'RBPEX'`). Role
+# other: a local SSD cache of data pages on the compute replica, neither the page servers' data files
+# (whose reads it would hide in an average) nor a log (contract.Role has no cache role).
+RBPEX_FILE = "RBPEX"
+RBPEX_ROLE = "other"
 LOST_STATES = frozenset({"08S01", "08001", "08003", "08004", "08007", "01000"})
 TIMEOUT_STATES = frozenset({"HYT00", "HYT01"})
 # Server error numbers of a permission denied: 300 "%ls permission was denied on object '%.*ls',
@@ -243,6 +249,7 @@ class MssqlSource(DbSource[Connection]):
         self._major: int | None = None  # None: unknown (the server query failed): newest SQL
         self._edition: int | None = None  # SERVERPROPERTY('EngineEdition'); None: unknown
         self._rds = False  # Amazon RDS for SQL Server (mssql_sql.SERVER's amazon_rds)
+        self._hyperscale = False  # Azure SQL Database on the Hyperscale tier (sql.HYPERSCALE)
         self._platform: str | None = None  # 'Windows', 'Linux'; None: unknown (or not asked: Azure, RDS)
         self._said = logs.Once()
         # (database_id, file_id) -> volume mount point, where SQL Server knows one (Windows).
@@ -294,11 +301,13 @@ class MssqlSource(DbSource[Connection]):
         self.grants_hint = GRANTS_AZURE_SQL_DATABASE if self._edition == sql.SQL_DATABASE else GRANTS
         if self._edition == sql.SQL_DATABASE:
             rows = self._query(conn, sql.SERVER_SQL_DATABASE, errors) or []
-            row = rows[0] if rows else (None, None)
+            row = rows[0] if rows else (None, None, None)
             started, self._rds = None, False
+            self._hyperscale = row[2] == sql.HYPERSCALE
         else:
             rows = self._query(conn, sql.SERVER, errors) or []
             row = rows[0] if rows else (None, None, None, None)
+            self._hyperscale = False
             started = row[2] if isinstance(row[2], int) else None
             self._rds = self._edition != sql.MANAGED_INSTANCE and row[3] == 1
         self._server = row[0] if isinstance(row[0], str) else ""
@@ -331,14 +340,8 @@ class MssqlSource(DbSource[Connection]):
 
     def _say_variant(self) -> None:
         """One log line per service variant: what this source reads there and what it cannot."""
-        if self._edition == sql.SQL_DATABASE and self._said.first(("variant", self._edition)):
-            log.info(
-                "Azure SQL Database: one database per connection (the target's `database`), files from "
-                "sys.database_files, waits from sys.dm_db_wait_stats; no volumes (no sys.master_files), "
-                "no LUN (the files are not on this host)",
-                source=self.name,
-                database=self._target.database or "(the login's default)",
-            )
+        if self._edition == sql.SQL_DATABASE:
+            self._say_sql_database()
         elif self._edition == sql.MANAGED_INSTANCE and self._said.first(("variant", self._edition)):
             log.info(
                 "Azure SQL Managed Instance: the SQL Server statements, every database; no LUN "
@@ -364,6 +367,25 @@ class MssqlSource(DbSource[Connection]):
                 "docs/mssql.md lists what each edition needs",
                 source=self.name,
                 engine_edition=self._edition,
+            )
+
+    def _say_sql_database(self) -> None:
+        """Azure SQL Database's line, and the Hyperscale tier's, once each."""
+        if self._said.first(("variant", self._edition)):
+            log.info(
+                "Azure SQL Database: one database per connection (the target's `database`), its files and "
+                "tempdb's from sys.database_files, waits from sys.dm_db_wait_stats; no volumes (no "
+                "sys.master_files), no LUN (the files are not on this host)",
+                source=self.name,
+                database=self._target.database or "(the login's default)",
+            )
+        if self._hyperscale and self._said.first("hyperscale"):
+            log.info(
+                "Hyperscale tier: the local RBPEX cache is file RBPEX (role other); the data files are page "
+                "servers whose write stall the service simulates: published as "
+                "lunlat_mssql_file_simulated_write_stall_seconds_total, never judged against the goal "
+                "(docs/mssql.md, Hyperscale)",
+                source=self.name,
             )
 
     def _file_query(self) -> Query:
@@ -416,14 +438,26 @@ class MssqlSource(DbSource[Connection]):
         )
         # Stalls are integer milliseconds: published exactly (see Family.exponent).
         families = [Family(s, exponent=-3 if "stall" in s.name else 0) for s in specs]
+        write_stall = specs.index(mssql_metrics.MSSQL_FILE_WRITE_STALL)
+        simulated_family = Family(mssql_metrics.MSSQL_FILE_SIMULATED_WRITE_STALL, exponent=-3)
+        simulated: set[LabelSet] = set()  # the files whose write stall the service simulates
         located: list[tuple[Location, str]] = []
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, ...]]:
             database_id = id_value(row[0], "database_id")
-            kind = id_value(row[3], "type")
-            role = "temp" if database_id == TEMPDB_ID else ROLE_OF_TYPE.get(kind, "other")
-            path = text_value(row[4], "physical_name")
+            file_id = id_value(row[1], "file_id")
+            rbpex = self._edition == sql.SQL_DATABASE and database_id == sql.RBPEX_ID
+            kind = 0 if rbpex else id_value(row[3], "type")
+            if rbpex:
+                role = RBPEX_ROLE
+            else:
+                role = "temp" if database_id == TEMPDB_ID else ROLE_OF_TYPE.get(kind, "other")
+            path = RBPEX_FILE if rbpex else text_value(row[4], "physical_name")
+            # tempdb as SQL Server names it (DB_NAME(2)); on Azure SQL Database the statement's DB_NAME()
+            # is the connection's database on every row, tempdb's too.
             db = row[2] if isinstance(row[2], str) else str(database_id)
+            if database_id == TEMPDB_ID:
+                db = "tempdb"
             counts = (
                 count_value(row[5], "num_of_reads"),
                 count_value(row[6], "num_of_bytes_read"),
@@ -447,20 +481,24 @@ class MssqlSource(DbSource[Connection]):
             located.append((location, role))
             # Where the mount table cannot name the LUN (Windows), the volume SQL Server reports is
             # the name its admins know: 'D:\\' or a mount point folder.
-            lun = location.lun or self._volumes.get((database_id, id_value(row[1], "file_id")), "")
+            lun = location.lun or self._volumes.get((database_id, file_id), "")
             labels = self._label_set(
                 mssql_metrics.MSSQL_FILE_LABELS,
                 (self._target.name, self._target.workload or "", db, self._server, path, role, lun),
             )
+            # Hyperscale: the data files other than file_id 0 are page servers, their write stall simulated
+            # (metrics.MSSQL_FILE_SIMULATED_WRITE_STALL); tempdb's files are local (role temp), not these.
+            if self._hyperscale and role == "data" and file_id != sql.RBPEX_ID:
+                simulated.add(labels)
             return labels, counts
 
         for labels, counts in self._summed(self._rows(rows, query, errors, parse), query, errors):
-            for family, value in zip(families, counts, strict=True):
-                family.add(labels, value)
+            for i, (family, value) in enumerate(zip(families, counts, strict=True)):
+                (simulated_family if i == write_stall and labels in simulated else family).add(labels, value)
         self._publish_lun_labels(
             frozenset(located), lambda: located, self._target.name, self._target.workload or ""
         )
-        return families
+        return [*families, simulated_family] if self._hyperscale else families
 
     def _wait_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
         waits = Family(mssql_metrics.MSSQL_WAITS)

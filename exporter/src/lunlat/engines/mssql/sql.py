@@ -156,9 +156,23 @@ OTHER_EDITIONS: dict[int, str] = {
 # Telegraf's Azure SQL Database file query reads sys.database_files instead,
 # influxdata/telegraf plugins/inputs/sqlserver/azuresqldbqueries.go). sys.database_files is the
 # per-database view with the same file_id, type (0 ROWS, 1 LOG), physical_name and state
-# (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-database-files-transact-sql);
-# DB_ID() is the connection's database, so only its files are read. The service always runs the
-# newest engine, so the io_stall_queued_* columns are there (Telegraf reads them on Azure SQL Database).
+# (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-database-files-transact-sql;
+# "Requires membership in the public role"). The service always runs the newest engine, so the
+# io_stall_queued_* columns are there (Telegraf reads them on Azure SQL Database).
+# The rows read, as Telegraf's sqlAzureDBDatabaseIO reads them (azuresqldbqueries.go at influxdata/telegraf
+# 67f9a0e, lines 151-215: the DMV with (NULL, NULL), line 214 `vfs.[database_id] IN (DB_ID(),0,2)`, a LEFT
+# OUTER JOIN to sys.database_files UNION ALL tempdb.sys.database_files on database_id and file_id):
+# - DB_ID(): the connection's database, its data and log files;
+# - 2: tempdb, whose files the DMV shows from a user database and whose catalog is
+#   tempdb.sys.database_files (role temp in the source). Database ids "are unique within a single
+#   database or an elastic pool, but not within a logical server" (sys.dm_io_virtual_file_stats,
+#   database_id): the rows are this database's (or its pool's) tempdb, so the filter names the ids;
+# - 0: Hyperscale's local RBPEX cache, "a special row" with "the value of 0 for both database_id and
+#   file_id" that no catalog lists (Azure SQL Database, "Hyperscale performance diagnostics", "Local
+#   RBPEX cache usage", https://learn.microsoft.com/azure/azure-sql/database/hyperscale-performance-diagnostics):
+#   an inner join dropped it, the LEFT JOIN keeps it with NULL type and physical_name.
+# Joined on database_id too: on file_id alone a tempdb row met the user database's file of that id
+# (Telegraf's comment: "Without this had a bug where join was only on file_id").
 DB_FILE_STATS = Query(
     "database_file_stats",
     """SELECT vfs.database_id, vfs.file_id, DB_NAME() AS database_name, df.type,
@@ -166,11 +180,28 @@ DB_FILE_STATS = Query(
        vfs.num_of_reads, vfs.num_of_bytes_read, vfs.io_stall_read_ms,
        vfs.num_of_writes, vfs.num_of_bytes_written, vfs.io_stall_write_ms,
        vfs.io_stall_queued_read_ms, vfs.io_stall_queued_write_ms
-FROM sys.dm_io_virtual_file_stats(DB_ID(), NULL) AS vfs
-JOIN sys.database_files AS df ON df.file_id = vfs.file_id
-WHERE df.type IN (0, 1) AND df.state = 0""",
+FROM sys.dm_io_virtual_file_stats(NULL, NULL) AS vfs
+LEFT JOIN (
+  SELECT DB_ID() AS database_id, file_id, type, physical_name, state FROM sys.database_files
+  UNION ALL
+  SELECT 2 AS database_id, file_id, type, physical_name, state FROM tempdb.sys.database_files
+) AS df ON df.database_id = vfs.database_id AND df.file_id = vfs.file_id
+WHERE vfs.database_id IN (DB_ID(), 0, 2)
+  AND (vfs.database_id = 0 OR (df.type IN (0, 1) AND df.state = 0))""",
     per_scrape=True,
 )
+RBPEX_ID = 0  # database_id and file_id of Hyperscale's RBPEX row
+TEMPDB_ID = 2
+# DATABASEPROPERTYEX(DB_NAME(), 'Edition'), "the database edition or service tier" (DATABASEPROPERTYEX,
+# https://learn.microsoft.com/en-us/sql/t-sql/functions/databasepropertyex-transact-sql; on Azure SQL
+# Database it "requires the name of the current database"), is 'Hyperscale' on that tier: SMO reads the
+# tier so (microsoft/sqlmanagementobjects src/Microsoft/SqlServer/Management/SqlEnum/
+# PostProcessDatabaseInsideAttribs.cs, IsHyperscaleEdition: `databasepropertyex(db_name(),'Edition') =
+# 'Hyperscale'`), Telegraf from sys.database_service_objectives.edition (azuresqldbqueries.go,
+# `slo.[edition] = 'Hyperscale'`), a view that needs dbManager or the database's owner
+# (sys.database_service_objectives, "Permissions"); the property reads no view. The engine edition is
+# 5 as on every Azure SQL Database tier (SERVERPROPERTY above).
+HYPERSCALE = "Hyperscale"
 
 # Azure SQL Database's waits of the connection's database: sys.dm_db_wait_stats, the columns of
 # sys.dm_os_wait_stats ("Applies to: Azure SQL Database, Azure SQL Managed Instance";
@@ -234,13 +265,15 @@ FROM sys.dm_os_sys_info""",
 )
 
 # Azure SQL Database's identity: no view at all (see EDITION for why not sys.dm_os_sys_info), so every
-# service tier answers it with the one grant its DMVs need (VIEW DATABASE STATE). No start time: the
+# service tier answers it with the one grant its DMVs need (VIEW DATABASE STATE); the service tier
+# (HYPERSCALE above) from DATABASEPROPERTYEX, which reads no view either. No start time: the
 # service's counters restart on a failover anyway ("not persisted across SQL Database failover events",
 # sys.dm_db_wait_stats), which Prometheus sees as a counter reset.
 SERVER_SQL_DATABASE = Query(
     "server_sql_database",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
-       CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version""",
+       CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version,
+       CAST(DATABASEPROPERTYEX(DB_NAME(), 'Edition') AS NVARCHAR(64)) AS service_tier""",
     per_scrape=False,
 )
 
