@@ -44,7 +44,7 @@ DmvState (what the DMVs show)
         'EngineEdition', default 3 Enterprise; 5 Azure SQL Database, 8 Managed Instance, both with
         major_version AZURE_MAJOR_VERSION) models what that edition lacks (EDITION_FACTS): on 5 a batch
         naming sys.master_files gets error 208, on any but 5 and 8 one naming sys.dm_db_wait_stats;
-        DB_FILE_STATS answers the files of the session's database (LOGIN7's, DB_ID()).
+        DB_FILE_STATS reads from the session's database (LOGIN7's, DB_ID()).
         host_platform ("Linux" default, or "Windows"): what sys.dm_os_host_info answers (a batch naming
         it gets error 208 before 14, 2017); on Linux VOLUMES answers NULL strings for every file, on
         Windows the entry of `volumes` (path prefix -> (mount point, volume name)) the path starts with.
@@ -55,7 +55,7 @@ DmvState (what the DMVs show)
         there (default "Standard"); "Hyperscale" adds the local RBPEX cache's row to
         sys.dm_io_virtual_file_stats (database_id 0, file_id 0: `rbpex`), which a load's role "cache"
         counts on, and makes the data files' write stalls whatever the test says (the service simulates
-        them). DB_FILE_STATS is answered as its text reads the DMV (azure_file_rows, HYPERSCALE_FACTS):
+        them). DB_FILE_STATS is answered as its text reads the DMV (azure_file_rows; the facts: the comment above HYPERSCALE):
         the DMV's rows (every database's, the RBPEX row), its first argument, the `database_id IN (…)`
         filter, the join to sys.database_files (inner: a row without a catalog row is dropped; LEFT:
         kept with NULL type and physical_name) and to tempdb.sys.database_files, on file_id alone or on
@@ -71,7 +71,7 @@ DmvState (what the DMVs show)
                              database's lowest free file_id); detach(database); set_offline(database,
                              file_id=None) / set_online(…): a file or all of a database's files.
     file(database, file_id) -> DbFile (its counters, µs), waits[wait_type] -> WaitCounters, now,
-    database_id(name), has_database(name), default_files(name); file_stats_rows(),
+    database_id(name), has_database(name), default_files(name); file_stats_rows(), azure_file_rows(),
     wait_stats_rows(), volume_rows(), edition_rows(), server_rows(), sql_database_server_rows(): what
     the statements answer.
 STATEMENTS[key] = (sql, columns) (the types SQL Server documents: smallint ids, tinyint type,
@@ -319,7 +319,7 @@ class DmvState:
         self.service_objective = service_objective
         self.service_tier = service_tier
         # Hyperscale's local RBPEX cache: "a special row" of sys.dm_io_virtual_file_stats with
-        # database_id 0 and file_id 0 (HYPERSCALE_FACTS); no catalog view lists it.
+        # database_id 0 and file_id 0 (the comment above HYPERSCALE); no catalog view lists it.
         hyperscale = engine_edition == SQL_DATABASE and service_tier == HYPERSCALE
         self.rbpex: DbFile | None = DbFile(RBPEX_ID, RBPEX_ID, ROWS, "") if hyperscale else None
         self.server_name = server_name
@@ -486,11 +486,10 @@ class DmvState:
 
     # --- what the statements answer ------------------------------------------------------------
 
-    def file_stats_rows(self, queued: bool = True, database: str | None = None) -> list[tuple[object, ...]]:
+    def file_stats_rows(self, queued: bool = True) -> list[tuple[object, ...]]:
         """FILE_STATS (with the io_stall_queued_* columns) or FILE_STATS_NO_QUEUED: online ROWS and
-        LOG files (type IN (0, 1) AND state = 0); DB_FILE_STATS: those of `database` only (DB_ID())."""
+        LOG files (type IN (0, 1) AND state = 0). DB_FILE_STATS (Azure SQL Database): azure_file_rows."""
         with self.lock:
-            only = None if database is None else self.database_id(database)
             return [
                 (
                     f.database_id,
@@ -507,7 +506,7 @@ class DmvState:
                     *((f.read_queued_us // 1000, f.write_queued_us // 1000) if queued else ()),
                 )
                 for f in sorted(self.files, key=lambda f: (f.database_id, f.file_id))
-                if f.type in (ROWS, LOG) and f.state == ONLINE and only in (None, f.database_id)
+                if f.type in (ROWS, LOG) and f.state == ONLINE
             ]
 
     def wait_stats_rows(self, wanted: Collection[str] | None = None) -> list[tuple[object, ...]]:
@@ -557,7 +556,7 @@ class DmvState:
 
     def azure_file_rows(self, statement: str, database: str) -> list[tuple[object, ...]]:
         """DB_FILE_STATS on Azure SQL Database, as `statement` reads the DMV from `database` (the
-        session's, DB_ID()); see HYPERSCALE_FACTS. Not a SQL engine: the few clauses the statement
+        session's, DB_ID()); the facts: the comment above HYPERSCALE. Not a SQL engine: the few clauses the statement
         may vary in are read from its text, and a text that names none of them reads like the old one."""
         with self.lock:
             current = self.database_id(database)
