@@ -34,7 +34,7 @@ from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.exposition import format_value
 from lunlat.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
-from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
+from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer, physical_disk_layer
 from lunlat.recorded import (
     ABOVE_GOAL,
     ABOVE_GOAL_RATIO,
@@ -49,6 +49,8 @@ from lunlat.recorded import (
     JUDGED_SINCE,
     LATENCY,
     OPS,
+    PHYSICAL_DISK_IOPS,
+    PHYSICAL_DISK_LATENCY,
     QUANTILES,
     RATE_WINDOWS,
     THROUGHPUT,
@@ -675,6 +677,28 @@ class RuleSet:
             )
         return rules
 
+    # --- SQL Server on Windows: the physical disk under each volume -------------------------------
+
+    def physical_disks(self) -> list[dict[str, Any]]:
+        """The physical disk under each database volume (windows_exporter's physical_disk through
+        logical_disk_info, layers.PhysicalDiskLayer): its IOPS and average latency per op, by the
+        volume's labels and `disk`. Recorded to be shown beside the volume's host layer; no goal or
+        alert reads them (the volumes are judged)."""
+        disks = physical_disk_layer(self.goals)
+        if disks is None:
+            return []
+        by = [*(label for label in SERIES_LABELS if label != "layer"), "disk"]
+        rules: list[dict[str, Any]] = []
+        for window in RATE_WINDOWS:
+            for op in OPS:
+                rules.append(
+                    _record(PHYSICAL_DISK_IOPS.format(window=window), disks.operations(op, window), op=op)
+                )
+            for op in OPS:
+                expr = f"{disks.time(op, window)}\n/ {_on(by)}\n  ({disks.operations(op, window)} > 0)"
+                rules.append(_record(PHYSICAL_DISK_LATENCY.format(op=op, window=window), expr))
+        return rules
+
     # --- assembly ----------------------------------------------------------------------------------
 
     def groups(self) -> list[dict[str, Any]]:
@@ -701,6 +725,8 @@ class RuleSet:
             },
             {"name": "lunlat-exporter", "rules": [*self.health_alerts(), *self.host_exporter_alerts()]},
             {"name": "lunlat-paths", "rules": self.path_alerts()},
+            # Windows hosts only (goals host_layer: windows_exporter): no group elsewhere.
+            *([{"name": "lunlat-windows-disks", "rules": disks}] if (disks := self.physical_disks()) else []),
             # No array in the goals: no group (an empty one would only say nothing).
             *([{"name": "lunlat-array", "rules": arrays}] if (arrays := self.array_rules()) else []),
         ]
