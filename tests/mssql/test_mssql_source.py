@@ -436,20 +436,30 @@ def test_a_slow_synchronous_replica_is_published_as_replica_waits_not_as_log_lat
     assert waited[log] / waits[log] < 1e-3  # the log LUN's commit wait stays sub-millisecond
 
 
-def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_off_the_log_lun(
+def test_each_wait_is_published_with_what_one_wait_is_and_replica_commits_off_the_log_lun(
     server: TdsServer,
 ) -> None:
+    # What one wait is, from each type's description on Microsoft's sys.dm_os_wait_stats page
+    # (engines/mssql/waits.py): WRITELOG waits for a log flush (commits, checkpoints) and
+    # HADR_SYNC_COMMIT for a replica to harden the log: a commit's waits, not one I/O. PAGEIOLATCH_*
+    # is one task's wait on a page's latch. None is one I/O: SQL Server has no per_io wait.
+    measure = {w: m for w, (_, m) in sql.IO_WAITS.items()}
+    assert (measure["WRITELOG"], measure["HADR_SYNC_COMMIT"]) == ("per_commit", "per_commit")
+    assert {measure[f"PAGEIOLATCH_{c}"] for c in ("SH", "EX", "UP", "DT", "KP")} == {"per_latch"}
+    # One ASYNC_IO_COMPLETION or BACKUPIO wait can be a whole backup; IO_COMPLETION waits for "I/O
+    # operations", WRITE_COMPLETION while "a write operation is in progress": time spent only.
     assert {
-        "WRITELOG",
-        "PAGEIOLATCH_SH",
-        "PAGEIOLATCH_DT",
-        "PAGEIOLATCH_KP",
-        "WRITE_COMPLETION",
-    } <= sql.LATENCY_WAITS
-    # One ASYNC_IO_COMPLETION or BACKUPIO wait can be a whole backup: time spent, never a latency.
-    assert (
-        not {"ASYNC_IO_COMPLETION", "BACKUPIO", "LOGBUFFER", "IO_RETRY", "IO_QUEUE_LIMIT"} & sql.LATENCY_WAITS
-    )
+        measure[w]
+        for w in (
+            "ASYNC_IO_COMPLETION",
+            "BACKUPIO",
+            "LOGBUFFER",
+            "IO_RETRY",
+            "IO_QUEUE_LIMIT",
+            "IO_COMPLETION",
+        )
+    } | {measure["WRITE_COMPLETION"]} == {"time_spent"}
+    assert "per_io" not in measure.values()
     load: Load = {
         ("sales", "log", "write"): Stream(100, 300, wait="HADR_SYNC_COMMIT"),  # a synchronous replica
         ("sales", "data", "read"): Stream(50, 600, wait="PAGEIOLATCH_KP"),
@@ -462,6 +472,12 @@ def test_the_wait_list_keeps_latency_apart_from_time_spent_and_replica_commits_o
     assert not result.errors
     role = {k[2]: k[3] for k in values(result, mssql_metrics.MSSQL_WAITS)}
     assert set(role) == set(sql.IO_WAITS)
+    # Every series says its measure, so no rule or panel adds a per-commit wait to another kind.
+    published = {
+        k[2]: k[mssql_metrics.MSSQL_WAIT_LABELS.index("measure")]
+        for k in values(result, mssql_metrics.MSSQL_WAITS)
+    }
+    assert published == measure
     # A synchronous replica's wait is its own role: never summed into the log LUN's waits.
     assert (role["HADR_SYNC_COMMIT"], role["LOGBUFFER"], role["PAGEIOLATCH_KP"]) == ("replica", "log", "data")
     counts = {k[2]: v for k, v in values(result, mssql_metrics.MSSQL_WAITS).items()}
@@ -480,7 +496,7 @@ def test_log_rate_governance_waits_are_their_own_role_never_the_log_luns(server:
         "HADR_THROTTLE_LOG_RATE_LOG_SIZE",
         "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO",
     }
-    assert governed <= set(sql.IO_WAITS) and not governed & sql.LATENCY_WAITS
+    assert governed <= set(sql.IO_WAITS) and {sql.IO_WAITS[w][1] for w in governed} == {"time_spent"}
     load: Load = {("sales", "log", "write"): Stream(100, 40_000, wait="LOG_RATE_GOVERNOR")}
     source = source_for(server)
     server.state.advance(10, load)

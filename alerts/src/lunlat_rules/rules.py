@@ -34,7 +34,7 @@ from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.exposition import format_value
 from lunlat.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
-from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
+from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer, physical_disk_layer
 from lunlat.recorded import (
     ABOVE_GOAL,
     ABOVE_GOAL_RATIO,
@@ -49,6 +49,8 @@ from lunlat.recorded import (
     JUDGED_SINCE,
     LATENCY,
     OPS,
+    PHYSICAL_DISK_IOPS,
+    PHYSICAL_DISK_LATENCY,
     QUANTILES,
     RATE_WINDOWS,
     THROUGHPUT,
@@ -675,6 +677,28 @@ class RuleSet:
             )
         return rules
 
+    # --- SQL Server on Windows: the physical disk under each volume -------------------------------
+
+    def physical_disks(self) -> list[dict[str, Any]]:
+        """The physical disk under each database volume (windows_exporter's physical_disk through
+        logical_disk_info, layers.PhysicalDiskLayer): its IOPS and average latency per op, by the
+        volume's labels and `disk`. Recorded to be shown beside the volume's host layer; no goal or
+        alert reads them (the volumes are judged)."""
+        disks = physical_disk_layer(self.goals)
+        if disks is None:
+            return []
+        by = [*(label for label in SERIES_LABELS if label != "layer"), "disk"]
+        rules: list[dict[str, Any]] = []
+        for window in RATE_WINDOWS:
+            for op in OPS:
+                rules.append(
+                    _record(PHYSICAL_DISK_IOPS.format(window=window), disks.operations(op, window), op=op)
+                )
+            for op in OPS:
+                expr = f"{disks.time(op, window)}\n/ {_on(by)}\n  ({disks.operations(op, window)} > 0)"
+                rules.append(_record(PHYSICAL_DISK_LATENCY.format(op=op, window=window), expr))
+        return rules
+
     # --- assembly ----------------------------------------------------------------------------------
 
     def groups(self) -> list[dict[str, Any]]:
@@ -701,6 +725,8 @@ class RuleSet:
             },
             {"name": "lunlat-exporter", "rules": [*self.health_alerts(), *self.host_exporter_alerts()]},
             {"name": "lunlat-paths", "rules": self.path_alerts()},
+            # Windows hosts only (goals host_layer: windows_exporter): no group elsewhere.
+            *([{"name": "lunlat-windows-disks", "rules": disks}] if (disks := self.physical_disks()) else []),
             # No array in the goals: no group (an empty one would only say nothing).
             *([{"name": "lunlat-array", "rules": arrays}] if (arrays := self.array_rules()) else []),
         ]
@@ -738,33 +764,54 @@ def _where() -> str:
 
 
 # A synchronous replica's share of the database's log-write waits (role="replica", each engine's
-# WaitLayer.replica), so the log hint says "replica" when that is where commit time goes. Only the
-# local log write's own waits (WaitLayer.log_write) count beside it.
+# WaitLayer.replica), so the log hint says "replica" when that is where commit time goes. Beside it only
+# the local log write's own wait of the same measure (WaitLayer.log_write): Oracle's are LGWR's per-I/O
+# waits, SQL Server's a commit's (WRITELOG, HADR_SYNC_COMMIT); summed `by (measure)`, so a per-commit
+# wait is never added to a per-I/O one, and only the alert's own job, instance and database count.
 _WAITS: tuple[WaitLayer, ...] = tuple(engine.waits for engine in ENGINES if engine.waits is not None)
+_TITLES: dict[str, str] = {
+    engine.waits.time.name: engine.title for engine in ENGINES if engine.waits is not None
+}
 
 
 def _log_waits() -> str:
-    """The selector of every engine's log-write waits (its local log write's and a replica's). An
-    engine's series lack the other engines' wait label, which the trailing `|` alternative lets
-    through ("" matches an absent label)."""
+    """The selector of every engine's log-write waits (its local log write's and a replica's) of the
+    measure they share. An engine's series lack the other engines' wait label, which the trailing `|`
+    alternative lets through ("" matches an absent label)."""
     names = "|".join(waits.time.name for waits in _WAITS)
     by_label: dict[str, list[str]] = {}
     for waits in _WAITS:
         by_label.setdefault(waits.label, []).extend((waits.log_write, waits.replica))
     matchers = "".join(f', {label}=~"{"|".join(values)}|"' for label, values in by_label.items())
-    return f'{{__name__=~"{names}", database=%q, role=~"log|replica"{matchers}}}'
+    measures = "|".join(sorted({waits.measure_of(waits.log_write) for waits in _WAITS}))
+    return (
+        f'{{__name__=~"{names}", job=%q, instance=%q, database=%q, role=~"log|replica"{matchers}, '
+        f'measure=~"{measures}"}}'
+    )
+
+
+_MEASURE_WORDS = {"per_io": "per I/O", "per_commit": "per commit"}
+
+
+def _named(wait: str) -> str:
+    return f"'{wait}'" if " " in wait else wait
 
 
 _LOG_WAITS = _log_waits()
 _REPLICA_SHARE = (
-    f'sum(rate({_LOG_WAITS[:-1]}, role="replica"}}[{BREACH_WINDOW}]))'
-    f" / sum(rate({_LOG_WAITS}[{BREACH_WINDOW}])) > 0"
+    f'sum by (measure) (rate({_LOG_WAITS[:-1]}, role="replica"}}[{BREACH_WINDOW}]))'
+    f" / sum by (measure) (rate({_LOG_WAITS}[{BREACH_WINDOW}])) > 0"
 )
+_ALERT_DATABASE = "$labels.job $labels.instance $labels.database"
 _REPLICA_HINT = (
-    f"{{{{ with printf `{_REPLICA_SHARE}` $labels.database $labels.database | query }}}} "
+    f"{{{{ with printf `{_REPLICA_SHARE}` {_ALERT_DATABASE} {_ALERT_DATABASE} | query }}}} "
     "{{ . | first | value | humanizePercentage }} of this database's log-write wait time is a "
-    "synchronous replica's (role replica: "
-    + ", ".join(engine.hints["replica"] for engine in ENGINES if "replica" in engine.hints)
+    "synchronous replica's (role replica, beside the log wait of the same measure: "
+    + "; ".join(
+        f"{_TITLES[waits.time.name]} {_named(waits.replica)} beside {_named(waits.log_write)}, "
+        f"{_MEASURE_WORDS.get(m := waits.measure_of(waits.log_write), m)}"
+        for waits in _WAITS
+    )
     + "): "
     "the replica's network and remote log write, not this LUN; look at the replica.{{ end }}"
 )
@@ -793,7 +840,8 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
     },
     "log": {
         "read": " Log reads serve archiving, backups and log shipping, not commits.",
-        # Each engine names its per-I/O wait of this write, not the commit's wait around it.
+        # Each engine names its wait of this write and what one wait is (Oracle's per I/O, SQL Server's
+        # per commit: WaitLayer.measure_of).
         "write": " Every commit waits for the log write ("
         + "; ".join(engine.hints["log_write"] for engine in ENGINES if "log_write" in engine.hints)
         + ")."

@@ -13,6 +13,7 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.models import dashboard as model
 
+from lunlat import recorded
 from lunlat.engines.engine import Expression, Panel, PerFile, PerWait, Quantile, SumRate
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
@@ -177,13 +178,14 @@ def build(goals: Goals) -> dash.Dashboard:
             for panel in row.panels:
                 board = board.with_panel(_panel(panel, goals))
     if goals.host_layer.source == "windows_exporter":
-        board = _windows_volumes(board, goals)
+        board = _windows_disks(_windows_volumes(board, goals), goals)
     return board
 
 
 # The row only where the goals read the host layer from windows_exporter (docs/host-layer.md): the
 # other choices' host layer is drawn by the panels above and the overview.
 WINDOWS_ROW = "Windows volumes: host layer from windows_exporter"
+WINDOWS_DISK_ROW = "Windows physical disks under the database volumes"
 
 
 def _windows_volumes(board: dash.Dashboard, goals: Goals) -> dash.Dashboard:
@@ -218,6 +220,52 @@ def _windows_volumes(board: dash.Dashboard, goals: Goals) -> dash.Dashboard:
                 "the same volume.",
                 p.IOPS,
                 [p.query(p.selector(p.IOPS_RECORDED, p.LUN_FILTERS, layer="host"), "{{op}} " + legend)],
+            )
+            .span(12)
+            .height(9)
+        )
+    )
+
+
+def _windows_disks(board: dash.Dashboard, goals: Goals) -> dash.Dashboard:
+    """The physical disk under each database volume (windows_exporter's physical_disk, joined through
+    windows_logical_disk_info by the rules: recorded.PHYSICAL_DISK_*): shown, never judged."""
+    legend = "{{database}} {{role}} · {{lun}} on disk {{disk}}"
+    latency = recorded.PHYSICAL_DISK_LATENCY
+    iops = recorded.PHYSICAL_DISK_IOPS.format(window=recorded.BREACH_WINDOW)
+    return (
+        board.with_row(dash.Row(WINDOWS_DISK_ROW))
+        .with_panel(
+            p.latency_timeseries(
+                "Physical disk latency under each volume",
+                "1-minute average read and write latency of the physical disk each volume above is on "
+                "(windows_exporter's physical_disk: Avg. Disk sec/Read and sec/Write of the whole disk, "
+                "the LUN a SAN presents, every volume on it). A volume on several disks (striped, "
+                "spanned) has no line: which disk its I/O went to is not knowable; nor has one whose disk "
+                "windows_exporter could not look up. Volume red and disk green: the time is above the disk "
+                "(the volume stack, a filter driver); both red: the disk or below it. Not judged by the "
+                "alerts: the volumes are.",
+                goals,
+                [
+                    p.query(
+                        p.selector(latency.format(op=op, window=recorded.BREACH_WINDOW), p.LUN_FILTERS),
+                        f"{op} {legend}",
+                        ref,
+                    )
+                    for op, ref in (("read", "A"), ("write", "B"))
+                ],
+            )
+            .span(12)
+            .height(9)
+        )
+        .with_panel(
+            p.rate_timeseries(
+                "Physical disk I/O per second under each volume",
+                "Reads and writes per second of the physical disk under each database volume: the disk's "
+                "whole load, other volumes' included. Above the volume's own rate: other volumes share "
+                "the disk.",
+                p.IOPS,
+                [p.query(p.selector(iops, p.LUN_FILTERS), "{{op}} " + legend)],
             )
             .span(12)
             .height(9)

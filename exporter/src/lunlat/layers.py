@@ -150,6 +150,76 @@ def _windows_volumes(selector: str) -> str:
     return f'label_replace({grouped}, "volume", "$1", "lun", "{_quoted(VOLUME_FROM_LUN)}")'
 
 
+# windows_exporter's physical_disk collector (prometheus-community/windows_exporter
+# internal/collector/physical_disk/physical_disk.go, docs/collector.physical_disk.md): label `disk`,
+# the PhysicalDisk instance name cut at its first space ("1 C: D:" -> "1": the drive letters are
+# dropped, so the series alone name no volume). The latency counters are the raw numerators of
+# "Avg. Disk sec/Read" and "Avg. Disk sec/Write" times TicksToSecondScaleFactor (1e-7), collected raw
+# like logical_disk's, so Δtime / Δops is the average; read_seconds_total is "% Disk Read Time" (busy).
+WINDOWS_PHYSICAL_DISK: dict[str, str] = {
+    "reads": "windows_physical_disk_reads_total",
+    "writes": "windows_physical_disk_writes_total",
+    "read_time": "windows_physical_disk_read_latency_seconds_total",
+    "write_time": "windows_physical_disk_write_latency_seconds_total",
+}
+# Which disks a volume is on: windows_logical_disk_info{volume, disk} (logical_disk.go getVolumeInfo:
+# IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS, the disk numbers of the volume's extents sorted and joined with
+# ";"; empty when the lookup failed; since v0.26.0, "logical disk: Fix metrics for non drive letter
+# disks" #1498). Only a volume on one disk (`disk` one number) is joined: a volume spanning disks
+# ("3;4", a striped or spanned volume) has no one disk its I/O went to, and an empty `disk` none known.
+WINDOWS_LOGICAL_DISK_INFO = "windows_logical_disk_info"
+ONE_DISK = "[0-9]+"
+
+
+@dataclass(frozen=True, slots=True)
+class PhysicalDiskLayer:
+    """The physical disk under each database volume on a Windows host: windows_exporter's
+    physical_disk per `disk`, joined to the volumes of the database files through
+    windows_logical_disk_info. The disk's counters are the whole disk's (every volume on it), the
+    LUN a SAN presents; shown beside the volume's host layer, not judged."""
+
+    selector: str  # windows_exporter's series
+    volumes: str  # lunlat's side: one series per database, volume (lun) and role, carrying `volume`
+    exporter_host: HostJoin
+    lunlat_host: HostJoin
+
+    def disks(self) -> str:
+        """lunlat's volumes with the one disk each is on (`disk`)."""
+        info = f'{WINDOWS_LOGICAL_DISK_INFO}{{{self.selector}, disk=~"{ONE_DISK}"}}'
+        return (
+            f"{_host(self.volumes, self.lunlat_host)}\n"
+            f"* on ({JOIN_HOST}, volume) group_left (disk)\n"
+            f"  group by ({JOIN_HOST}, volume, disk) ({_host(info, self.exporter_host)})"
+        )
+
+    def _per_lun(self, counter: str, window: str) -> str:
+        exporter = _host(f"rate({counter}{{{self.selector}}}[{window}])", self.exporter_host)
+        disks = self.disks().replace("\n", "\n      ")
+        return (
+            f"sum by ({_BY}, disk) (\n"
+            f"    {exporter}\n"
+            f"  * on ({JOIN_HOST}, disk) group_right ()\n"
+            f"    (\n      {disks}\n    )\n"
+            ")"
+        )
+
+    def operations(self, op: str, window: str) -> str:
+        return self._per_lun(WINDOWS_PHYSICAL_DISK[f"{op}s"], window)
+
+    def time(self, op: str, window: str) -> str:
+        return self._per_lun(WINDOWS_PHYSICAL_DISK[f"{op}_time"], window)
+
+
+def physical_disk_layer(goals: Goals) -> PhysicalDiskLayer | None:
+    """The physical disks under the database volumes where the goals read the host layer from
+    windows_exporter; None elsewhere (Linux hosts: the LUN is the block device already)."""
+    choice = goals.host_layer
+    if choice.source != "windows_exporter" or choice.selector is None:
+        return None
+    exporter_host, lunlat_host = choice.hosts()
+    return PhysicalDiskLayer(choice.selector, _windows_volumes(goals.selector), exporter_host, lunlat_host)
+
+
 def host_layer(goals: Goals) -> HostLayer | ExporterHostLayer:
     """The host layer the goals choose (`host_layer.source`)."""
     choice = goals.host_layer

@@ -32,3 +32,9 @@ HOST_MINUS_ARRAY = "lunlat:host_minus_array_latency_seconds:diff{window}"
 IO_ABOVE_GOAL_RATIO = "lunlat:io_latency_above_goal:ratio{window}"
 IO_LATENCY_QUANTILE = "lunlat:io_latency_seconds:quantile{window}"
 QUANTILES: tuple[str, ...] = ("0.5", "0.99")
+# SQL Server on Windows (goals `host_layer: windows_exporter`): the physical disk under each database
+# volume, windows_exporter's physical_disk joined through logical_disk_info (layers.py
+# PhysicalDiskLayer), labels of a judged series without `layer`, plus `disk`; `op` on the rate. Shown
+# beside the host layer (the volume's), never judged: the goal and the alerts judge the volumes.
+PHYSICAL_DISK_IOPS = "lunlat:physical_disk_iops:rate{window}"
+PHYSICAL_DISK_LATENCY = "lunlat:physical_disk_{op}_latency_seconds:avg{window}"

@@ -45,9 +45,14 @@ class FileLayer:
 class WaitLayer:
     """An engine's per-wait series and the waits the rules and dashboards single out.
 
-    `label` names the wait in its series (`event`, `wait_type`). `log_write` is the local log write's
-    own per-I/O wait, `replica` a synchronous replica's share of the commit (role="replica"),
-    `data_read` the wait a query feels for one data read.
+    `label` names the wait in its series (`event`, `wait_type`); every wait series also carries
+    `measure`, what one wait is by the wait's reference page (`measure_of`): `per_io` (one I/O),
+    `per_commit` (a commit's wait around its log write), `per_latch` (one task's wait on a page's
+    latch), `time_spent` (no unit per wait). `log_write` is the wait of the local log write as the
+    engine keeps it (Oracle's per-I/O 'log file parallel write'; SQL Server keeps only the commit's
+    WRITELOG), `replica` a synchronous replica's share (role="replica") of the same measure: the
+    rules set one beside the other and never add waits of different measures. `data_read` is the
+    wait a query feels for a data read.
     """
 
     waits: MetricSpec
@@ -56,7 +61,16 @@ class WaitLayer:
     log_write: str
     replica: str
     data_read: str
+    measure_of: Callable[[str], str]
     histogram: MetricSpec | None = None  # the waits' latency distribution, where the engine keeps one
+
+    def __post_init__(self) -> None:
+        log, replica = self.measure_of(self.log_write), self.measure_of(self.replica)
+        if not log or log != replica:
+            raise ValueError(
+                f"{self.log_write!r} is measured {log or 'nowhere'}, {self.replica!r} {replica or 'nowhere'}: "
+                "a replica's share needs waits of one measure (set beside each other, never added across)"
+            )
 
 
 # --- the engine's rows of the Database I/O dashboard, as data ------------------------------------

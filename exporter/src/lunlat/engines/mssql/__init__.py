@@ -10,6 +10,7 @@ from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.engine import Engine, FileLayer, TargetProblem, WaitLayer
 from lunlat.engines.mssql import dashboard
 from lunlat.engines.mssql import metrics as m
+from lunlat.engines.mssql import waits as mssql_waits
 from lunlat.engines.mssql.config import MssqlTarget
 
 if TYPE_CHECKING:
@@ -80,6 +81,10 @@ ENGINE = Engine(
         m.MSSQL_FILE_READ_BYTES,
         m.MSSQL_FILE_WRITE_BYTES,
     ),
+    # SQL Server keeps no per-I/O wait of the log write: WRITELOG is the commit's wait for its log
+    # flush (per_commit, Oracle's 'log file sync' counterpart), HADR_SYNC_COMMIT the replica's share of
+    # the same commit (waits.py, each with its Microsoft page); the log file's write stall is the
+    # per-I/O side (the database layer of the rules).
     waits=WaitLayer(
         m.MSSQL_WAITS,
         m.MSSQL_WAIT_TIME,
@@ -87,12 +92,13 @@ ENGINE = Engine(
         log_write="WRITELOG",
         replica="HADR_SYNC_COMMIT",
         data_read="PAGEIOLATCH_.*",
+        measure_of=mssql_waits.measure_of,
     ),
     build=_build,
     dashboard=dashboard.ROWS,
     hints={
         "data_read": "SQL Server PAGEIOLATCH_*",
-        "log_write": "SQL Server WRITELOG",
+        "log_write": "SQL Server WRITELOG, the commit's wait for its log flush, not one write",
         "replica": "SQL Server HADR_SYNC_COMMIT",
         # Azure SQL's transaction log rate governance (engines/mssql/sql.py IO_WAITS, role throttle)
         "log_throttle": "Azure SQL LOG_RATE_GOVERNOR, POOL_LOG_RATE_GOVERNOR, INSTANCE_LOG_RATE_GOVERNOR, "

@@ -7,9 +7,13 @@ from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile, PerW
 from lunlat.engines.mssql import metrics as m
 from lunlat.metricspec import MetricSpec
 
-BY_WAIT = "job, instance, database, wait_type"
+BY_WAIT = "job, instance, database, wait_type, measure"
 LOG_WAIT = "WRITELOG"
 DATA_WAITS = "PAGEIOLATCH_.*"
+# Each panel's waits are of one measure (engines/mssql/waits.py): a per-commit wait is never averaged
+# with a per-latch or per-I/O one.
+PER_COMMIT = "per_commit"
+PER_LATCH = "per_latch"
 
 
 def _stall(op: str, time: MetricSpec, operations: MetricSpec) -> Panel:
@@ -50,19 +54,31 @@ ROWS: tuple[DashboardRow, ...] = (
             ),
             Panel(
                 "Log writes: WRITELOG and the replica",
-                "What a commit waits for: the average WRITELOG wait, which follows the log LUN's write "
-                "latency; above it, the log writer is queueing (too many small commits, a log on a shared "
-                "LUN). Red: move the log to a LUN of its own or batch commits; check the log LUN in the "
-                "overview. The 'replica' series (HADR_SYNC_COMMIT) are a synchronous replica's network "
-                "and remote log write: high there with WRITELOG green, the time goes to the replica, not "
-                "the log LUN.",
+                "What a commit waits for: the average WRITELOG wait, a commit's wait for its log flush "
+                "(measure per_commit, Microsoft's sys.dm_os_wait_stats), not "
+                "one log write: the log file's write stall above is the per-I/O side. WRITELOG well above "
+                "that stall: the log writer is queueing (too many small commits, a log on a shared LUN); "
+                "both red: the log LUN. The 'replica' series (HADR_SYNC_COMMIT, per commit too) are a "
+                "synchronous replica's network and remote log write: high there with WRITELOG green, the "
+                "time goes to the replica, not the log LUN.",
                 (
                     PanelQuery(
-                        PerWait(m.MSSQL_WAIT_TIME, m.MSSQL_WAITS, BY_WAIT, (("wait_type", LOG_WAIT),)),
+                        PerWait(
+                            m.MSSQL_WAIT_TIME,
+                            m.MSSQL_WAITS,
+                            BY_WAIT,
+                            (("wait_type", LOG_WAIT), ("measure", PER_COMMIT)),
+                        ),
                         "{{wait_type}} {{database}}",
                     ),
                     PanelQuery(
-                        PerWait(m.MSSQL_WAIT_TIME, m.MSSQL_WAITS, BY_WAIT, replica=True),
+                        PerWait(
+                            m.MSSQL_WAIT_TIME,
+                            m.MSSQL_WAITS,
+                            BY_WAIT,
+                            (("measure", PER_COMMIT),),
+                            replica=True,
+                        ),
                         "replica {{wait_type}} {{database}}",
                     ),
                 ),
@@ -70,13 +86,19 @@ ROWS: tuple[DashboardRow, ...] = (
             Panel(
                 "SQL Server data page waits (PAGEIOLATCH)",
                 "Average wait of sessions for a data page being read from disk (PAGEIOLATCH_SH/EX/UP/DT/KP, "
-                "resource wait: the signal wait for a CPU afterwards is left out): what "
-                "queries feel of the data LUN's read latency. Red with the data LUN green: the reads queue in "
+                "resource wait: the signal wait for a CPU afterwards is left out). Measure per_latch: one "
+                "task's wait on the latch of a buffer in an I/O request (Microsoft, sys.dm_os_wait_stats), "
+                "so tasks waiting on the same page each count and a wait starts when the task asks, not "
+                "when the read was issued: what queries feel of the data LUN's reads, not one read's "
+                "latency (the read stall above is). Red with the data LUN green: the reads queue in "
                 "SQL Server (too many at once: missing indexes, scans); red with the LUN red: storage.",
                 (
                     PanelQuery(
                         PerWait(
-                            m.MSSQL_WAIT_TIME, m.MSSQL_WAITS, BY_WAIT, (("wait_type", f'=~"{DATA_WAITS}"'),)
+                            m.MSSQL_WAIT_TIME,
+                            m.MSSQL_WAITS,
+                            BY_WAIT,
+                            (("wait_type", f'=~"{DATA_WAITS}"'), ("measure", PER_LATCH)),
                         ),
                         "{{wait_type}} {{database}}",
                     ),

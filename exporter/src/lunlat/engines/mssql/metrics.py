@@ -7,7 +7,9 @@ from lunlat.metricspec import Capability, MetricSpec
 
 # `db` is the database inside the instance, `db_instance` the server name.
 MSSQL_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
-MSSQL_WAIT_LABELS: tuple[str, ...] = ("database", "db_instance", "wait_type", "role")
+# `measure`: what one wait of the type is (engines/mssql/waits.py: per_commit, per_latch, time_spent),
+# the Oracle events' vocabulary, so no rule or panel divides or adds waits of different measures.
+MSSQL_WAIT_LABELS: tuple[str, ...] = ("database", "db_instance", "wait_type", "role", "measure")
 
 MSSQL_FILE_READS = MetricSpec(
     "lunlat_mssql_file_reads_total",
@@ -48,7 +50,8 @@ MSSQL_FILE_WRITE_BYTES = MetricSpec(
 MSSQL_WAITS = MetricSpec(
     "lunlat_mssql_wait_waits_total",
     "counter",
-    "Waits of an I/O wait type (sys.dm_os_wait_stats.waiting_tasks_count).",
+    "Waits of an I/O wait type (sys.dm_os_wait_stats.waiting_tasks_count); `measure` says what one wait "
+    "is: per_commit (WRITELOG, HADR_SYNC_COMMIT), per_latch (PAGEIOLATCH_*), time_spent (never per wait).",
     MSSQL_WAIT_LABELS,
 )
 MSSQL_WAIT_TIME = MetricSpec(

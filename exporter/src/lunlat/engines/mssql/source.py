@@ -509,7 +509,7 @@ class MssqlSource(DbSource[Connection]):
             wait_type = text_value(row[0], "wait_type")
             labels = self._label_set(
                 mssql_metrics.MSSQL_WAIT_LABELS,
-                (self._target.name, self._server, wait_type, sql.IO_WAITS.get(wait_type, ("other", ""))[0]),
+                (self._target.name, self._server, wait_type, *sql.IO_WAITS.get(wait_type, ("other", ""))),
             )
             total = count_value(row[2], "wait_time_ms")
             signalled = count_value(row[3], "signal_wait_time_ms")

@@ -10,64 +10,13 @@ sys.dm_os_wait_stats times are milliseconds. Both count since the service starte
 
 from __future__ import annotations
 
+from lunlat.engines.mssql import waits as mssql_waits
 from lunlat.sources.dbsource import Query
 
-# Waits that are I/O: wait type -> (role, kind). The meanings are Microsoft's
-# (https://learn.microsoft.com/en-us/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql).
-# kind "latency": one wait is one I/O (or one commit), so Δ time / Δ waits is a latency the rules and
-# dashboards may show; "time": one wait can cover many I/Os or a whole operation (a backup), so only
-# the time spent is meaningful, never time / waits. role "other" for waits no LUN role explains.
-IO_WAITS: dict[str, tuple[str, str]] = {
-    # "waiting for a log flush to complete" (commits, checkpoints)
-    "WRITELOG": ("log", "latency"),
-    # "waiting for space in the log buffer to store a log record": the log device cannot keep up
-    "LOGBUFFER": ("log", "time"),
-    # "waiting on a latch for a buffer that is in an I/O request", in Shared/Exclusive/Update/
-    # Destroy/Keep mode: a data page read from disk
-    "PAGEIOLATCH_SH": ("data", "latency"),
-    "PAGEIOLATCH_EX": ("data", "latency"),
-    "PAGEIOLATCH_UP": ("data", "latency"),
-    "PAGEIOLATCH_DT": ("data", "latency"),
-    "PAGEIOLATCH_KP": ("data", "latency"),
-    # "waiting for I/O operations to complete ... generally non-data page I/Os"
-    "IO_COMPLETION": ("other", "latency"),
-    # "a write operation is in progress"
-    "WRITE_COMPLETION": ("other", "latency"),
-    # "an I/O operation ... fails because of insufficient resources, and is then retried"
-    "IO_RETRY": ("other", "time"),
-    # sys.dm_os_wait_stats: "Internal use only", SQL Server 2016 (13.x) and later; the Azure SQL Database
-    # page of sys.dm_db_wait_stats: "the asynchronous IO queue for the Azure SQL Database has too many IOs
-    # pending. Tasks trying to issue another IO are blocked on this wait type until the number of pending
-    # IOs drop below the threshold. The threshold is proportional to the DTUs assigned to the database"
-    # (MicrosoftDocs/sql-docs docs/relational-databases/system-dynamic-management-views/sys-dm-db-wait-stats-azure-sql-database.md):
-    # time spent before an I/O is issued, governance rather than the device, never per I/O
-    "IO_QUEUE_LIMIT": ("other", "time"),
-    # "waiting for asynchronous non-data I/Os to finish. Examples include I/O involved in warm standby log
-    # shipping, database mirroring, some bulk import related operations" (sys.dm_os_wait_stats): one wait
-    # covers a set of I/Os, so only its time is meaningful
-    "ASYNC_IO_COMPLETION": ("other", "time"),
-    # a backup task "waiting for data, or ... for a buffer in which to store data"
-    "BACKUPIO": ("other", "time"),
-    # Always On: "waiting for transaction commit processing for the synchronized secondary
-    # databases to harden the log": the replica's network and log write, part of commit latency
-    # but not of any local LUN (role replica, a wait label only, never a LUN's contract.Role: it
-    # must never read as a slow log LUN)
-    "HADR_SYNC_COMMIT": ("replica", "latency"),
-    # Azure SQL transaction log rate governance: "Log rate governor traffic shaping is surfaced via the
-    # following wait types" (LOG_RATE_GOVERNOR database limiting, POOL_ pool limiting, INSTANCE_
-    # instance-level limiting, HADR_THROTTLE_LOG_RATE_* feedback control; Azure SQL Database "Resource
-    # limits", transaction log rate governance,
-    # https://learn.microsoft.com/en-us/azure/azure-sql/database/resource-limits-logical-server#transaction-log-rate-governance).
-    # Time the service tier held log generation back, not a device's: role throttle (a wait label only,
-    # never a LUN's contract.Role), so a throttled database never reads as a slow log LUN; time only.
-    "LOG_RATE_GOVERNOR": ("throttle", "time"),
-    "POOL_LOG_RATE_GOVERNOR": ("throttle", "time"),
-    "INSTANCE_LOG_RATE_GOVERNOR": ("throttle", "time"),
-    "HADR_THROTTLE_LOG_RATE_SEND_RECV_QUEUE_SIZE": ("throttle", "time"),
-    "HADR_THROTTLE_LOG_RATE_LOG_SIZE": ("throttle", "time"),
-    "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO": ("throttle", "time"),
-}
-LATENCY_WAITS = frozenset(w for w, (_, kind) in IO_WAITS.items() if kind == "latency")
+# Waits that are I/O: wait type -> (role, measure), from the table of engines/mssql/waits.py (each
+# row with Microsoft's description of the wait type and what one wait is: per_commit, per_latch or
+# time_spent). role "other" for waits no LUN role explains.
+IO_WAITS: dict[str, tuple[str, str]] = {w.name: (w.role, w.measure) for w in mssql_waits.WAIT_TYPES}
 
 _WAIT_LIST = ", ".join(f"N'{w}'" for w in IO_WAITS)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from lunlat.engines.engine import Engine, FileLayer, WaitLayer
-from lunlat.engines.oracle import dashboard
+from lunlat.engines.oracle import dashboard, events
 from lunlat.engines.oracle import metrics as m
 from lunlat.engines.oracle.config import OracleTarget
 
@@ -62,6 +62,7 @@ ENGINE = Engine(
         log_write="log file parallel write",
         replica="SYNC Remote Write",
         data_read="db file sequential read",
+        measure_of=events.measure_of,
         histogram=m.ORACLE_WAIT_DURATION,
     ),
     build=_build,
