@@ -55,9 +55,12 @@ IO_WAITS: dict[str, tuple[str, str]] = {
     "HADR_SYNC_COMMIT": ("replica", "latency"),
     # Azure SQL transaction log rate governance: "Log rate governor traffic shaping is surfaced via the
     # following wait types" (LOG_RATE_GOVERNOR database limiting, POOL_ pool limiting, INSTANCE_
-    # instance-level limiting, HADR_THROTTLE_LOG_RATE_* feedback control; Azure SQL Database "Resource
-    # limits", transaction log rate governance,
-    # https://learn.microsoft.com/en-us/azure/azure-sql/database/resource-limits-logical-server#transaction-log-rate-governance).
+    # instance-level limiting, HADR_THROTTLE_LOG_RATE_* feedback control: exactly these six; Azure SQL
+    # Database "Resource limits", transaction log rate governance,
+    # https://learn.microsoft.com/en-us/azure/azure-sql/database/resource-limits-logical-server#transaction-log-rate-governance;
+    # MicrosoftDocs/sql-docs azure-sql/database/resource-limits-logical-server.md).
+    # HADR_THROTTLE_LOG_RATE_GOVERNOR is not one of them: sys.dm_os_wait_stats calls it "Internal use
+    # only", and no Microsoft page says what it waits for, so it is not read.
     # Time the service tier held log generation back, not a device's: role throttle (a wait label only,
     # never a LUN's contract.Role), so a throttled database never reads as a slow log LUN; time only.
     "LOG_RATE_GOVERNOR": ("throttle", "time"),
@@ -66,6 +69,19 @@ IO_WAITS: dict[str, tuple[str, str]] = {
     "HADR_THROTTLE_LOG_RATE_SEND_RECV_QUEUE_SIZE": ("throttle", "time"),
     "HADR_THROTTLE_LOG_RATE_LOG_SIZE": ("throttle", "time"),
     "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO": ("throttle", "time"),
+    # Hyperscale: "The following wait types (in sys.dm_os_wait_stats) describe the reasons why log rate
+    # can be throttled on the primary compute replica": delayed log consumption at the page servers
+    # (STORAGE), long-term log storage (DESTAGE), readable secondaries (REPLICA), the geo-secondary
+    # (GEOREPLICA), the log service (LOCALDESTAGE) (Azure SQL Database "Hyperscale performance
+    # diagnostics", log rate throttling waits,
+    # https://learn.microsoft.com/en-us/azure/azure-sql/database/hyperscale-performance-diagnostics;
+    # MicrosoftDocs/sql-docs azure-sql/database/hyperscale-performance-diagnostics.md). Throttling, not
+    # a device: role throttle, time only, like the governance waits above.
+    "RBIO_RG_STORAGE": ("throttle", "time"),
+    "RBIO_RG_DESTAGE": ("throttle", "time"),
+    "RBIO_RG_REPLICA": ("throttle", "time"),
+    "RBIO_RG_GEOREPLICA": ("throttle", "time"),
+    "RBIO_RG_LOCALDESTAGE": ("throttle", "time"),
 }
 LATENCY_WAITS = frozenset(w for w, (_, kind) in IO_WAITS.items() if kind == "latency")
 
