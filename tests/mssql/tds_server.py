@@ -171,6 +171,13 @@ IO_WAIT_TYPES = (
     "HADR_THROTTLE_LOG_RATE_SEND_RECV_QUEUE_SIZE",
     "HADR_THROTTLE_LOG_RATE_LOG_SIZE",
     "HADR_THROTTLE_LOG_RATE_MISMATCHED_SLO",
+    # Hyperscale's log rate throttling waits (Azure SQL Database "Hyperscale performance diagnostics"):
+    # a Stream(wait="RBIO_RG_STORAGE") models a primary held back by a page server behind on the log
+    "RBIO_RG_STORAGE",
+    "RBIO_RG_DESTAGE",
+    "RBIO_RG_REPLICA",
+    "RBIO_RG_GEOREPLICA",
+    "RBIO_RG_LOCALDESTAGE",
 )
 DEFAULT_WAITS = {
     ("data", "read"): "PAGEIOLATCH_SH",

@@ -506,3 +506,27 @@ def test_log_rate_governance_waits_are_their_own_role_never_the_log_luns(server:
     assert {role[w] for w in governed} == {"throttle"}
     counts = {k[2]: v for k, v in values(result, mssql_metrics.MSSQL_WAITS).items()}
     assert counts["LOG_RATE_GOVERNOR"] == 1000
+
+
+def test_hyperscale_log_rate_throttling_waits_are_throttle_never_the_log_luns(server: TdsServer) -> None:
+    # Azure SQL Database Hyperscale throttles the primary's log generation with these waits when a
+    # page server, the log service, long-term storage or a (geo-)secondary falls behind ("Hyperscale
+    # performance diagnostics", log rate throttling waits; MicrosoftDocs/sql-docs
+    # azure-sql/database/hyperscale-performance-diagnostics.md): a held-back database, not a slow LUN.
+    throttled = {
+        "RBIO_RG_STORAGE",
+        "RBIO_RG_DESTAGE",
+        "RBIO_RG_REPLICA",
+        "RBIO_RG_GEOREPLICA",
+        "RBIO_RG_LOCALDESTAGE",
+    }
+    assert {sql.IO_WAITS[w] for w in throttled} == {("throttle", "time_spent")}
+    load: Load = {("sales", "log", "write"): Stream(100, 40_000, wait="RBIO_RG_STORAGE")}
+    source = source_for(server)
+    server.state.advance(10, load)
+    result = source.collect()
+    assert not result.errors
+    role = {k[2]: k[3] for k in values(result, mssql_metrics.MSSQL_WAITS)}
+    assert {role[w] for w in throttled} == {"throttle"}
+    counts = {k[2]: v for k, v in values(result, mssql_metrics.MSSQL_WAITS).items()}
+    assert counts["RBIO_RG_STORAGE"] == 1000

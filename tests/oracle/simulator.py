@@ -681,7 +681,10 @@ class Database:
 # service times in whole ms, TIME_WAITED_MICRO in whole µs, TIME_WAITED and AVERAGE_WAIT in
 # (rounded) centiseconds, V$ASM_DISK_STAT times in seconds.
 
-# Rows V$IOSTAT_FILE always has besides the data and temp files (FILE_NO 0, CON_ID 0).
+# Rows V$IOSTAT_FILE always has besides the data and temp files (FILE_NO 0, CON_ID 0). The
+# FILETYPE_NAME spellings (these, 'Data File' and 'Temp File') are the thirteen a peer's integration
+# test accepts from real 21c and 23ai servers (Checkmk/checkmk packages/mk-oracle/tests/test_ora_sql.rs,
+# test_io_stats_query); the Database Reference lists none. The FILETYPE_IDs are the emulation's.
 OTHER_FILETYPES: tuple[tuple[int, str], ...] = (
     (0, "Other"),
     (1, "Control File"),

@@ -102,7 +102,7 @@ ENGINE = Engine(
         "replica": "SQL Server HADR_SYNC_COMMIT",
         # Azure SQL's transaction log rate governance (engines/mssql/sql.py IO_WAITS, role throttle)
         "log_throttle": "Azure SQL LOG_RATE_GOVERNOR, POOL_LOG_RATE_GOVERNOR, INSTANCE_LOG_RATE_GOVERNOR, "
-        "HADR_THROTTLE_LOG_RATE_*",
+        "HADR_THROTTLE_LOG_RATE_*, Hyperscale RBIO_RG_*",
     },
     host_problems=_unregistered_drivers,
     install_hint=" (and an ODBC driver)",

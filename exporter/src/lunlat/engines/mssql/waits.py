@@ -53,6 +53,12 @@ LOG_RATE_REFERENCE: Final = (
     "https://learn.microsoft.com/en-us/azure/azure-sql/database/resource-limits-logical-server"
     "#transaction-log-rate-governance"
 )
+# Azure SQL Database "Hyperscale performance diagnostics", log rate throttling waits: "The following
+# wait types (in sys.dm_os_wait_stats) describe the reasons why log rate can be throttled on the
+# primary compute replica" (MicrosoftDocs/sql-docs azure-sql/database/hyperscale-performance-diagnostics.md).
+HYPERSCALE_REFERENCE: Final = (
+    "https://learn.microsoft.com/en-us/azure/azure-sql/database/hyperscale-performance-diagnostics"
+)
 REPLICA: Final = "replica"
 THROTTLE: Final = "throttle"
 
@@ -175,6 +181,22 @@ WAIT_TYPES: Final[tuple[WaitType, ...]] = (
             ("SEND_RECV_QUEUE_SIZE", "Premium/Business Critical replicas not keeping up"),
             ("LOG_SIZE", "to avoid running out of log space"),
             ("MISMATCHED_SLO", "geo-replication: a geo-secondary falling behind"),
+        )
+    ),
+    *(
+        WaitType(
+            f"RBIO_RG_{cause}",
+            THROTTLE,
+            "time_spent",
+            f"Hyperscale log rate throttling: {what}; the service holds log generation back",
+            HYPERSCALE_REFERENCE,
+        )
+        for cause, what in (
+            ("STORAGE", "delayed log consumption by the page servers"),
+            ("DESTAGE", "delayed log consumption by the long-term log storage"),
+            ("REPLICA", "delayed log consumption by a readable secondary"),
+            ("GEOREPLICA", "delayed log consumption by the geo-secondary"),
+            ("LOCALDESTAGE", "delayed log consumption by the log service"),
         )
     ),
 )

@@ -77,11 +77,18 @@ REPLICA: Final = "replica"
 # Exadata: the database reads through the storage cells and waits on cell events instead of the
 # 'db file ...' ones (Oracle Exadata System Software User's Guide, 6.3.9.2 "Monitoring Cell Disk I/O
 # Using Database Statistics and Wait Events", and 6.3.7.2 "Monitoring Smart I/O Using Database
-# Statistics and Wait Events"). The guide names each by its non-Exadata counterpart, whose measure
-# it takes: 'cell single block physical read' as 'db file sequential read' (one block, one wait),
-# 'cell multiblock physical read' as 'db file scattered read', 'cell list of blocks physical read'
-# as 'db file parallel read' (a batch); the smart scans wait for cells to return offloaded scan
-# results asynchronously, so only their time counts.
+# Statistics and Wait Events"). The guide's table defines three by their counterparts, in these
+# words: 'cell single block physical read' "is equivalent to db file sequential read for a cell",
+# 'cell multiblock physical read' "is equivalent to db file scattered read for a cell", 'cell list
+# of blocks physical read' "is equivalent to database file parallel read for a cell" (P3: the bytes,
+# the total bytes, the number of blocks of that read). No Oracle page gives a cell event its own
+# "Wait Time", so each takes its counterpart's from the Descriptions of Wait Events: the I/O's time
+# (sequential read: per_io), all the I/Os of one multiblock read (scattered read: per_io), until a
+# batch is done (parallel read: time_spent). The smart scans: "the database is waiting for table
+# scans to complete on a cell" and "for index or index-organized table (IOT) fast full scans": a
+# scan's worth of offloaded I/O per wait, so only their time counts (time_spent). (The guide's text
+# as read in a verbatim copy, rammpeter/panorama app/helpers/key_explanation_helper.rb; the Oracle
+# pages are cited below.)
 EXADATA_REFERENCE: Final = (
     "https://docs.oracle.com/en/engineered-systems/exadata-database-machine/sagug/"
     "monitoring-cell-disk-io-using-db-stats-and-wait-events.html"

@@ -25,9 +25,11 @@ _EVENT_LIST = ", ".join(f"'{event}'" for event in IO_EVENTS)
 
 
 # The FILETYPE_NAME strings are not listed by the Database Reference (it gives "ARCHIVELOG" as an
-# example only): 'Data File' and 'Temp File' are what a published DBA script filters on (a copy in
-# aliostad/deep-learning-lang-detection data/test/sql/f242bc6229fb8a031dd847d4e344a13ec6c39aa7show_io_info.sql);
-# 'Log File' and 'Control File' are not confirmed yet (docs/oracle.md, "Limits of what the views say").
+# example only). 'Data File', 'Temp File', 'Log File' and 'Control File' are among the values a peer's
+# integration test accepts from real servers (21c XE, 23ai FREE) for `SELECT filetype_name ... FROM
+# v$iostat_file GROUP BY con_id, filetype_name`, which fails on any other string: Checkmk/checkmk
+# packages/mk-oracle/tests/test_ora_sql.rs, test_io_stats_query (its check plugin lists the same
+# thirteen names). No Oracle page lists them (docs/oracle.md, "Limits of what the views say").
 # SMALL_SYNC_READ_REQS / SMALL_SYNC_READ_LATENCY (ms) are the synchronous single-block reads, whose
 # latency is the full wait: the other service times of asynchronous I/O are not (Oracle Database
 # Reference, V$IOSTAT_FILE; 2 Day + Performance Tuning Guide, "Monitoring I/O").
