@@ -127,7 +127,7 @@ def bounds(start: int) -> list[tuple[str, int, int]]:
     ]
 
 
-def _counter(lun: Lun, start: int, what: str, extra: float = 0.0) -> list[tuple[int, float]]:
+def counter(lun: Lun, start: int, what: str, extra: float = 0.0) -> list[tuple[int, float]]:
     """(t, value) of a counter: `reads`, `writes`, `read_time`, `write_time`, `read_bytes`, `write_bytes`."""
     values, total = [], 0.0
     for t in timestamps(start):
@@ -145,8 +145,30 @@ def _counter(lun: Lun, start: int, what: str, extra: float = 0.0) -> list[tuple[
     return values
 
 
-def openmetrics(start: int) -> str:
-    """The whole data set, one family after the other, `# EOF` last."""
+# node_exporter beside lunlat on the same host (goals `host_layer: node_exporter`): its diskstats
+# counters, named as prometheus/node_exporter collector/diskstats_common.go names them, label `device`
+# the kernel's name, times in float seconds (collector/diskstats_linux.go: the kernel's milliseconds
+# x secondsPerTick = 1/1000) and bytes (sectors x unixSectorSize = 512), as lunlat's own.
+NODE_JOB = "node"
+NODE_INSTANCE = "db-host-1:9100"
+NODE_COUNTERS: dict[str, str] = {
+    "node_disk_reads_completed_total": "reads",
+    "node_disk_writes_completed_total": "writes",
+    "node_disk_read_time_seconds_total": "read_time",
+    "node_disk_write_time_seconds_total": "write_time",
+    "node_disk_read_bytes_total": "read_bytes",
+    "node_disk_written_bytes_total": "write_bytes",
+}
+# Devices node_exporter publishes that must never reach a LUN: the host's own disk (no
+# lunlat_lun_info), and another host's dm-0, ten times slower (a join on the device alone would take it).
+ROOT_DISK = Lun("", "sda", "", "", "", ((50, 0.01, 50, 0.01),) * len(PHASES))
+OTHER_HOST = ("db-host-2:9100", Lun("", "dm-0", "", "", "", ((300, 0.005, 300, 0.005),) * len(PHASES)))
+
+
+def openmetrics(start: int, host: str = "lunlat") -> str:
+    """The whole data set, one family after the other, `# EOF` last. `host`: whose counters the host
+    layer has, lunlat's own (`lunlat`) or node_exporter's (`node_exporter`: lunlat then publishes
+    no device counters, as with `--no-collector.diskstats.counters`)."""
     out: list[str] = []
 
     def family(name: str, kind: str, series: list[tuple[str, list[tuple[int, float]]]]) -> None:
@@ -155,7 +177,7 @@ def openmetrics(start: int) -> str:
         for labels, values in series:
             out.extend(f"{name}{{{labels}}} {v!r} {t}" for t, v in values)
 
-    host = {
+    own = {
         contract.DEVICE_READS.name: "reads",
         contract.DEVICE_WRITES.name: "writes",
         contract.DEVICE_READ_TIME.name: "read_time",
@@ -163,20 +185,42 @@ def openmetrics(start: int) -> str:
         contract.DEVICE_READ_BYTES.name: "read_bytes",
         contract.DEVICE_WRITE_BYTES.name: "write_bytes",
     }
-    for name, what in host.items():
+    if host == "node_exporter":
+        for name, what in NODE_COUNTERS.items():
+            series = []
+            for lun in LUNS:
+                for device in (lun.device, *((lun.path,) if lun.path else ())):
+                    series.append(
+                        (
+                            _labels(job=NODE_JOB, instance=NODE_INSTANCE, device=device),
+                            counter(lun, start, what),
+                        )
+                    )
+            series.append(
+                (
+                    _labels(job=NODE_JOB, instance=NODE_INSTANCE, device="sda"),
+                    counter(ROOT_DISK, start, what),
+                )
+            )
+            other, lun = OTHER_HOST
+            series.append(
+                (_labels(job=NODE_JOB, instance=other, device=lun.device), counter(lun, start, what))
+            )
+            family(name, "counter", series)
+    for name, what in own.items() if host == "lunlat" else ():
         series = []
         for lun in LUNS:
             series.append(
                 (
                     _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device),
-                    _counter(lun, start, what),
+                    counter(lun, start, what),
                 )
             )
             if lun.path:  # the path carries the same I/O: counted once only through kind="lun"
                 series.append(
                     (
                         _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.path),
-                        _counter(lun, start, what),
+                        counter(lun, start, what),
                     )
                 )
         family(name, "counter", series)
@@ -240,7 +284,7 @@ def openmetrics(start: int) -> str:
                         role=lun.role,
                         lun=lun.lun,
                     ),
-                    _counter(lun, start, what, DB_EXTRA_SECONDS),
+                    counter(lun, start, what, DB_EXTRA_SECONDS),
                 )
                 for lun in LUNS
                 if lun.engine == engine
@@ -248,11 +292,12 @@ def openmetrics(start: int) -> str:
             family(spec.name, "counter", series)
     # The per-I/O histogram of ora_data's reads (host layer).
     lun = LUNS[0]
-    reads = _counter(lun, start, "reads")
-    name = contract.DEVICE_IO_LATENCY.name
-    out.append(f"# TYPE {name} histogram")
-    base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read")
-    out.extend(_histogram(name, base, HISTOGRAM_SHARES, reads))
+    reads = counter(lun, start, "reads")
+    if host == "lunlat":
+        name = contract.DEVICE_IO_LATENCY.name
+        out.append(f"# TYPE {name} histogram")
+        base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read")
+        out.extend(_histogram(name, base, HISTOGRAM_SHARES, reads))
     # Oracle's wait-event histogram ('db file sequential read', µs power-of-two buckets in seconds).
     name = oracle_metrics.ORACLE_WAIT_DURATION.name
     out.append(f"# TYPE {name} histogram")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from lunlat.report.api import Prometheus
 from lunlat.report.collect import Collector, parse_phases
 from tests import prometheus
 from tests.report import synthetic
+from tests.report.backfill import backfilled
 from tests.report.browser import chromium, open_page
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,37 +41,13 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    reason = prometheus.missing() or (
-        None if shutil.which("promtool") else "missing promtool (Debian: prometheus)"
-    )
-    if reason:
-        pytest.skip(reason)
     now = int(time.time())
     start = now - 2 * 3600 - now % 60  # whole minutes, well inside the default retention
-    with tempfile.TemporaryDirectory(prefix="lunlat-report-") as workdir:
-        data = Path(workdir) / "metrics.om"
-        data.write_text(synthetic.openmetrics(start), encoding="utf-8")
-        subprocess.run(
-            [
-                "promtool",
-                "tsdb",
-                "create-blocks-from",
-                "openmetrics",
-                str(data),
-                str(Path(workdir) / "prometheus-data"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        process = prometheus.start(Path(workdir), {"global": {"scrape_interval": "15s"}})
-        try:
-            api = prometheus.api(process)
-            end = start + len(synthetic.PHASES) * synthetic.PHASE_SECONDS
-            # The backfilled blocks are loaded at start-up: the data is there at once, an hour ago.
-            assert api.query(f"count({contract.DEVICE_READS.name})", at=end), "backfill not loaded"
-            yield Stack(api.base, api, start, end)
-        finally:
-            process.stop()
+    with backfilled(synthetic.openmetrics(start)) as api:
+        end = start + len(synthetic.PHASES) * synthetic.PHASE_SECONDS
+        # The backfilled blocks are loaded at start-up: the data is there at once, an hour ago.
+        assert api.query(f"count({contract.DEVICE_READS.name})", at=end), "backfill not loaded"
+        yield Stack(api.base, api, start, end)
 
 
 def _phases(stack: Stack) -> list[str]:

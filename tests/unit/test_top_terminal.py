@@ -23,7 +23,7 @@ import pytest
 
 from tests import textstub
 from tests.fakesys import FakeHost
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess, lunlat_serve
 from tests.topframes import Frame, parse_frame, read_frame
 from tests.unit.test_cli import assert_clean_error, lunlat
 from tests.waiting import wait_until
@@ -166,6 +166,88 @@ def test_url_mode_reads_a_running_exporter(lab: Lab, tmp_path: Path) -> None:
     assert_step_shown(frames[1], 1)
     assert_step_shown(frames[2], 2)
     assert frames[1].rows["sda"]["w_p99"] == "n/a"  # an exporter without biolatency
+
+
+# A node_exporter built from source (go install, on PATH) first, else Debian's package.
+NODE_EXPORTER_NAMES = ("node_exporter", "prometheus-node-exporter")
+
+
+def _node_exporter(lab: Lab, tmp_path: Path) -> ExporterProcess:
+    found = next((shutil.which(n) for n in NODE_EXPORTER_NAMES if shutil.which(n)), None)
+    if found is None:
+        pytest.skip(f"node_exporter not installed (none of {', '.join(NODE_EXPORTER_NAMES)} on PATH)")
+    udev = tmp_path / "udev"
+    udev.mkdir()
+    return ExporterProcess(
+        [
+            found,
+            f"--path.procfs={lab.host.procfs}",
+            f"--path.sysfs={lab.host.sysfs}",
+            f"--path.udev.data={udev}",
+            "--collector.disable-defaults",
+            "--collector.diskstats",
+            f"--web.listen-address={LOOPBACK}:0",
+        ],
+        tmp_path / "node_exporter.log",
+        port_pattern=NODE_EXPORTER_PORT,
+        name="node_exporter",
+    )
+
+
+@pytest.mark.peer
+def test_url_mode_joins_node_exporters_counters_to_lunlats_luns(lab: Lab, tmp_path: Path) -> None:
+    """The goals' host layer from node_exporter: lunlat runs without its counters and names the
+    LUNs; top shows node_exporter's counters under them, joined by device as the rules join them."""
+    lab.goals.write_text(GOALS + "host_layer: {source: node_exporter, selector: 'job=\"node\"'}\n")
+    with (
+        _node_exporter(lab, tmp_path) as node,
+        ExporterProcess(
+            lunlat_serve(*lab.flags(), "--no-collector.diskstats.counters"),
+            tmp_path / "serve.log",
+            port_pattern=LUNLAT_PORT,
+        ) as exporter,
+    ):
+        assert "lunlat_device_reads" not in exporter.scrape().text
+        frames = run_batch(lab, f"--url={exporter.url()}", f"--exporter.url={node.url()}")
+    # The map by its alias and the log disk; never its two paths, which node_exporter lists too.
+    assert sorted(frames[0].rows) == ["ora_data", "sda"]
+    assert_idle_shown(frames[0])
+    assert_step_shown(frames[1], 1)
+    assert_step_shown(frames[2], 2)
+
+
+def test_url_mode_without_the_counters_names_the_fix(lab: Lab, tmp_path: Path) -> None:
+    with ExporterProcess(
+        lunlat_serve(*lab.flags(), "--no-collector.diskstats.counters"),
+        tmp_path / "serve.log",
+        port_pattern=LUNLAT_PORT,
+    ) as exporter:
+        # Whatever the goals say: lunlat's /metrics names LUNs and has no counter to show.
+        result = lunlat("top", "--batch", "--count=1", "--interval=0.2", f"--url={exporter.url()}")
+        assert_clean_error(result, 2, "publishes no device counters")
+        assert "--exporter.url" in result.stderr and len(result.stderr.splitlines()) == 1
+        lab.goals.write_text("host_layer: {source: node_exporter, selector: 'job=\"node\"'}\n")
+        result = lunlat("top", "--batch", f"--goals={lab.goals}", f"--url={exporter.url()}")
+        assert_clean_error(result, 2, "--exporter.url http://HOST:9100/metrics")
+    result = lunlat("top", "--batch", f"--exporter.url={exporter.url()}", *lab.flags())
+    assert_clean_error(result, 2, "give lunlat's /metrics as --url too")
+
+
+def test_local_mode_reads_the_kernels_counters_whatever_the_host_layer(lab: Lab) -> None:
+    """With node_exporter as the goals' host layer lunlat's config turns its counters off; top on
+    the host still reads /proc/diskstats, the counters node_exporter reads."""
+    lab.config.write_text(CONFIG + "diskstats:\n  counters: false\n")
+    lab.goals.write_text(GOALS + "host_layer: {source: node_exporter, selector: 'job=\"node\"'}\n")
+    frames = run_batch(lab, *lab.flags())
+    assert sorted(frames[0].rows) == ["ora_data", "sda"]
+    assert_step_shown(frames[1], 1)
+
+
+def test_windows_exporters_host_layer_is_refused_naming_the_report(lab: Lab) -> None:
+    lab.goals.write_text("host_layer: {source: windows_exporter, selector: 'job=\"windows\"'}\n")
+    result = lunlat("top", "--batch", f"--goals={lab.goals}", *lab.flags())
+    assert_clean_error(result, 2, "the goals' host layer is windows_exporter's")
+    assert "lunlat report" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def _exposition(read_buckets: tuple[int, int, int]) -> str:

@@ -6,7 +6,14 @@ names and labels):
 - locally, the exporter's own diskstats source (parse, 32-bit unwrap, topology, `luns:` labels) is
   built from the config and collected: LUN names and labels are exactly what `serve` publishes;
 - with `--url`, a running exporter's /metrics, parsed with prometheus_client's text parser; the
-  per-I/O histograms (`lunlat_device_io_latency_seconds`) it may publish give the p99 columns.
+  per-I/O histograms (`lunlat_device_io_latency_seconds`) it may publish give the p99 columns;
+- with `--url` and `--exporter.url`, where the goals' host layer is node_exporter's (lunlat runs
+  with `--no-collector.diskstats.counters`): node_exporter's per-device counters, joined to lunlat's
+  LUNs and roles by `device` as the rules' host layer joins them (`lunlat.layers`).
+
+Locally top reads the kernel's counters itself whatever the goals' host layer: they are the ones
+node_exporter reads. windows_exporter's volumes join SQL Server's files only in Prometheus (the
+volume's `database` label comes from its scrape config): top says so and names the report.
 
 A frame is the difference of two samples divided by the time measured between them. Latencies are
 coloured against each LUN's goal from alerts/goals.yaml (`Goals.tier`): green below, red at or above.
@@ -30,6 +37,7 @@ from typing import TYPE_CHECKING, TextIO
 from lunlat import contract, logs
 from lunlat.argtypes import non_negative_int
 from lunlat.config import ConfigError, load_config
+from lunlat.layers import NODE_EXPORTER_DISKSTATS
 from lunlat.model import Family
 from lunlat.sources.base import SourceError
 from lunlat.sources.factory import BuildError, Context, Settings
@@ -88,6 +96,20 @@ _FIELDS: dict[str, str] = {
 }
 _BUCKET = contract.DEVICE_IO_LATENCY.name + "_bucket"
 
+# node_exporter's diskstats counters as lunlat names them (the rules' names, lunlat.layers), plus
+# the weighted I/O time for aqu-sz: node_disk_io_time_weighted_seconds_total, the kernel's weighted
+# milliseconds x secondsPerTick (prometheus/node_exporter collector/diskstats_linux.go). Both in
+# seconds and bytes, as lunlat's own.
+_FROM_NODE_EXPORTER: dict[str, str] = {
+    NODE_EXPORTER_DISKSTATS["reads"]: contract.DEVICE_READS.name,
+    NODE_EXPORTER_DISKSTATS["writes"]: contract.DEVICE_WRITES.name,
+    NODE_EXPORTER_DISKSTATS["read_time"]: contract.DEVICE_READ_TIME.name,
+    NODE_EXPORTER_DISKSTATS["write_time"]: contract.DEVICE_WRITE_TIME.name,
+    NODE_EXPORTER_DISKSTATS["read_bytes"]: contract.DEVICE_READ_BYTES.name,
+    NODE_EXPORTER_DISKSTATS["write_bytes"]: contract.DEVICE_WRITE_BYTES.name,
+    "node_disk_io_time_weighted_seconds_total": contract.DEVICE_IO_WEIGHTED_TIME.name,
+}
+
 
 def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
     """The per-LUN counters and labels in a set of the exporter's samples."""
@@ -135,7 +157,10 @@ class LocalReader:
             config = load_config(config_file)
         except ConfigError as exc:
             raise TopError(f"config error: {'; '.join(map(str, exc.problems))}") from None
-        built = diskstats.build(Context.of(config, Settings(procfs, sysfs, "diskstats")))
+        # Counters on whatever the config says: `counters: false` hands the host layer to
+        # node_exporter in Prometheus, but top reads the kernel's counters itself.
+        settings = Settings(procfs, sysfs, "diskstats", counters=True)
+        built = diskstats.build(Context.of(config, settings))
         if isinstance(built, BuildError):
             raise TopError(str(built))
         self._source: DiskstatsSource = built[0]
@@ -164,6 +189,9 @@ class UrlReader:
         self.where = url
 
     def read(self) -> Snapshot:
+        return snapshot(self.samples(), time.monotonic())
+
+    def samples(self) -> list[Sample]:
         try:
             with urllib.request.urlopen(self.url, timeout=URL_TIMEOUT) as response:  # noqa: S310 - http(s) only
                 text = response.read().decode("utf-8")
@@ -173,10 +201,46 @@ class UrlReader:
             reason = getattr(exc, "reason", None) or exc
             raise TopError(f"cannot read {self.url}: {reason}") from None
         try:
-            samples = list(exposition_samples(text))
+            return list(exposition_samples(text))
         except (ValueError, TypeError, IndexError) as exc:
             raise TopError(f"{self.url} is not the Prometheus text format: {exc}") from None
-        return snapshot(samples, time.monotonic())
+
+
+class NodeExporterReader:
+    """lunlat's /metrics (names, roles, histograms) and node_exporter's (the counters), joined on
+    `device` with lunlat_lun_info{kind="lun"} as the rules' node_exporter host layer joins them:
+    a path or a device lunlat does not name is no LUN. Both URLs are one host's, so the host needs
+    no join here."""
+
+    def __init__(self, lunlat: UrlReader, exporter: UrlReader) -> None:
+        self.lunlat, self.exporter = lunlat, exporter
+        self.where = f"{lunlat.url} + {exporter.url}"
+
+    def read(self) -> Snapshot:
+        own = self.lunlat.samples()
+        theirs = self.exporter.samples()
+        at = time.monotonic()
+        luns = {
+            labels.get("device", ""): labels.get("lun", "")
+            for name, labels, _ in own
+            if name == contract.LUN_INFO.name and labels.get("kind") == "lun"
+        }
+        joined: list[Sample] = [s for s in own if s[0] not in _FIELDS]
+        for name, labels, value in theirs:
+            ours = _FROM_NODE_EXPORTER.get(name)
+            lun = luns.get(labels.get("device", ""))
+            if ours is not None and lun is not None:
+                joined.append((ours, {"lun": lun, "device": labels["device"]}, value))
+        if not any(s[0] in _FIELDS for s in joined) and any(s[0] in _FROM_NODE_EXPORTER for s in theirs):
+            raise TopError(
+                f"none of {self.exporter.url}'s devices is a LUN of {self.lunlat.url} "
+                f"({contract.LUN_INFO.name}{{kind='lun'}} by device): give the node_exporter of "
+                "the host lunlat runs on"
+            )
+        return snapshot(joined, at)
+
+
+Reader = LocalReader | UrlReader | NodeExporterReader
 
 
 # --- frames -------------------------------------------------------------------------------------
@@ -375,9 +439,7 @@ def text_frame(view: Frame, where: str, sort: str, pattern: re.Pattern[str] | No
 # --- running ------------------------------------------------------------------------------------
 
 
-def frames(
-    reader: LocalReader | UrlReader, first: Snapshot, goals: Goals, interval: float
-) -> Iterator[Frame]:
+def frames(reader: Reader, first: Snapshot, goals: Goals, interval: float) -> Iterator[Frame]:
     """A frame every `interval` seconds after `first`, each over the time since the previous sample."""
     before = first
     number = 0
@@ -392,7 +454,7 @@ def frames(
 
 
 def run_batch(
-    reader: LocalReader | UrlReader,
+    reader: Reader,
     first: Snapshot,
     goals: Goals,
     args: argparse.Namespace,
@@ -437,6 +499,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     top.add_argument("--url", metavar="URL", help="a running exporter's /metrics instead of the local host")
+    top.add_argument(
+        "--exporter.url",
+        dest="exporter_url",
+        metavar="URL",
+        help="with --url: the same host's node_exporter /metrics, for the counters (goals host_layer node_exporter)",
+    )
     top.add_argument("--config.file", dest="config_file", type=Path, metavar="FILE", help="as for serve")
     top.add_argument("--path.procfs", dest="procfs", type=Path, default=Path("/proc"), metavar="DIR")
     top.add_argument("--path.sysfs", dest="sysfs", type=Path, default=Path("/sys"), metavar="DIR")
@@ -466,6 +534,37 @@ def _interval(text: str) -> float:
     return value
 
 
+_NO_COUNTERS = (
+    "{url} names LUNs but publishes no device counters (lunlat --no-collector.diskstats.counters: "
+    "the goals' host layer is node_exporter's): add --exporter.url http://HOST:9100/metrics, that "
+    "host's node_exporter, or run lunlat top on the host itself"
+)
+
+
+def _reader(args: argparse.Namespace, goals: Goals) -> Reader:
+    """Where the frames come from, as the goals' host layer (`host_layer.source`) and the flags say."""
+    source = goals.host_layer.source
+    if source == "windows_exporter":
+        raise TopError(
+            "the goals' host layer is windows_exporter's (host_layer.source): its volumes are joined "
+            "to SQL Server's files only in Prometheus, by the `database` label of its scrape job, so "
+            "top has no per-LUN host latency to show; use lunlat report --goals (the host and "
+            "database layers per LUN) or the Database I/O dashboard's Windows volumes row"
+        )
+    if args.exporter_url and not args.url:
+        raise TopError(
+            "--exporter.url joins node_exporter's counters to a running lunlat's LUNs: give lunlat's "
+            "/metrics as --url too (without both, top reads /proc/diskstats itself)"
+        )
+    if args.url and args.exporter_url:
+        return NodeExporterReader(UrlReader(args.url), UrlReader(args.exporter_url))
+    if args.url:
+        if source == "node_exporter":
+            raise TopError(_NO_COUNTERS.format(url=UrlReader(args.url).url))
+        return UrlReader(args.url)
+    return LocalReader(args.config_file, args.procfs, args.sysfs)
+
+
 def run(args: argparse.Namespace) -> int:
     """`lunlat top`: exit 0, or 2 with one line on bad input or an unreadable source."""
     # Warnings would write over the view; errors still reach stderr.
@@ -473,10 +572,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         pattern = compile_filter(args.filter)
         goals = _goals(args.goals)
-        reader: LocalReader | UrlReader = (
-            UrlReader(args.url) if args.url else LocalReader(args.config_file, args.procfs, args.sysfs)
-        )
+        reader = _reader(args, goals)
         first = reader.read()  # an unreadable source is an error now, not after the first interval
+        if isinstance(reader, UrlReader) and first.labels and not first.counters:
+            raise TopError(_NO_COUNTERS.format(url=reader.url))
         if args.batch or not sys.stdout.isatty():
             return run_batch(reader, first, goals, args, pattern, sys.stdout)
         from lunlat import topview  # noqa: PLC0415 - curses only for the live view

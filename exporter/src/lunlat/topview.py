@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING
 from lunlat.top import (
     SORT_KEYS,
     Frame,
-    LocalReader,
+    Reader,
     Snapshot,
     TopError,
-    UrlReader,
     compile_filter,
     frame,
     header_line,
@@ -44,7 +43,7 @@ GREEN, RED = 1, 2
 class View:
     def __init__(
         self,
-        reader: LocalReader | UrlReader,
+        reader: Reader,
         first: Snapshot,
         goals: Goals,
         args: argparse.Namespace,
@@ -187,7 +186,7 @@ def _put(screen: curses.window, y: int, x: int, text: str, width: int, attribute
 
 
 def run(
-    reader: LocalReader | UrlReader,
+    reader: Reader,
     first: Snapshot,
     goals: Goals,
     args: argparse.Namespace,

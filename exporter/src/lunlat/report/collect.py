@@ -1,6 +1,10 @@
 """What the report reads from Prometheus: per phase, each LUN's Δ time, Δ operations and Δ bytes
-per op (host layer from the device counters, database layer from the files' counters), and over
-the whole range the latency curves and histograms the plots draw."""
+per op, and over the whole range the latency curves and histograms the plots draw.
+
+Both layers are the rules' own PromQL (`lunlat.layers`): the host layer the goals choose
+(`host_layer(goals)`: lunlat's device counters, or node_exporter's or windows_exporter's joined to
+lunlat's LUNs and roles) and each engine's database layer; a phase's Δ is the layer's rate over the
+whole phase times its seconds, so the report and the alerts never disagree on a number."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from datetime import datetime
 from lunlat import averages, contract
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
-from lunlat.layers import SERIES_LABELS, db_layers
+from lunlat.layers import SERIES_LABELS, ExporterHostLayer, HostLayer, Layer, db_layers, host_layer
 from lunlat.report.api import Prometheus, ReportError
 
 # About this many points per plotted curve, whatever the range: the step grows with it.
@@ -183,7 +187,6 @@ def _key(metric: dict[str, str], labels: Iterable[str]) -> tuple[str, ...]:
     return tuple(metric.get(label, "") for label in labels)
 
 
-_PER_LUN = tuple(label.strip() for label in averages.PER_LUN.split(","))
 _DB_LABELS = tuple(label for label in SERIES_LABELS if label != "layer")
 
 
@@ -192,6 +195,7 @@ class Collector:
         self.prometheus = prometheus
         self.goals = goals
         self.progress = progress
+        self.host: HostLayer | ExporterHostLayer = host_layer(goals)
 
     def selector(self, metric: str) -> str:
         return f"{metric}{{{self.goals.selector}}}"
@@ -212,112 +216,102 @@ class Collector:
 
     def queries(self, phases: list[Phase]) -> int:
         """How many queries collect() runs, for the progress bar."""
-        return 1 + len(phases) * (6 + 10) + 4 + 2
+        check = 1 if isinstance(self.host, HostLayer) else 2
+        layers: tuple[Layer, ...] = (self.host, *db_layers(self.goals.selector))
+        per_phase = 1 + sum(
+            2 + (layer.bytes(op, "1s") is not None) for layer in layers for op in averages.OPS
+        )
+        histograms = 1 + sum(1 for e in ENGINES if e.waits is not None and e.waits.histogram is not None)
+        return check + len(phases) * per_phase + 2 * len(averages.OPS) + histograms
+
+    def _check(self, promql: str, at: float) -> bool:
+        found = bool(self.prometheus.query(promql, at))
+        self.progress(promql)
+        return found
 
     def check_data(self, start: float, end: float) -> None:
         window = f"{max(1, round(end - start))}s"
-        promql = f"count(last_over_time({self.selector(contract.DEVICE_READS.name)}[{window}]))"
-        if not self.prometheus.query(promql, end):
+        host = self.host
+        if isinstance(host, HostLayer):
+            promql = f"count(last_over_time({self.selector(contract.DEVICE_READS.name)}[{window}]))"
+            if not self._check(promql, end):
+                raise ReportError(
+                    f"no lunlat series ({contract.DEVICE_READS.name}{{{self.goals.selector}}}) "
+                    f"between {_iso(start)} and {_iso(end)}"
+                )
+            return
+        source, reads = self.goals.host_layer.source, host.counters["reads"]
+        promql = f"count(last_over_time({reads}{{{host.selector}}}[{window}]))"
+        if not self._check(promql, end):
             raise ReportError(
-                f"no lunlat series ({contract.DEVICE_READS.name}{{{self.goals.selector}}}) "
-                f"between {_iso(start)} and {_iso(end)}"
+                f"no {source} series ({reads}{{{host.selector}}}) between {_iso(start)} and {_iso(end)}: "
+                "the goals' host_layer.selector must pick its scrape job"
             )
-        self.progress(promql)
+        # The exporter's counters are there: without a LUN joined to them the host layer is empty,
+        # which the report would show as "no host latency" rather than as the wrong join it is.
+        if not self._check(f"count({host.operations('read', window)})", end):
+            ex, lu = host.exporter_host, host.lunlat_host
+            raise ReportError(
+                f"{source} series found, but none joins lunlat's LUNs ({self.goals.selector}) between "
+                f"{_iso(start)} and {_iso(end)}: the host ({ex.label} =~ {ex.regex!r} on {source}'s side, "
+                f"{lu.label} =~ {lu.regex!r} on lunlat's) and the {host.key} must be equal on both sides; "
+                "set host_layer.exporter_host and lunlat_host in the goals (docs/host-layer.md)"
+            )
 
     def _goal(self, labels: dict[str, str]) -> tuple[float | None, float]:
         """(goal in seconds, idle guard) as the rules judge these labels; no goal: not judged."""
         tier = self.goals.judged(labels)
         return (None, 0.0) if tier is None else (tier[0] / 1000, tier[1])
 
-    def host_rows(self, phase: Phase) -> list[Row]:
+    def devices(self, phase: Phase) -> dict[tuple[str, str], str]:
+        """(instance, lun) -> the LUN's device, from lunlat_lun_info (none for windows_exporter's
+        volumes: lunlat publishes no device there)."""
+        promql = f"max by (instance, lun, device) (last_over_time({self.info}[{phase.window}]))"
+        found = self._vector(promql, phase.end, ("instance", "lun", "device"))
+        return {(instance, lun): device for instance, lun, device in found}
+
+    def layer_rows(self, layer: Layer, phase: Phase, devices: dict[tuple[str, str], str]) -> list[Row]:
+        """A layer's rows of `phase`: the rules' per-LUN rates over the whole phase, times its
+        seconds (the phase's increase)."""
         rows = []
         for op in averages.OPS:
-            totals = {
-                what: self._vector(
-                    averages.range_total(self.selector(spec.name), self.info, phase.window, averages.PER_LUN),
-                    phase.end,
-                    _PER_LUN,
-                )
-                for what, spec in (
-                    ("time", averages.time_counter(op)),
-                    ("ops", averages.ops_counter(op)),
-                    ("bytes", averages.bytes_counter(op)),
-                )
-            }
-            for key, operations in totals["ops"].items():
-                labels = dict(zip(_PER_LUN, key, strict=True))
+            ops = self._vector(layer.operations(op, phase.window), phase.end, _DB_LABELS)
+            spent = self._vector(layer.time(op, phase.window), phase.end, _DB_LABELS)
+            moved_query = layer.bytes(op, phase.window)
+            moved = self._vector(moved_query, phase.end, _DB_LABELS) if moved_query else {}
+            for key, rate in ops.items():
+                labels = dict(zip(_DB_LABELS, key, strict=True))
+                labels["device"] = devices.get((labels["instance"], labels["lun"]), "")
                 goal, min_iops = self._goal(labels)
+                throughput = moved.get(key)
                 rows.append(
                     Row(
                         phase,
-                        "host",
+                        layer.name,
                         labels,
                         op,
-                        totals["time"].get(key, 0.0),
-                        operations,
-                        totals["bytes"].get(key),
+                        spent.get(key, 0.0) * phase.seconds,
+                        rate * phase.seconds,
+                        None if throughput is None else throughput * phase.seconds,
                         goal,
                         min_iops,
                     )
                 )
         return rows
 
-    def db_rows(self, phase: Phase, devices: dict[tuple[str, str], str]) -> list[Row]:
-        rows = []
-        for layer in db_layers(self.goals.selector):
-            for op in averages.OPS:
-                # The rules' per-LUN rates over the whole phase: rate x seconds is the phase's increase.
-                ops = self._vector(layer.operations(op, phase.window), phase.end, _DB_LABELS)
-                spent = self._vector(layer.time(op, phase.window), phase.end, _DB_LABELS)
-                moved_query = layer.bytes(op, phase.window)
-                moved = self._vector(moved_query, phase.end, _DB_LABELS) if moved_query else {}
-                for key, rate in ops.items():
-                    labels = dict(zip(_DB_LABELS, key, strict=True))
-                    labels["device"] = devices.get((labels["instance"], labels["lun"]), "")
-                    goal, min_iops = self._goal(labels)
-                    throughput = moved.get(key)
-                    rows.append(
-                        Row(
-                            phase,
-                            layer.name,
-                            labels,
-                            op,
-                            spent.get(key, 0.0) * phase.seconds,
-                            rate * phase.seconds,
-                            None if throughput is None else throughput * phase.seconds,
-                            goal,
-                            min_iops,
-                        )
-                    )
-        return rows
-
     def curves(
         self, start: float, end: float, step: int
     ) -> tuple[dict[tuple[str, str], dict[str, list[tuple[float, float]]]], ...]:
         window = f"{max(MIN_RATE_WINDOW, 2 * step)}s"
-        seconds = max(MIN_RATE_WINDOW, 2 * step)
         latency: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
         iops: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
         for op in averages.OPS:
-            for target, promql, scale in (
-                (
-                    latency,
-                    averages.average_latency(op, self.selector, self.info, window, averages.PER_LUN),
-                    1.0,
-                ),
-                (
-                    iops,
-                    averages.range_total(
-                        self.selector(averages.ops_counter(op).name), self.info, window, averages.PER_LUN
-                    ),
-                    1.0 / seconds,
-                ),
-            ):
+            # The host layer's per-LUN rates over the window: Δ time / Δ operations where there was one.
+            ops = self.host.operations(op, window)
+            for target, promql in ((latency, f"{self.host.time(op, window)}\n/\n({ops} > 0)"), (iops, ops)):
                 for series in self.prometheus.query_range(promql, start, end, step):
                     metric = series["metric"]
-                    points = [
-                        (float(t), float(v) * scale) for t, v in series["values"] if math.isfinite(float(v))
-                    ]
+                    points = [(float(t), float(v)) for t, v in series["values"] if math.isfinite(float(v))]
                     target.setdefault((metric.get("instance", ""), metric.get("lun", "")), {})[op] = points
                 self.progress(promql)
         return latency, iops
@@ -356,10 +350,9 @@ class Collector:
         self.check_data(start, end)
         rows: list[Row] = []
         for phase in phases:
-            host = self.host_rows(phase)
-            devices = {(r.labels["instance"], r.labels["lun"]): r.labels["device"] for r in host}
-            rows += host
-            rows += self.db_rows(phase, devices)
+            devices = self.devices(phase)
+            for layer in (self.host, *db_layers(self.goals.selector)):
+                rows += self.layer_rows(layer, phase, devices)
         step = choose_step(end - start)
         latency, iops = self.curves(start, end, step)
         return Collected(phases, rows, step, start, end, latency, iops, self.histograms(start, end))
