@@ -1,6 +1,6 @@
 """Many scrapers at once: lunlat against prometheus-node-exporter on this host.
 
-    python bench/concurrent_scrapes.py [--clients 50 200] [--rounds 5] [--node-exporter BIN]
+    python bench/concurrent_scrapes.py [--clients 50 200] [--rounds 5] [--node-exporter BIN] [--node-flag F]
 
 Starts both exporters on 127.0.0.1 (kernel-picked ports; node_exporter with its default
 collectors, lunlat with its defaults) and, for each client count N, has curl open N connections at
@@ -79,6 +79,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--lunlat-flag", action="append", default=[], help="extra flag for lunlat serve")
+    parser.add_argument("--node-flag", action="append", default=[], help="extra flag for node_exporter")
     parser.add_argument(
         "--node-exporter",
         help="node_exporter binary (default: prometheus-node-exporter or node_exporter on PATH)",
@@ -98,7 +99,7 @@ def main() -> int:
             lunlat_serve(limit, *args.lunlat_flag), Path(tmp) / "lunlat.log", port_pattern=LUNLAT_PORT
         )
         peer = ExporterProcess(
-            [node, f"--web.listen-address={LOOPBACK}:0", limit],
+            [node, f"--web.listen-address={LOOPBACK}:0", limit, *args.node_flag],
             Path(tmp) / "node_exporter.log",
             port_pattern=NODE_EXPORTER_PORT,
             name="node_exporter",
