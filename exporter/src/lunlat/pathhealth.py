@@ -1,4 +1,4 @@
-"""Multipath path health off the scrape path: path states read on their own short cadence.
+"""Multipath path health off the scrape path: path states read on their own short cadence, while scraped.
 
 Reading every path's sysfs state at every scrape cost 73 ms of a 90 ms scrape on the synthetic
 10,000-device host (7,992 state files; issue 29, bench/scrape_vs_node_exporter.py). A path's state
@@ -6,14 +6,18 @@ changes without the device set changing, so it cannot be cached with the topolog
 thread of its own instead, every `interval / 2` seconds, and a scrape serves the last reading with
 its age (`lunlat_lun_paths_age_seconds`).
 
+The thread reads only while someone scrapes: each scrape wakes it, and once no scrape has come for
+IDLE_AFTER seconds it sleeps until the next one (an idle exporter reads no sysfs, issue 29). It is
+never on the scrape path.
+
 The bound: a scrape never serves a reading `interval` seconds old or older. Should the thread fall
-behind (a starved machine, or no thread: tests, a first scrape), the scrape reads the states itself.
-So the reading a scrape publishes lags sysfs by less than `interval`, which is bounded by
-MAX_INTERVAL, the 15 s `scrape_interval` lunlat's docs ask for (docs/alerting.md; also what
-Prometheus' example config sets: prometheus/prometheus documentation/examples/prometheus.yml, "Set
-the scrape interval to every 15 seconds. Default is every 1 minute."): a path lost at t is failed in
-every scrape from t + interval on. With the default 5 s it shows within one scrape interval of the
-first scrape that could have seen it, at most 20 s after the loss (15 s when every scrape read it).
+behind (a starved machine, a first scrape after idling, or no thread: tests), the scrape reads the
+states itself. `interval` is below MAX_INTERVAL, the 15 s `scrape_interval` lunlat's docs ask for
+(docs/alerting.md; also what Prometheus' example config sets: prometheus/prometheus
+documentation/examples/prometheus.yml, "Set the scrape interval to every 15 seconds. Default is
+every 1 minute."). So a path lost just after a scrape is failed in the next scrape: the reading that
+scrape serves was taken less than `interval` before it, after the loss (tests/unit/test_pathhealth.py
+drives this at the default cadence with a fake clock).
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ from lunlat.topology import PathState, path_state
 DEFAULT_INTERVAL = 5.0
 MIN_INTERVAL = 0.5  # below this the thread would read sysfs more than it sleeps on a large host
 MAX_INTERVAL = 15.0  # the scrape interval lunlat's docs assume: a lost path shows within one
+# The thread sleeps after this long without a scrape: twice Prometheus' default scrape_interval
+# (prometheus/prometheus docs/configuration/configuration.md, "[ scrape_interval: <duration> |
+# default = 1m ]"), so a server at its default keeps it awake even across one missed scrape.
+IDLE_AFTER = 120.0
 
 # (lun, device) of a published multipath LUN and the state file of each of its paths.
 Multipaths = Sequence[tuple[LabelSet, tuple[str, ...]]]
@@ -89,6 +97,8 @@ class PathWatcher:
         self._reading: Reading | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by a scrape: the thread, asleep while idle, resumes
+        self._last_scrape = -float("inf")  # clock of the last scrape, under _lock
 
     def watch(self, multipaths: Multipaths) -> None:
         with self._lock:
@@ -100,6 +110,8 @@ class PathWatcher:
         """The last reading, or a new one when it is `interval` old or more (or there is none)."""
         with self._lock:
             reading, multipaths = self._reading, self._multipaths
+            self._last_scrape = self._clock()
+        self._wake.set()
         # A host without multipath maps (most) gets no thread.
         if multipaths and self._background and self._thread is None and not self._stop.is_set():
             self._start()
@@ -116,9 +128,20 @@ class PathWatcher:
             multipaths = self._multipaths
         self._read(multipaths)
 
+    def pause(self) -> float | None:
+        """Seconds the thread waits before its next reading; None while no one scrapes (for
+        IDLE_AFTER seconds): it then sleeps until a scrape wakes it."""
+        with self._lock:
+            last = self._last_scrape
+        if self._clock() - last >= IDLE_AFTER:
+            return None
+        # Half the interval: a reading is replaced before a scrape could find it `interval` old.
+        return self.interval / 2
+
     def close(self) -> None:
         """Stop the thread (a reload retired the source); it ends within one wait."""
         self._stop.set()
+        self._wake.set()
 
     def _read(self, multipaths: Multipaths) -> Reading:
         # Read without the lock: a scrape never waits for the thread's reading of thousands of
@@ -136,6 +159,15 @@ class PathWatcher:
         self._thread.start()
 
     def _run(self) -> None:
-        # Half the interval: a reading is replaced before a scrape could find it `interval` old.
-        while not self._stop.wait(self.interval / 2):
+        while not self._stop.is_set():
+            pause = self.pause()
+            if pause is None:
+                self._wake.clear()
+                # Asked again after clearing: a scrape between the two would otherwise be slept through.
+                if self.pause() is None:
+                    self._wake.wait()
+                # Woken by a scrape, which read the states itself if they were too old: wait a step.
+                continue
+            if self._stop.wait(pause):
+                return
             self.refresh()
