@@ -11,8 +11,10 @@ System"; before 15 "The Statistics Collector") and the commit that changed it (g
   blocks", commit f92c854: a read may now be several blocks, one I/O) and added object `wal` (its
   writes "via XLogWrite", fsyncs "via issue_xlog_fsync"), timed by track_wal_io_timing; the same
   release removed wal_write, wal_sync, wal_write_time and wal_sync_time from pg_stat_wal (commit
-  2421e9a). Every boundary here was checked on a real server of each release 13-18 by
-  tests/postgres/test_matrix.py (the views' columns, and the statements below run against them).
+  2421e9a, whose message says it removed track_wal_io_timing too: 18.6 has the setting, and it alone
+  times pg_stat_io's wal rows, measured). Every boundary here was checked on a real server of each
+  release 13-18 by tests/postgres/test_matrix.py (the views' columns, the settings, and the
+  statements below run against them).
 - pg_stat_wal exists from 14 (absent from the 13 page), with wal_write, wal_sync ("if fsync is on and
   wal_sync_method is either fdatasync, fsync or fsync_writethrough, otherwise zero") and their times in
   milliseconds under track_wal_io_timing, itself new in 14; wal_write_time "includes the sync time when
