@@ -85,9 +85,10 @@ def supported_here() -> str | None:
 
 
 def _download(release: Release, jar: Path) -> None:
-    """The jar through Maven's dependency plugin ("dependency:copy ... copies a list of artifacts from
-    the repository to a defined location", maven.apache.org/plugins/maven-dependency-plugin), run in
-    an empty directory so that no project's pom.xml is read."""
+    """The jar through Maven's dependency plugin: dependency:copy is the "Goal that copies a list of
+    artifacts from the repository to defined locations", its `artifact` "The artifact to copy from
+    command line" as groupId:artifactId:version[:packaging] (maven.apache.org, maven-dependency-plugin,
+    copy-mojo.html). Run in an empty directory, so that no project's pom.xml is read."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise FetchError(
@@ -144,8 +145,8 @@ def _unpack(release: Release, jar: Path, into: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{release.version}-", dir=into.parent))
     try:
         with tarfile.open(fileobj=io.BytesIO(txz), mode="r:xz") as tar:
-            # The "data" filter refuses absolute paths, links out of the tree and device files
-            # (docs.python.org/3/library/tarfile.html, Extraction filters).
+            # The "data" filter refuses absolute links and links that leave the tree (AbsoluteLinkError,
+            # OutsideDestinationError: python/cpython Lib/tarfile.py, _get_filtered_attrs).
             tar.extractall(staging, filter="data")
         staging.chmod(0o755)
         try:

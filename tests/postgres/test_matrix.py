@@ -153,10 +153,12 @@ def capabilities(result: SourceResult) -> dict[str, float]:
 
 
 def until(pg: PostgresSource, done: Callable[[SourceResult], bool], what: str) -> SourceResult:
-    """Collect until `done`: before 15 the statistics collector publishes a backend's counts up to half a
-    second late ("PGSTAT_STAT_INTERVAL", monitoring-stats.html of 14: "every PGSTAT_STAT_INTERVAL
-    milliseconds (500 ms unless altered while building the server)"), and resets likewise arrive by
-    message. A bounded wait, not a timing assertion."""
+    """Collect until `done`. The counters lag behind the activity: from 15 "Each individual server process
+    flushes out accumulated statistics to shared memory just before going idle, but not more frequently
+    than once per PGSTAT_MIN_INTERVAL milliseconds (1 second ...)" (monitoring-stats.html of 15-18,
+    Viewing Statistics); before 15 the processes send them to the statistics collector, which publishes
+    them in turn (13's and 14's page, "The Statistics Collector"), resets included. A bounded wait, not
+    a timing assertion."""
     deadline = time.monotonic() + 15
     while True:
         result = pg.collect()
