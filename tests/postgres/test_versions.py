@@ -1,9 +1,9 @@
 """Which statements the source runs on each release 13-18, and what it publishes from them.
 
-Releases before 18 are not run here (docs/postgres.md): a stand-in connection answers each of the
-source's statements, with the columns sql.py cites for that release, and refuses the rest, as a server
-without the view or column would (42P01 undefined_table, 42703 undefined_column). The statements
-themselves ran on PostgreSQL 18.6 (test_live.py) only.
+Without a server: a stand-in connection answers each of the source's statements, with the columns
+sql.py cites for that release, and refuses the rest, as a server without the view or column would
+(42P01 undefined_table, 42703 undefined_column). The same statements run on a real server of each
+release in test_matrix.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ pg_stat_io), with no tablespace or file column. So each series is one directory 
 tablespace's directory (role temp), `lun` its LUN, `db` empty (the whole cluster). Before 16 the data
 reads come from pg_stat_database, one row per database (`db` is the database).
 
-Which number is a per-I/O latency (docs/engines/postgres.md): PostgreSQL reads and writes its files
+Which number is a per-I/O latency (docs/postgres.md): PostgreSQL reads and writes its files
 through the kernel's page cache, so a `write` is a copy into the kernel, not a device write, and a
 read the page cache served counts as a read. The WAL reaches the device when it is synced: "fsyncs"
 of object wal "is the number of times WAL files were synced to disk via issue_xlog_fsync()"
