@@ -324,6 +324,7 @@ def test_alertmanager_config_is_valid() -> None:
     [
         (["severity=page", "engine=mssql", "database=SQL Server 1", "lun=mpatha"], "mssql-dba-pager"),
         (["severity=page", "engine=oracle", "database=Oracle", "lun=ora_redo"], "oracle-dba-pager"),
+        (["severity=page", "engine=postgres", "database=PG", "role=log"], "postgres-dba-pager"),
         # the engine routes, never the database's name
         (["severity=page", "engine=mssql", "database=PROD", "layer=host"], "mssql-dba-pager"),
         (["severity=page", "engine=oracle", "database=SQL Server look-alike"], "oracle-dba-pager"),
