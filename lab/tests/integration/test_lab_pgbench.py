@@ -92,6 +92,13 @@ def test_pgbench_phase_loads_both_luns_and_the_postgres_target_is_up(tmp_path: P
         labels = rf'\{{(?=[^}}]*role="{role}")(?=[^}}]*lun="{dev}")[^}}]*\}}'
         assert re.search(rf"^lunlat_postgres_file_writes_total{labels} [1-9]", text, re.MULTILINE), text
 
+    # A phase change stops pgbench and keeps the server for the next phase that lists it.
+    pids = state.pgbench_pids
+    idle = commands.phase(lab_dir, "idle")
+    assert idle.pgbench_pids == [] and not [p for p in pids if psutil.pid_exists(p)]
+    state = commands.phase(lab_dir, "pg")
+    assert state.pgbench_pids and state.pg_clusters == ["bench"]
+
     done = commands.down(lab_dir)
     assert any("stopped PostgreSQL of bench" in line for line in done), done
     assert not base.exists()
