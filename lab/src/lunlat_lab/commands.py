@@ -19,9 +19,9 @@ from pathlib import Path
 from lunlat import reference as reference_table
 from lunlat.files import write_atomic
 from lunlat.yamlmodel import ConfigError
-from lunlat_lab import exporter_config, measure, native, system
+from lunlat_lab import exporter_config, measure, native, pgbench, system
 from lunlat_lab import reference as lab_reference
-from lunlat_lab.config import LabConfig
+from lunlat_lab.config import LabConfig, Workload
 from lunlat_lab.engine import DEFAULT_ENGINE, Engine
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.settings import Settings, SettingsError
@@ -96,7 +96,8 @@ def _leftovers(state_dir: Path) -> str:
 def _bring_up(state: LabState, lab: LabConfig, daemon_args: list[str]) -> None:
     settings = Settings.from_config(lab)
     settings.save(state.settings)
-    write_atomic(state.exporter_config, exporter_config.render(lab))
+    pgbench.write_passwords(state.directory, lab)
+    write_atomic(state.exporter_config, exporter_config.render(lab, state.directory))
     for lun in lab.luns:
         with (state.backing / LabConfig.image_name(lun.name)).open("wb") as image:
             image.truncate(lab.size_mib * 1024 * 1024)  # sparse: only written blocks take space
@@ -186,7 +187,7 @@ def _lab_processes(state_dir: Path, daemons_only: bool = False) -> list[int]:
 def down(state_dir: Path) -> list[str]:
     """Undo everything a lab in `state_dir` made, whatever state it is in. Returns what it did."""
     state = LabState.load(state_dir) or LabState(state_dir)
-    done: list[str] = []
+    done: list[str] = _down_postgres(state)
     # fio first: it holds the loop devices open. Then loops, the mount, the daemon, the files. The
     # daemon serves the loops until they are detached (a native one outlives its killed supervisor).
     daemons = {*(p for p in (state.fuse_pid,) if p), *_lab_processes(state_dir, daemons_only=True)}
@@ -211,6 +212,38 @@ def down(state_dir: Path) -> list[str]:
     return done
 
 
+def _down_postgres(state: LabState) -> list[str]:
+    """pgbench, the servers, their file systems: before the loops they are on go."""
+    done = []
+    for pid in state.pgbench_pids:
+        pgbench.stop_pgbench(pid)
+        done.append(f"stopped pgbench {pid}")
+    if state.pg_base is None:
+        return done
+    base = Path(state.pg_base)
+    lab = _lab_or_none(state)
+    for name in state.pg_clusters:
+        workload = lab.workloads.get(name) if lab is not None else None
+        if workload is None:
+            continue  # the description changed under the lab: the mounts are still unmounted below
+        cluster = pgbench.Cluster(base / name, name, workload, pgbench.password_file(state.directory, name))
+        cluster.stop()
+        done.append(f"stopped PostgreSQL of {name}")
+    for mount in sorted(base.glob("*/data")) + sorted(base.glob("*/log")):
+        if system.is_mounted(mount):
+            system.unmount(mount)
+            done.append(f"unmounted {mount}")
+    shutil.rmtree(base, ignore_errors=True)
+    return done
+
+
+def _lab_or_none(state: LabState) -> LabConfig | None:
+    try:
+        return load_lab(Path(state.config_file))
+    except (LabError, OSError):
+        return None
+
+
 # --- run-time control ----------------------------------------------------------------------------
 
 
@@ -224,7 +257,10 @@ def _require_up(state_dir: Path) -> tuple[LabState, LabConfig]:
 def stop_phase(state: LabState) -> None:
     if state.fio_pid:
         process.stop_pid(state.fio_pid)
+    for pid in state.pgbench_pids:
+        pgbench.stop_pgbench(pid)
     state.fio_pid = None
+    state.pgbench_pids = []
     state.phase = None
     state.save()
 
@@ -238,15 +274,41 @@ def phase(state_dir: Path, name: str) -> LabState:
         raise LabError(
             f"unknown phase {name!r}; the lab config has: {', '.join(lab.phases) or 'none'}, or idle"
         )
-    workdir = state.fio_dir / name
-    workdir.mkdir(parents=True, exist_ok=True)
-    text = jobs.job_file(lab, lab.phases[name], state.loops, None)
-    proc = process.start(text, workdir, workdir / "fio.json")
-    state.fio_pid = system.detach(proc)
+    members = lab.phases[name]
+    databases = lab.pgbench_workloads(members)
+    if databases:
+        pgbench.bin_dir()  # before anything starts: the message names what to install
+    fio_members = [w for w in members if w not in databases]
+    if fio_members:
+        workdir = state.fio_dir / name
+        workdir.mkdir(parents=True, exist_ok=True)
+        text = jobs.job_file(lab, fio_members, state.loops, None)
+        proc = process.start(text, workdir, workdir / "fio.json")
+        state.fio_pid = system.detach(proc)
+        state.phase_output = str(workdir / "fio.json")
     state.phase = name
-    state.phase_output = str(workdir / "fio.json")
     state.save()
+    for wname, workload in databases.items():
+        cluster = _cluster(state, wname, workload)
+        if wname not in state.pg_clusters:
+            data, log = lab.pgbench_luns(workload)
+            _say(f"phase {name}: PostgreSQL of {wname} on {data.name} (data) and {log.name} (pg_wal)")
+            state.pg_clusters.append(wname)  # before: a failed prepare still gets undone by `down`
+            state.save()
+            cluster.prepare(state.loops[data.name], state.loops[log.name])
+        else:
+            cluster.ensure_running()
+        state.pgbench_pids.append(cluster.run_pgbench())
+        state.save()
     return state
+
+
+def _cluster(state: LabState, name: str, workload: Workload) -> pgbench.Cluster:
+    if state.pg_base is None:
+        state.pg_base = str(pgbench.new_base())
+        state.save()
+    password = pgbench.password_file(state.directory, name)
+    return pgbench.Cluster(Path(state.pg_base) / name, name, workload, password)
 
 
 def set_latency(state_dir: Path, lun: str, read_ms: float, write_ms: float, jitter: float | None) -> Settings:
@@ -372,6 +434,7 @@ def scenario(
     unknown = [p for p in order if p not in lab.phases]
     if unknown:
         raise LabError(f"unknown phases {', '.join(unknown)}; the lab config has {', '.join(lab.phases)}")
+    _refuse_pgbench(lab, order)
     cells = _reference_cells(reference)
     stop_phase(state)
     output.mkdir(parents=True, exist_ok=True)
@@ -418,6 +481,16 @@ def scenario(
     if prometheus_url is not None:
         _run_report(prometheus_url, windows, goals, report_dir, reference)
     return path
+
+
+def _refuse_pgbench(lab: LabConfig, order: list[str]) -> None:
+    """The scenario compares fio's latency with the exporter's: a phase with pgbench has no fio truth."""
+    databases = [w for p in order for w in lab.pgbench_workloads(lab.phases[p])]
+    if databases:
+        raise LabError(
+            f"the scenario compares fio's own latency with the exporter's; pgbench workloads "
+            f"({', '.join(sorted(set(databases)))}) have none: run their phases with `lunlat-lab phase`"
+        )
 
 
 def _write_results(path: Path, rows: list[dict[str, object]]) -> Path:

@@ -16,7 +16,9 @@ from lunlat.contract import Role
 from lunlat.engines.registry import ENGINES
 from lunlat.yamlmodel import Strict, load_model
 
-WorkloadKind = Literal["oltp", "log", "archive", "dss", "snapshot_oltp"]
+WorkloadKind = Literal["oltp", "log", "archive", "dss", "snapshot_oltp", "pgbench"]
+# The fio options a pgbench workload has no use for (lab/pgbench.py drives a PostgreSQL server instead).
+FIO_ONLY = ("block_size", "read_percent", "iodepth", "rate_iops")
 
 # A lab LUN name: also a file name (<name>.img) and the LUN part of fio job names (fio/names.py),
 # so a short lower-case identifier; the one pattern both check (\Z, not $: `$` also matches before a
@@ -76,7 +78,10 @@ class LabLun(Strict):
 
 
 class Workload(Strict):
-    """One fio job per LUN it runs on. Rates keep the lab under what a Python FUSE daemon serves."""
+    """One fio job per LUN it runs on. Rates keep the lab under what a Python FUSE daemon serves.
+
+    kind pgbench: a PostgreSQL cluster instead (lab/pgbench.py), its data directory on the workload's
+    data LUN and its WAL on its log LUN, loaded by pgbench with `jobs` clients at `rate_tps`."""
 
     kind: WorkloadKind
     luns: list[str] = Field(min_length=1)
@@ -85,6 +90,23 @@ class Workload(Strict):
     jobs: int = Field(default=1, ge=1, le=16)
     iodepth: int = Field(default=1, ge=1, le=64)
     rate_iops: int | None = Field(default=None, ge=1, description="Cap per job; None = as fast as it goes.")
+    # pgbench only
+    rate_tps: int | None = Field(default=None, ge=1, description="pgbench: transactions per second.")
+    scale: int = Field(default=2, ge=1, le=100, description="pgbench: scale factor (100,000 accounts each).")
+    port: int | None = Field(default=None, gt=1024, lt=65536, description="pgbench: the server's TCP port.")
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> Workload:
+        pg_only = [f for f in ("rate_tps", "scale", "port") if f in self.model_fields_set]
+        if self.kind != "pgbench" and pg_only:
+            raise ValueError(f"{', '.join(pg_only)}: only for kind pgbench")
+        if self.kind == "pgbench":
+            fio_only = [f for f in FIO_ONLY if f in self.model_fields_set]
+            if fio_only:
+                raise ValueError(f"{', '.join(fio_only)}: not for kind pgbench (use rate_tps and jobs)")
+            if self.port is None:
+                raise ValueError("a pgbench workload needs port: its server's TCP port on 127.0.0.1")
+        return self
 
 
 class LabConfig(Strict):
@@ -109,11 +131,44 @@ class LabConfig(Strict):
             unknown = [n for n in workload.luns if n not in names]
             if unknown:
                 raise ValueError(f"workload {wname}: unknown LUNs {', '.join(unknown)}")
+            if workload.kind == "pgbench":
+                self._check_pgbench(wname, workload)
         for pname, members in self.phases.items():
             unknown = [w for w in members if w not in self.workloads]
             if unknown:
                 raise ValueError(f"phase {pname}: unknown workloads {', '.join(unknown)}")
         return self
+
+    def _check_pgbench(self, wname: str, workload: Workload) -> None:
+        luns = [self.lun(n) for n in workload.luns]
+        roles = sorted(lun.role for lun in luns)
+        if roles != ["data", "log"] or any(lun.engine != "postgres" for lun in luns):
+            raise ValueError(
+                f"workload {wname}: a pgbench workload runs on two LUNs of engine postgres, one of role "
+                f"data (the data directory) and one of role log (pg_wal)"
+            )
+        if len({lun.database for lun in luns}) != 1:
+            raise ValueError(f"workload {wname}: its two LUNs must be of one database")
+        others = [n for n, w in self.workloads.items() if n != wname and w.kind == "pgbench"]
+        for other in others:
+            if self.workloads[other].port == workload.port:
+                raise ValueError(
+                    f"workloads {wname} and {other}: two pgbench servers on port {workload.port}"
+                )
+            if set(self.workloads[other].luns) & set(workload.luns):
+                raise ValueError(f"workloads {wname} and {other}: two pgbench servers on one LUN")
+
+    def pgbench_workloads(self, names: list[str] | None = None) -> dict[str, Workload]:
+        """The pgbench workloads among `names` (all when None), by name."""
+        chosen = self.workloads if names is None else {n: self.workloads[n] for n in names}
+        return {n: w for n, w in chosen.items() if w.kind == "pgbench"}
+
+    def pgbench_luns(self, workload: Workload) -> tuple[LabLun, LabLun]:
+        """(data LUN, log LUN) of a pgbench workload."""
+        luns = [self.lun(n) for n in workload.luns]
+        data = next(lun for lun in luns if lun.role == "data")
+        log = next(lun for lun in luns if lun.role == "log")
+        return data, log
 
     def lun(self, name: str) -> LabLun:
         for lun in self.luns:

@@ -8,10 +8,14 @@ is the committed copy of the shipped description's, kept fresh by CI) and `lab u
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
-from lunlat.config import Config, DiskstatsConfig, LunEntry, LunMatch
+from lunlat.config import Config
+from lunlat_lab import pgbench
 from lunlat_lab.config import LabConfig
+from lunlat_lab.defaults import DEFAULT_STATE_DIR
 
 HEADER = """\
 # The exporter's config for the lab's LUNs: `lunlat serve --config.file THIS_FILE`. Generated from
@@ -20,23 +24,29 @@ HEADER = """\
 """
 
 
-def exporter_config(lab: LabConfig) -> Config:
-    """The exporter's config publishing the lab's LUNs (the loop devices only) with their labels."""
-    return Config(
-        diskstats=DiskstatsConfig(include="^loop"),  # the lab's LUNs only
-        luns=[
-            LunEntry(
-                match=LunMatch(loop_file=LabConfig.image_name(lun.name)),
-                database=lun.database,
-                role=lun.role,
-                workload=lun.workload,
-            )
-            for lun in lab.luns
-        ],
-    )
+def exporter_config(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> Config:
+    """The exporter's config publishing the lab's LUNs (the loop devices only) with their labels, and a
+    `postgres:` target per pgbench workload (its password in the lab in `state_dir`, lab/pgbench.py)."""
+    luns = [
+        {"match": {"loop_file": LabConfig.image_name(lun.name)}, "database": lun.database, "role": lun.role,
+         "workload": lun.workload}
+        for lun in lab.luns
+    ]  # fmt: skip
+    postgres = []
+    for name, workload in lab.pgbench_workloads().items():
+        data, _ = lab.pgbench_luns(workload)
+        postgres.append({
+            "name": data.database, "host": "127.0.0.1", "port": workload.port, "user": pgbench.LOGIN,
+            "password_file": str(pgbench.password_file(state_dir, name)), "workload": data.workload,
+        })  # fmt: skip
+    # The lab's LUNs only (^loop); validated as the exporter validates its file.
+    sections: dict[str, object] = {"diskstats": {"include": "^loop"}, "luns": luns}
+    if postgres:
+        sections["postgres"] = postgres
+    return Config.model_validate(sections)
 
 
-def render(lab: LabConfig) -> str:
+def render(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> str:
     """exporter_config(lab) as the YAML text of a config file."""
-    data = exporter_config(lab).model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+    data = exporter_config(lab, state_dir).model_dump(mode="json", exclude_defaults=True, exclude_none=True)
     return HEADER + "\n" + yaml.safe_dump(data, sort_keys=False, width=100)

@@ -28,6 +28,10 @@ class LabState:
     fio_pid: int | None = None
     phase: str | None = None
     phase_output: str | None = None
+    # pgbench workloads (lab/pgbench.py): where their clusters live, which are made, pgbench's pids.
+    pg_base: str | None = None
+    pg_clusters: list[str] = field(default_factory=list)
+    pgbench_pids: list[int] = field(default_factory=list)
 
     @property
     def backing(self) -> Path:
