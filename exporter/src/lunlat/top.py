@@ -547,7 +547,7 @@ def _reader(args: argparse.Namespace, goals: Goals) -> Reader:
     if source == "windows_exporter":
         raise TopError(
             "the goals' host layer is windows_exporter's (host_layer.source): its volumes are joined "
-            "to SQL Server's files only in Prometheus, by the `database` label of its scrape job, so "
+            "to the database's files only in Prometheus, by the `database` label of its scrape job, so "
             "top has no per-LUN host latency to show; use lunlat report --goals (the host and "
             "database layers per LUN) or the Database I/O dashboard's Windows volumes row"
         )
