@@ -169,6 +169,18 @@ def until(pg: PostgresSource, done: Callable[[SourceResult], bool], what: str) -
         time.sleep(0.2)
 
 
+def until_read_and_synced(pg: PostgresSource, major: int, what: str) -> SourceResult:
+    """Collects until the data files have reads and, where the release counts them (14+), the WAL syncs."""
+    return until(
+        pg,
+        lambda r: (
+            role_total(r, pm.POSTGRES_FILE_READS, "data") > 0
+            and (major < 14 or role_total(r, pm.POSTGRES_FILE_SYNCS, "log") > 0)
+        ),
+        what,
+    )
+
+
 def _set(cluster: Cluster, settings: dict[str, str]) -> None:
     for name, value in settings.items():
         cluster.sql(f"ALTER SYSTEM SET {name} = {value}")
@@ -188,14 +200,7 @@ def test_the_release_runs_its_statements_and_gives_the_series_its_row_of_the_mat
     ran: list[str] = []
     pg = source(release, ran)
     try:
-        result = until(
-            pg,
-            lambda r: (
-                role_total(r, pm.POSTGRES_FILE_READS, "data") > 0
-                and (major < 14 or role_total(r, pm.POSTGRES_FILE_SYNCS, "log") > 0)
-            ),
-            "data reads and WAL syncs after pgbench",
-        )
+        result = until_read_and_synced(pg, major, "data reads and WAL syncs after pgbench")
     finally:
         pg.close()
     first = ran[: len(STATEMENTS[major])]
@@ -314,14 +319,7 @@ def test_the_releases_reset_functions_pass_through_as_counter_resets(release: Re
     cluster.pgbench("-c", "1", "-t", "300")
     pg = source(release)
     try:
-        before = until(
-            pg,
-            lambda r: (
-                role_total(r, pm.POSTGRES_FILE_READS, "data") > 0
-                and (major < 14 or role_total(r, pm.POSTGRES_FILE_SYNCS, "log") > 0)
-            ),
-            "counts before the reset",
-        )
+        before = until_read_and_synced(pg, major, "counts before the reset")
         reads = role_total(before, pm.POSTGRES_FILE_READS, "data")
         syncs = role_total(before, pm.POSTGRES_FILE_SYNCS, "log")
         cluster.sql("SELECT pg_stat_reset_shared('io')" if major >= 16 else "SELECT pg_stat_reset()")

@@ -108,6 +108,18 @@ HISTOGRAM_SHARES: tuple[tuple[float, float], ...] = (
 )
 
 
+def cells_with_io() -> set[tuple[str, str, str]]:
+    """(phase, lun, op) of every LUN with I/O in that phase and direction: the host rows a report of
+    these series has, once each."""
+    return {
+        (phase, lun.lun, op)
+        for i, phase in enumerate(PHASES)
+        for lun in LUNS
+        for op in ("read", "write")
+        if lun.load[i][0 if op == "read" else 2] > 0
+    }
+
+
 def _labels(**labels: str) -> str:
     return ",".join(f'{k}="{v}"' for k, v in labels.items())
 

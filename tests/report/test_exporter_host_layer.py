@@ -98,13 +98,7 @@ def test_node_exporter_host_rows_are_its_latency_under_lunlats_luns(node_rows: l
     luns = {lun.lun: lun for lun in synthetic.LUNS}
     # Every LUN with I/O, once: never the path device (sdb), the host's own disk (sda, no
     # lunlat_lun_info) or another host's dm-0 (10x slower).
-    expected = {
-        (phase, lun.lun, op)
-        for i, phase in enumerate(synthetic.PHASES)
-        for lun in synthetic.LUNS
-        for op in ("read", "write")
-        if lun.load[i][0 if op == "read" else 2] > 0
-    }
+    expected = synthetic.cells_with_io()
     assert {(r["phase"], r["lun"], r["op"]) for r in rows if r["avg_latency_seconds"]} == expected
     for row in rows:
         lun = luns[row["lun"]]

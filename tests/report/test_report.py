@@ -93,13 +93,7 @@ def test_every_host_row_is_the_injected_latency_and_a_direct_promql_average(
     luns = {lun.lun: lun for lun in synthetic.LUNS}
     bounds = {name: (begin, end) for name, begin, end in synthetic.bounds(stack.start)}
     # Every LUN with I/O in a phase, each op: the snapshot LUN only in its phase; never the path device.
-    expected = {
-        (phase, lun.lun, op)
-        for i, phase in enumerate(synthetic.PHASES)
-        for lun in synthetic.LUNS
-        for op in ("read", "write")
-        if lun.load[i][0 if op == "read" else 2] > 0
-    }
+    expected = synthetic.cells_with_io()
     assert {(r["phase"], r["lun"], r["op"]) for r in rows if r["avg_latency_seconds"]} == expected
     assert all(r["device"] != "sdb" for r in rows)
     goals = load_goals(GOALS)
