@@ -36,9 +36,10 @@ ROWS: tuple[DashboardRow, ...] = (
                 "SQL Server Resource Governor queue per file (throttling)",
                 "Average time each I/O of a file waited in Resource Governor's queue before SQL Server issued "
                 "it: Δ io_stall_queued_read_ms (write_ms) / Δ I/Os, SQL Server 2014 and later (none on 2012). "
-                "It is inside the stall above but is throttling (a resource pool's IOPS limit, Azure SQL's "
-                "governance), not the LUN: the database layer of the rules leaves it out. Red here with the "
-                "LUN green: raise the pool's limit or the service tier, not the storage.",
+                "It is throttling (a resource pool's IOPS limit, Azure SQL's governance), not the LUN. No "
+                "Microsoft page says whether the stall above includes it, so the rules judge that stall as "
+                "SQL Server reports it and never subtract this (docs/mssql.md). Red here with the LUN green: "
+                "raise the pool's limit or the service tier, not the storage.",
                 (
                     PanelQuery(
                         PerFile(m.MSSQL_FILE_READ_QUEUED_STALL, m.MSSQL_FILE_READS),
