@@ -139,6 +139,15 @@ def source(release: Release, ran: list[str] | None = None) -> PostgresSource:
     return PostgresSource(target, lambda: Recording(connect(), log))
 
 
+def collect_once(release: Release) -> SourceResult:
+    """One collection by a fresh source, closed after it."""
+    pg = source(release)
+    try:
+        return pg.collect()
+    finally:
+        pg.close()
+
+
 def values(result: SourceResult, spec: object) -> dict[tuple[str, ...], float]:
     return next(f for f in result.families if f.spec is spec).by_labels()
 
@@ -266,22 +275,14 @@ def test_the_views_and_columns_of_the_release_are_those_of_the_support_matrix(re
 
 def test_grants_sql_gives_the_login_its_directories_and_revoke_sql_takes_them_back(release: Release) -> None:
     cluster = release.cluster
-    pg = source(release)
-    try:
-        result = pg.collect()
-    finally:
-        pg.close()
+    result = collect_once(release)
     assert not result.errors, result.errors
     assert {k[FILE] for k in values(result, pm.POSTGRES_FILE_READS) if k[ROLE] == "data"} == {
         cluster.data_dir()
     }
     cluster.psql_file(REVOKE)
     try:
-        pg = source(release)
-        try:
-            result = pg.collect()
-        finally:
-            pg.close()
+        result = collect_once(release)
         # Only data_directory is refused: every other statement is open to a plain login on every release.
         assert dict(result.errors) == {"no_grant": 1}, result.errors
         assert {k[FILE] for k in values(result, pm.POSTGRES_FILE_READS) if k[ROLE] == "data"} == {""}
@@ -294,11 +295,7 @@ def test_timing_off_is_capability_0_and_no_time_series(release: Release) -> None
     names = ["track_io_timing"] + (["track_wal_io_timing"] if release.major >= 14 else [])
     _set(release.cluster, dict.fromkeys(names, "off"))
     try:
-        pg = source(release)
-        try:
-            result = pg.collect()
-        finally:
-            pg.close()
+        result = collect_once(release)
     finally:
         _set(release.cluster, dict.fromkeys(names, "on"))
     assert not result.errors, result.errors

@@ -120,6 +120,12 @@ def cells_with_io() -> set[tuple[str, str, str]]:
     }
 
 
+def load_at(lun: Lun, phase: str, op: str) -> tuple[float, float]:
+    """(IOPS, latency in seconds) of `lun` in `phase` for `op` (read or write)."""
+    read_iops, read_lat, write_iops, write_lat = lun.load[PHASES.index(phase)]
+    return (read_iops, read_lat) if op == "read" else (write_iops, write_lat)
+
+
 def _labels(**labels: str) -> str:
     return ",".join(f'{k}="{v}"' for k, v in labels.items())
 

@@ -102,8 +102,7 @@ def test_node_exporter_host_rows_are_its_latency_under_lunlats_luns(node_rows: l
     assert {(r["phase"], r["lun"], r["op"]) for r in rows if r["avg_latency_seconds"]} == expected
     for row in rows:
         lun = luns[row["lun"]]
-        read_iops, read_lat, write_iops, write_lat = lun.load[synthetic.PHASES.index(row["phase"])]
-        iops, latency = (read_iops, read_lat) if row["op"] == "read" else (write_iops, write_lat)
+        iops, latency = synthetic.load_at(lun, row["phase"], row["op"])
         # lunlat's job and instance (the rules' series), the LUN's roles, and its device.
         assert (row["instance"], row["database"], row["role"], row["workload"], row["device"]) == (
             synthetic.INSTANCE,

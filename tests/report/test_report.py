@@ -99,9 +99,7 @@ def test_every_host_row_is_the_injected_latency_and_a_direct_promql_average(
     goals = load_goals(GOALS)
     for row in rows:
         lun = luns[row["lun"]]
-        index = synthetic.PHASES.index(row["phase"])
-        read_iops, read_lat, write_iops, write_lat = lun.load[index]
-        iops, latency = (read_iops, read_lat) if row["op"] == "read" else (write_iops, write_lat)
+        iops, latency = synthetic.load_at(lun, row["phase"], row["op"])
         assert (row["database"], row["role"], row["workload"], row["device"]) == (
             lun.database,
             lun.role,
@@ -143,13 +141,12 @@ def test_database_layer_rows(stack: Stack, report: Path) -> None:
     luns = {lun.lun: lun for lun in with_files}
     for row in rows:
         lun = luns[row["lun"]]
-        read_iops, read_lat, write_iops, write_lat = lun.load[synthetic.PHASES.index(row["phase"])]
-        latency = read_lat if row["op"] == "read" else write_lat
+        iops, latency = synthetic.load_at(lun, row["phase"], row["op"])
         assert row["layer"] == "db" and row["device"] == lun.device
         assert float(row["avg_latency_seconds"]) == pytest.approx(
             latency + synthetic.DB_EXTRA_SECONDS, rel=1e-9
         )
-        assert float(row["iops"]) == pytest.approx(read_iops if row["op"] == "read" else write_iops, rel=1e-9)
+        assert float(row["iops"]) == pytest.approx(iops, rel=1e-9)
         # Oracle's V$IOSTAT_FILE megabytes are too coarse: no throughput; SQL Server's bytes are there.
         assert (row["throughput_bytes"] == "") == (lun.engine == "oracle")
 
