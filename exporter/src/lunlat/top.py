@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from lunlat import contract, logs
+from lunlat import averages, contract, logs
 from lunlat.argtypes import non_negative_int
 from lunlat.config import ConfigError, load_config
 from lunlat.layers import NODE_EXPORTER_DISKSTATS
@@ -101,12 +101,15 @@ _BUCKET = contract.DEVICE_IO_LATENCY.name + "_bucket"
 # milliseconds x secondsPerTick (prometheus/node_exporter collector/diskstats_linux.go). Both in
 # seconds and bytes, as lunlat's own.
 _FROM_NODE_EXPORTER: dict[str, str] = {
-    NODE_EXPORTER_DISKSTATS["reads"]: contract.DEVICE_READS.name,
-    NODE_EXPORTER_DISKSTATS["writes"]: contract.DEVICE_WRITES.name,
-    NODE_EXPORTER_DISKSTATS["read_time"]: contract.DEVICE_READ_TIME.name,
-    NODE_EXPORTER_DISKSTATS["write_time"]: contract.DEVICE_WRITE_TIME.name,
-    NODE_EXPORTER_DISKSTATS["read_bytes"]: contract.DEVICE_READ_BYTES.name,
-    NODE_EXPORTER_DISKSTATS["write_bytes"]: contract.DEVICE_WRITE_BYTES.name,
+    **{
+        NODE_EXPORTER_DISKSTATS[key]: spec.name
+        for op in averages.OPS
+        for key, spec in (
+            (f"{op}s", averages.ops_counter(op)),
+            (f"{op}_time", averages.time_counter(op)),
+            (f"{op}_bytes", averages.bytes_counter(op)),
+        )
+    },
     "node_disk_io_time_weighted_seconds_total": contract.DEVICE_IO_WEIGHTED_TIME.name,
 }
 

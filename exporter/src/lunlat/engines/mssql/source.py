@@ -447,12 +447,12 @@ class MssqlSource(DbSource[Connection]):
             database_id = id_value(row[0], "database_id")
             file_id = id_value(row[1], "file_id")
             rbpex = self._edition == sql.SQL_DATABASE and database_id == sql.RBPEX_ID
-            kind = 0 if rbpex else id_value(row[3], "type")
-            if rbpex:
-                role = RBPEX_ROLE
+            if rbpex:  # no catalog row: no type, no path
+                role, path = RBPEX_ROLE, RBPEX_FILE
             else:
+                kind = id_value(row[3], "type")
                 role = "temp" if database_id == TEMPDB_ID else ROLE_OF_TYPE.get(kind, "other")
-            path = RBPEX_FILE if rbpex else text_value(row[4], "physical_name")
+                path = text_value(row[4], "physical_name")
             # tempdb as SQL Server names it (DB_NAME(2)); on Azure SQL Database the statement's DB_NAME()
             # is the connection's database on every row, tempdb's too.
             db = row[2] if isinstance(row[2], str) else str(database_id)
