@@ -1,6 +1,7 @@
 """Many scrapers at once: lunlat against prometheus-node-exporter on this host.
 
-    python bench/concurrent_scrapes.py [--clients 50 200] [--rounds 5] [--node-exporter BIN] [--node-flag F]
+    python bench/concurrent_scrapes.py [--clients 50 200] [--rounds 5] [--warm-up N] [--node-exporter BIN]
+                                       [--node-flag F]
 
 Starts both exporters on 127.0.0.1 (kernel-picked ports; node_exporter with its default
 collectors, lunlat with its defaults) and, for each client count N, has curl open N connections at
@@ -63,8 +64,9 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def measure(port: int, clients: int, rounds: int) -> Round:
-    burst(port, min(clients, 10))  # warm-up: first-scrape caches, thread pools
+def measure(port: int, clients: int, rounds: int, warm_up: int | None) -> Round:
+    # Warm-up, by default at full width: first-scrape caches, threads kept for reuse.
+    burst(port, clients if warm_up is None else warm_up)
     seconds: list[float] = []
     codes: Counter[str] = Counter()
     for _ in range(rounds):
@@ -78,6 +80,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--warm-up",
+        type=int,
+        help="clients of the untimed first burst (default: each N; fewer leaves the first round to start threads)",
+    )
     parser.add_argument("--lunlat-flag", action="append", default=[], help="extra flag for lunlat serve")
     parser.add_argument("--node-flag", action="append", default=[], help="extra flag for node_exporter")
     parser.add_argument(
@@ -109,7 +116,7 @@ def main() -> int:
             for clients in args.clients:
                 results = {}
                 for name, process in (("lunlat", lunlat), ("node_exporter", peer)):
-                    result = measure(process.port, clients, args.rounds)
+                    result = measure(process.port, clients, args.rounds, args.warm_up)
                     results[name] = result
                     answers = ", ".join(f"{k}: {v}" for k, v in sorted(result.codes.items()))
                     median = statistics.median(result.seconds) * 1000 if result.seconds else float("nan")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import gzip
 import http.client
 import logging
@@ -283,6 +284,26 @@ def test_the_server_header_names_lunlat_not_the_python_version(server: Server) -
     response.read()
     conn.close()
     assert response.getheader("Server", "").strip() == f"lunlat/{__version__}"
+
+
+def test_every_answer_has_todays_date_as_an_http_date(server: Server) -> None:
+    """The Date header is cached for a second (server.py): still RFC 9110's IMF-fixdate, of now."""
+    for _ in range(3):
+        before = time.time()
+        _, headers, _ = request(server, "GET", "/-/healthy")
+        after = time.time()
+        date = email.utils.parsedate_to_datetime(headers["date"])
+        assert headers["date"].endswith(" GMT") and date.tzinfo is not None
+        assert int(before) - 1 <= date.timestamp() <= after
+
+
+def test_connections_one_after_another_are_answered_by_one_thread(server: Server) -> None:
+    """A thread that answered a connection takes the next one (workers.py) instead of a new thread
+    starting for each: ten scrapes in turn leave one thread."""
+    for _ in range(10):
+        assert request(server, "GET", "/metrics")[0] == 200
+        wait_for(lambda: server.workers.waiting == server.workers.threads)  # back to waiting
+    assert server.workers.threads == 1
 
 
 # --- bounded requests, deadlines, connection cap (issue 25) ---------------------------------------

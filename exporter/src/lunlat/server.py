@@ -1,6 +1,7 @@
 """The HTTP side: /metrics, a landing page, /-/healthy and /-/ready, with exporter conventions.
 
-stdlib ThreadingHTTPServer: one thread per connection, a cap on scrapes in flight
+stdlib ThreadingHTTPServer: a thread per connection (one that answered an earlier connection and
+waits for the next, workers.py, or a new one), a cap on scrapes in flight
 (--web.max-requests), gzip when the scraper asks for it, 4xx for anything else. With
 --web.config.file (lunlat.webconfig) every endpoint is behind TLS and/or basic auth; the TLS
 handshake runs in the connection's own thread, so a slow or silent client never holds up the
@@ -81,6 +82,7 @@ from lunlat.httplimits import (
 )
 from lunlat.scrape import Scraper
 from lunlat.webconfig import WebConfig, WebGate
+from lunlat.workers import Workers
 
 if TYPE_CHECKING:
     pass
@@ -227,6 +229,9 @@ class Server(ThreadingHTTPServer):
         self.head_budget = Budget(self.limits.head_budget)
         self._accept_delay = 0.0
         self._warned: dict[str, float] = {}
+        self.workers: Workers[tuple[socket.socket, Any]] = Workers(
+            lambda accepted: self.process_request_thread(*accepted), "lunlat-http"
+        )
         if address.host:
             self.address_family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
             super().__init__((address.host, address.port), Handler)
@@ -259,6 +264,13 @@ class Server(ThreadingHTTPServer):
             raise
         self._accept_delay = 0.0
         return accepted
+
+    def process_request(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any
+    ) -> None:
+        """On a waiting thread of the pool (workers.py), not a new thread per connection."""
+        assert isinstance(request, socket.socket)
+        self.workers.submit((request, client_address))
 
     def _out_of_descriptors(self, exc: OSError) -> None:
         """The listening socket stays readable, so returning at once would spin: make room, back off."""
@@ -394,6 +406,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = f"lunlat/{__version__}"
     sys_version = ""  # http.server would append "Python/3.x.y" to the Server header: no need to tell
     protocol_version = "HTTP/1.1"
+    _date: tuple[int, str] = (-1, "")  # the Date header's second and text
 
     def __init__(
         self, request: socket.socket, client_address: Any, server: Server, conn: Connection | None = None
@@ -412,6 +425,17 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile = self.reader
         self.writer = DeadlineWriter(self.connection, self.server.limits.write_timeout)
         self.wfile = self.writer
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, formatted once a second rather than for every answer (email.utils's
+        formatting was a visible part of each answer's cost with 100 scrapers at once)."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        second = int(time.time())
+        cached = Handler._date  # one tuple, read and replaced whole: safe across threads
+        if cached[0] != second:
+            cached = Handler._date = (second, super().date_time_string(second))
+        return cached[1]
 
     def log_message(self, format: str, *args: object) -> None:
         if log.is_enabled_for(logging.DEBUG):  # formatted only when it will be written
