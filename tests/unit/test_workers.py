@@ -95,3 +95,14 @@ def test_a_thread_whose_work_raises_is_counted_out(monkeypatch: pytest.MonkeyPat
     assert raised == [SystemExit]
     pool.submit(1)  # no idle thread is counted, so a new one starts for it
     until(lambda: pool.waiting == 1 and pool.threads == 1, "the next item ran on a new thread")
+
+
+def test_close_ends_the_waiting_threads_at_once() -> None:
+    pool: Workers[int] = Workers(lambda item: None, "closed")  # idle time: the default 90 s
+    for item in range(5):
+        pool.submit(item)
+    until(lambda: pool.waiting == pool.threads, "every thread waits")
+    pool.close()
+    until(lambda: pool.threads == 0, "the waiting threads ended")
+    pool.submit(5)  # a submission after close still runs, on a new thread
+    until(lambda: pool.waiting == 1, "it ran")

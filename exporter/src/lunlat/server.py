@@ -272,6 +272,10 @@ class Server(ThreadingHTTPServer):
         assert isinstance(request, socket.socket)
         self.workers.submit((request, client_address))
 
+    def server_close(self) -> None:
+        super().server_close()
+        self.workers.close()
+
     def _out_of_descriptors(self, exc: OSError) -> None:
         """The listening socket stays readable, so returning at once would spin: make room, back off."""
         low, high = ACCEPT_BACKOFF

@@ -79,6 +79,14 @@ class Workers(Generic[T]):
                 self._threads -= 1
             raise
 
+    def close(self) -> None:
+        """End the waiting threads now (the server closed), not after their idle time."""
+        with self._lock:
+            waiters = list(self._waiting)
+            self._waiting.clear()
+        for waiter in waiters:
+            waiter.ready.release()  # with no item: the thread ends
+
     def _run(self, item: T) -> None:
         waiter: _Waiter[T] = _Waiter()
         try:
@@ -92,8 +100,9 @@ class Workers(Generic[T]):
                         if waiter in self._waiting:  # no submission took it: it ends
                             del self._waiting[waiter]
                             return
-                    waiter.ready.acquire()  # taken by a submission just now: its item is coming
-                assert waiter.item is not None
+                    waiter.ready.acquire()  # taken by a submission (or close) just now
+                if waiter.item is None:  # close()
+                    return
                 (item,), waiter.item = waiter.item, None
         finally:
             with self._lock:
