@@ -818,8 +818,8 @@ _REPLICA_HINT = (
 
 
 # Waits of a service tier holding the log rate back carry role="throttle": said beside the log hint so a
-# throttled database is not read as a slow log LUN (each engine's hints["log_throttle"]).
-_THROTTLES = [engine.hints["log_throttle"] for engine in ENGINES if "log_throttle" in engine.hints]
+# throttled database is not read as a slow log LUN (each engine's hints.log_throttle).
+_THROTTLES = [hint for engine in ENGINES if (hint := engine.hints.log_throttle)]
 _THROTTLE_HINT = (
     " If commits are slow while this LUN is not, look at the log rate governance waits (role throttle: "
     + "; ".join(_THROTTLES)
@@ -833,7 +833,7 @@ _THROTTLE_HINT = (
 _ROLE_HINT: dict[str, dict[str, str]] = {
     "data": {
         "read": " Data reads stall queries that miss the buffer cache ("
-        + ", ".join(engine.hints["data_read"] for engine in ENGINES if "data_read" in engine.hints)
+        + ", ".join(hint for engine in ENGINES if (hint := engine.hints.data_read))
         + ").",
         "write": " Data writes are mostly asynchronous (DBWR, checkpoints); sustained, they hold back "
         "checkpoints and free buffers.",
@@ -843,7 +843,7 @@ _ROLE_HINT: dict[str, dict[str, str]] = {
         # Each engine names its wait of this write and what one wait is (Oracle's per I/O, SQL Server's
         # per commit: WaitLayer.measure_of).
         "write": " Every commit waits for the log write ("
-        + "; ".join(engine.hints["log_write"] for engine in ENGINES if "log_write" in engine.hints)
+        + "; ".join(hint for engine in ENGINES if (hint := engine.hints.log_write))
         + ")."
         + _THROTTLE_HINT
         + _REPLICA_HINT,

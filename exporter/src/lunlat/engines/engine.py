@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from lunlat.dbtarget import DatabaseTarget
@@ -154,6 +155,16 @@ class DashboardRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Hints:
+    """How the alerts' hints name, to a reader of this engine, what a slow LUN of a role costs
+    ("Oracle 'db file sequential read'"); None: not named."""
+
+    data_read: str | None = None  # the wait of one data read
+    log_write: str | None = None  # what a commit waits for
+    log_throttle: str | None = None  # waits of a governed log rate (role throttle)
+
+
+@dataclass(frozen=True, slots=True)
 class Engine:
     """One database engine: see `engines/__init__.py`."""
 
@@ -167,13 +178,18 @@ class Engine:
     capabilities: tuple[Capability, ...]
     files: FileLayer
     waits: WaitLayer | None  # None: the engine keeps no per-wait counters
-    build: Callable[[Context], Sequence[Source] | BuildError]
+    # The module whose build(context) makes the engine's sources. Imported at the first build, not
+    # here: a source imports the config, which imports the engines.
+    source_module: str
     # What else the driver needs on this host (an ODBC driver registered with unixODBC), checked by
     # check-config once the driver imports.
     host_problems: Callable[[Sequence[DatabaseTarget]], list[TargetProblem]] | None = None
     install_hint: str = ""  # said after `pip install 'lunlat[<extra>]'` when the driver is missing
     dashboard: tuple[DashboardRow, ...] = ()  # its rows of the Database I/O dashboard
-    # How the alerts' hints name, to a reader of this engine, what a slow LUN of a role costs:
-    # "data_read" (the wait of one data read), "log_write" (what a commit waits for), "replica" (a
-    # synchronous replica's share), "log_throttle" (waits of a governed log rate, role throttle) -> text ("Oracle 'db file sequential read'"); none: not named.
-    hints: dict[str, str] = field(default_factory=dict)
+    hints: Hints = Hints()
+
+    def build(self, context: Context) -> Sequence[Source] | BuildError:
+        """The sources of the config's targets of this engine, or why they cannot be built."""
+        module = importlib.import_module(self.source_module)
+        built: Sequence[Source] | BuildError = module.build(context)
+        return built

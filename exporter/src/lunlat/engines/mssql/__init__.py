@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from lunlat.dbtarget import DatabaseTarget
-from lunlat.engines.engine import Engine, FileLayer, TargetProblem, WaitLayer
+from lunlat.engines.engine import Engine, FileLayer, Hints, TargetProblem, WaitLayer
 from lunlat.engines.mssql import dashboard
 from lunlat.engines.mssql import metrics as m
 from lunlat.engines.mssql import waits as mssql_waits
@@ -15,8 +15,6 @@ from lunlat.engines.mssql.config import MssqlTarget
 
 if TYPE_CHECKING:
     from lunlat.config import Config
-    from lunlat.sources.base import Source
-    from lunlat.sources.factory import BuildError, Context
 
 KEY = "mssql"
 
@@ -24,12 +22,6 @@ KEY = "mssql"
 def targets(config: Config) -> list[MssqlTarget]:
     """The config's SQL Server targets."""
     return cast("list[MssqlTarget]", config.targets(KEY))
-
-
-def _build(context: Context) -> Sequence[Source] | BuildError:
-    from lunlat.engines.mssql import source  # noqa: PLC0415 - the source imports the config, which imports this
-
-    return source.build(context)
 
 
 def _unregistered_drivers(found: Sequence[DatabaseTarget]) -> list[TargetProblem]:
@@ -94,16 +86,15 @@ ENGINE = Engine(
         data_read="PAGEIOLATCH_.*",
         measure_of=mssql_waits.measure_of,
     ),
-    build=_build,
+    source_module="lunlat.engines.mssql.source",
     dashboard=dashboard.ROWS,
-    hints={
-        "data_read": "SQL Server PAGEIOLATCH_*",
-        "log_write": "SQL Server WRITELOG, the commit's wait for its log flush, not one write",
-        "replica": "SQL Server HADR_SYNC_COMMIT",
+    hints=Hints(
+        data_read="SQL Server PAGEIOLATCH_*",
+        log_write="SQL Server WRITELOG, the commit's wait for its log flush, not one write",
         # Azure SQL's transaction log rate governance (engines/mssql/sql.py IO_WAITS, role throttle)
-        "log_throttle": "Azure SQL LOG_RATE_GOVERNOR, POOL_LOG_RATE_GOVERNOR, INSTANCE_LOG_RATE_GOVERNOR, "
+        log_throttle="Azure SQL LOG_RATE_GOVERNOR, POOL_LOG_RATE_GOVERNOR, INSTANCE_LOG_RATE_GOVERNOR, "
         "HADR_THROTTLE_LOG_RATE_*, Hyperscale RBIO_RG_*",
-    },
+    ),
     host_problems=_unregistered_drivers,
     install_hint=" (and an ODBC driver)",
 )

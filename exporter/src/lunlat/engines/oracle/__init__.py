@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-from lunlat.engines.engine import Engine, FileLayer, WaitLayer
+from lunlat.engines.engine import Engine, FileLayer, Hints, WaitLayer
 from lunlat.engines.oracle import dashboard, events
 from lunlat.engines.oracle import metrics as m
 from lunlat.engines.oracle.config import OracleTarget
 
 if TYPE_CHECKING:
     from lunlat.config import Config
-    from lunlat.sources.base import Source
-    from lunlat.sources.factory import BuildError, Context
 
 KEY = "oracle"
 
@@ -21,12 +18,6 @@ KEY = "oracle"
 def targets(config: Config) -> list[OracleTarget]:
     """The config's Oracle targets."""
     return cast("list[OracleTarget]", config.targets(KEY))
-
-
-def _build(context: Context) -> Sequence[Source] | BuildError:
-    from lunlat.engines.oracle import source  # noqa: PLC0415 - the source imports the config, which imports this
-
-    return source.build(context)
 
 
 ENGINE = Engine(
@@ -65,11 +56,10 @@ ENGINE = Engine(
         measure_of=events.measure_of,
         histogram=m.ORACLE_WAIT_DURATION,
     ),
-    build=_build,
+    source_module="lunlat.engines.oracle.source",
     dashboard=dashboard.ROWS,
-    hints={
-        "data_read": "Oracle 'db file sequential read'",
-        "log_write": "Oracle 'log file parallel write', which commits wait for in 'log file sync'",
-        "replica": "Oracle 'SYNC Remote Write'",
-    },
+    hints=Hints(
+        data_read="Oracle 'db file sequential read'",
+        log_write="Oracle 'log file parallel write', which commits wait for in 'log file sync'",
+    ),
 )

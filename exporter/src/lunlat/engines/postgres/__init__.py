@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-from lunlat.engines.engine import Engine, FileLayer
+from lunlat.engines.engine import Engine, FileLayer, Hints
 from lunlat.engines.postgres import dashboard
 from lunlat.engines.postgres import metrics as m
 from lunlat.engines.postgres.config import PostgresTarget
 
 if TYPE_CHECKING:
     from lunlat.config import Config
-    from lunlat.sources.base import Source
-    from lunlat.sources.factory import BuildError, Context
 
 KEY = "postgres"
 
@@ -21,12 +18,6 @@ KEY = "postgres"
 def targets(config: Config) -> list[PostgresTarget]:
     """The config's PostgreSQL targets."""
     return cast("list[PostgresTarget]", config.targets(KEY))
-
-
-def _build(context: Context) -> Sequence[Source] | BuildError:
-    from lunlat.engines.postgres import source  # noqa: PLC0415 - the source imports the config, which imports this
-
-    return source.build(context)
 
 
 ENGINE = Engine(
@@ -50,8 +41,8 @@ ENGINE = Engine(
         m.POSTGRES_FILE_WRITE_BYTES,
     ),
     waits=None,
-    build=_build,
+    source_module="lunlat.engines.postgres.source",
     dashboard=dashboard.ROWS,
     # What a commit waits for is the WAL's flush (pg_stat_io fsyncs of object wal; metrics.py).
-    hints={"data_read": "PostgreSQL pg_stat_io reads", "log_write": "PostgreSQL's WAL sync"},
+    hints=Hints(data_read="PostgreSQL pg_stat_io reads", log_write="PostgreSQL's WAL sync"),
 )
