@@ -321,10 +321,14 @@ class DmvState:
         sa_login: str = "sa",
         service_objective: str = "S2",
         service_tier: str = "Standard",
+        updateability: str = "READ_WRITE",
     ) -> None:
         self.lock = threading.RLock()
         self.service_objective = service_objective
         self.service_tier = service_tier
+        # DATABASEPROPERTYEX(DB_NAME(), 'Updateability'): READ_ONLY on a read-only replica (Azure SQL,
+        # "Read queries on replicas": the comment above sql.READ_ONLY)
+        self.updateability = updateability
         # Hyperscale's local RBPEX cache: "a special row" of sys.dm_io_virtual_file_stats with
         # database_id 0 and file_id 0 (the comment above HYPERSCALE); no catalog view lists it.
         hyperscale = engine_edition == SQL_DATABASE and service_tier == HYPERSCALE
@@ -555,11 +559,11 @@ class DmvState:
         return [(self.engine_edition,)]
 
     def sql_database_server_rows(self) -> list[tuple[object, ...]]:
-        """SERVER_SQL_DATABASE: the server's name, ProductVersion's major and the database's service
-        tier (DATABASEPROPERTYEX(DB_NAME(), 'Edition'))."""
+        """SERVER_SQL_DATABASE: the server's name, ProductVersion's major, the database's service tier
+        (DATABASEPROPERTYEX(DB_NAME(), 'Edition')) and whether it takes writes ('Updateability')."""
         # the property "Applies to: Azure SQL Database, Azure Synapse Analytics" (its page): NULL elsewhere
         tier = self.service_tier if self.engine_edition == SQL_DATABASE else None
-        return [(self.server_name, self.major_version, tier)]
+        return [(self.server_name, self.major_version, tier, self.updateability)]
 
     def azure_file_rows(self, statement: str, database: str) -> list[tuple[object, ...]]:
         """DB_FILE_STATS on Azure SQL Database, as `statement` reads the DMV from `database` (the
@@ -689,6 +693,8 @@ STATEMENTS: dict[str, tuple[str, tuple[Column, ...]]] = {
             Column("major_version", "int", 4),
             # CAST(DATABASEPROPERTYEX(…, 'Edition') AS NVARCHAR(64)): the property's base type, nvarchar(64)
             Column("service_tier", "nvarchar", 64),
+            # CAST(DATABASEPROPERTYEX(…, 'Updateability') AS NVARCHAR(128)): its base type, nvarchar(128)
+            Column("updateability", "nvarchar", 128),
         ),
     ),
     mssql_sql.HOST_INFO.name: (mssql_sql.HOST_INFO.sql, (Column("host_platform", "nvarchar", 256),)),

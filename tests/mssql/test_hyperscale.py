@@ -58,13 +58,14 @@ JOIN sys.database_files AS df ON df.file_id = vfs.file_id
 WHERE df.type IN (0, 1) AND df.state = 0"""
 
 
-def azure_state(tier: str = "GeneralPurpose") -> DmvState:
+def azure_state(tier: str = "GeneralPurpose", updateability: str = "READ_WRITE") -> DmvState:
     return DmvState(
         databases={"sales": SALES_FILES},
         major_version=AZURE_MAJOR_VERSION,
         engine_edition=SQL_DATABASE,
         service_objective="HS_Gen5_2" if tier == HYPERSCALE else "GP_Gen5_2",
         service_tier=tier,
+        updateability=updateability,
     )
 
 
@@ -210,52 +211,14 @@ def _promtool_series(results: list[SourceResult]) -> list[dict[str, str]]:
     return out
 
 
-@needs_driver
-def test_a_hyperscale_page_servers_simulated_write_stall_never_pages_while_its_reads_do(
-    serve: type[TdsServer], tmp_path: Path
-) -> None:
-    """The committed rules (alerts/lunlat.rules.yml) on what the source publishes for a Hyperscale
-    database, scraped every 15 s: the page servers' 2 ms reads page (LunLatencyDataReadHigh), their
-    simulated 40 ms write stall does not (no LunLatencyDataWriteHigh), nor do the fast RBPEX and log."""
+def _promtool_test(tmp_path: Path, results: list[SourceResult], cases: list[dict[str, object]]) -> None:
+    """The committed rules (alerts/lunlat.rules.yml) on `results`, scraped every 15 s: promtool's verdict
+    on `cases` (promql_expr_test entries)."""
     promtool = command("promtool", "prometheus")
-    with serve(azure_state(HYPERSCALE)) as server:
-        results = hyperscale_results(server, 13, seconds=15)
-    assert not any(r.errors for r in results)
-    firing = 'count by (alertname, role, database, lun) (ALERTS{alertstate="firing", layer="db"})'
     test = {
         "rule_files": [str(RULES)],
         "evaluation_interval": "15s",
-        "tests": [
-            {
-                "interval": "15s",
-                "input_series": _promtool_series(results),
-                "promql_expr_test": [
-                    {
-                        "expr": firing,
-                        "eval_time": "3m",
-                        "exp_samples": [
-                            {
-                                # lun "": the files of a service are on no LUN of this host
-                                "labels": '{alertname="LunLatencyDataReadHigh", role="data", database="Azure 1"}',
-                                "value": 1,
-                            }
-                        ],
-                    },
-                    {
-                        # RBPEX's writes (role other) are judged, at their real 60 µs
-                        "expr": 'round(1e6 * lunlat:write_latency_seconds:avg1m{layer="db", role="other"})',
-                        "eval_time": "3m",
-                        "exp_samples": [
-                            {
-                                "labels": '{job="lunlat", instance="az:10431", database="Azure 1", role="other",'
-                                ' layer="db", engine="mssql"}',
-                                "value": 60,
-                            }
-                        ],
-                    },
-                ],
-            }
-        ],
+        "tests": [{"interval": "15s", "input_series": _promtool_series(results), "promql_expr_test": cases}],
     }
     path = tmp_path / "hyperscale.test.yml"
     path.write_text(yaml.safe_dump(test, sort_keys=False), encoding="utf-8")
@@ -263,3 +226,95 @@ def test_a_hyperscale_page_servers_simulated_write_stall_never_pages_while_its_r
         [promtool, "test", "rules", str(path)], check=False, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+FIRING = 'count by (alertname, role, database, lun) (ALERTS{alertstate="firing", layer="db"})'
+
+
+@needs_driver
+def test_a_hyperscale_page_servers_simulated_write_stall_never_pages_while_its_reads_do(
+    serve: type[TdsServer], tmp_path: Path
+) -> None:
+    """What the source publishes for a Hyperscale database: the page servers' 2 ms reads page
+    (LunLatencyDataReadHigh), their simulated 40 ms write stall does not (no LunLatencyDataWriteHigh),
+    nor do the fast RBPEX and log."""
+    with serve(azure_state(HYPERSCALE)) as server:
+        results = hyperscale_results(server, 13, seconds=15)
+    assert not any(r.errors for r in results)
+    _promtool_test(
+        tmp_path,
+        results,
+        [
+            {
+                "expr": FIRING,
+                "eval_time": "3m",
+                "exp_samples": [
+                    {
+                        # lun "": the files of a service are on no LUN of this host
+                        "labels": '{alertname="LunLatencyDataReadHigh", role="data", database="Azure 1"}',
+                        "value": 1,
+                    }
+                ],
+            },
+            {
+                # RBPEX's writes (role other) are judged, at their real 60 µs
+                "expr": 'round(1e6 * lunlat:write_latency_seconds:avg1m{layer="db", role="other"})',
+                "eval_time": "3m",
+                "exp_samples": [
+                    {
+                        "labels": '{job="lunlat", instance="az:10431", database="Azure 1", role="other",'
+                        ' layer="db", engine="mssql"}',
+                        "value": 60,
+                    }
+                ],
+            },
+        ],
+    )
+
+
+# A read-only replica of a Hyperscale database: no writes of its own (its log is applied by the log
+# service), but the DMV still counts log I/O there "for tracking purposes only".
+SECONDARY_LOAD: Load = {
+    ("sales", "cache", "read"): Stream(1000, 100),
+    ("sales", "data", "read"): Stream(100, 500),
+    ("sales", "log", "write"): Stream(100, 40000),  # tracking only: 40 ms that no commit waited for
+}
+
+
+@needs_driver
+def test_a_hyperscale_read_only_replicas_log_write_stall_is_kept_apart_and_never_pages(
+    serve: type[TdsServer], tmp_path: Path
+) -> None:
+    """On a Hyperscale read-only replica (Updateability READ_ONLY) the log file's write stall is published
+    as the simulated stall, not the write stall the database layer averages; its writes stay counted.
+    Until then a replica's tracking-only 40 ms log stall paged LunLatencyLogWriteHigh."""
+    with serve(azure_state(HYPERSCALE, updateability="READ_ONLY")) as server:
+        source = source_for(server)
+        results = []
+        for _ in range(13):
+            server.state.advance(15, SECONDARY_LOAD)
+            results.append(source.collect())
+    assert not any(r.errors for r in results)
+    first, last = results[0], results[-1]
+    log_file = key_of(delta(first, last, mssql_metrics.MSSQL_FILE_READS), file="sales_log.ldf")
+    assert log_file[FILES.index("role")] == "log"
+    simulated = delta(first, last, mssql_metrics.MSSQL_FILE_SIMULATED_WRITE_STALL)
+    assert log_file in simulated and log_file not in delta(first, last, mssql_metrics.MSSQL_FILE_WRITE_STALL)
+    assert simulated[log_file] == pytest.approx(100 * 180 * 0.04, abs=2e-3)
+    assert delta(first, last, mssql_metrics.MSSQL_FILE_WRITES)[log_file] == 100 * 180
+    _promtool_test(tmp_path, results, [{"expr": FIRING, "eval_time": "3m", "exp_samples": []}])
+
+
+@needs_driver
+def test_a_hyperscale_primarys_log_write_stall_stays_the_write_stall(serve: type[TdsServer]) -> None:
+    """The same load on the primary (READ_WRITE): the log's writes are real (the landing zone)."""
+    with serve(azure_state(HYPERSCALE)) as server:
+        source = source_for(server)
+        server.state.advance(60, SECONDARY_LOAD)
+        first = source.collect()
+        server.state.advance(60, SECONDARY_LOAD)
+        second = source.collect()
+    stall = delta(first, second, mssql_metrics.MSSQL_FILE_WRITE_STALL)
+    log_file = key_of(stall, file="sales_log.ldf")
+    assert stall[log_file] == pytest.approx(100 * 60 * 0.04, abs=2e-3)
+    assert log_file not in delta(first, second, mssql_metrics.MSSQL_FILE_SIMULATED_WRITE_STALL)

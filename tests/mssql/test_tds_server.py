@@ -226,7 +226,7 @@ def test_every_statement_answers_its_columns_and_values(server: TdsServer) -> No
         assert names == select_names(mssql_sql.EDITION.sql) and edition == [(3,)]  # Enterprise
         names, identity = run(conn, mssql_sql.SERVER_SQL_DATABASE)  # no view: any edition answers it
         assert names == select_names(mssql_sql.SERVER_SQL_DATABASE.sql)
-        assert identity == [("SQL1", 16, None)]  # DATABASEPROPERTYEX's Edition: Azure only
+        assert identity == [("SQL1", 16, None, "READ_WRITE")]  # Edition: Azure only; Updateability: any
 
         names, host = run(conn, mssql_sql.HOST_INFO)
         assert names == select_names(mssql_sql.HOST_INFO.sql) and host == [("Linux",)]

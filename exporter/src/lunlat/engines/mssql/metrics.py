@@ -92,12 +92,15 @@ MSSQL_FILE_WRITE_QUEUED_STALL = MetricSpec(
 # io_stall_write_ms is published here instead of MSSQL_FILE_WRITE_STALL: the database layer (the
 # engine's FileLayer, the rules' goal) never averages it, and nobody reads it as a device's latency.
 # Their writes and bytes ("accounted as they occur on the compute replica") stay in the usual series.
+# The same for the log file of a Hyperscale read-only replica, where no log write occurs and the
+# accounting "is for tracking purposes only" (sql.READ_ONLY).
 MSSQL_FILE_SIMULATED_WRITE_STALL = MetricSpec(
     "lunlat_mssql_file_simulated_write_stall_seconds_total",
     "counter",
     "Azure SQL Database Hyperscale: io_stall_write_ms of a data file other than file_id 0 (a page "
-    "server), which the service simulates and which does not reflect the page servers' write latency; "
-    "published apart from the write stall and never judged against the goal.",
+    "server), which the service simulates and which does not reflect the page servers' write latency, "
+    "and of a read-only replica's log file, accounted for tracking only; published apart from the "
+    "write stall and never judged against the goal.",
     MSSQL_FILE_LABELS,
 )
 

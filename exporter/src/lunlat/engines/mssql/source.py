@@ -250,6 +250,7 @@ class MssqlSource(DbSource[Connection]):
         self._edition: int | None = None  # SERVERPROPERTY('EngineEdition'); None: unknown
         self._rds = False  # Amazon RDS for SQL Server (mssql_sql.SERVER's amazon_rds)
         self._hyperscale = False  # Azure SQL Database on the Hyperscale tier (sql.HYPERSCALE)
+        self._read_only = False  # its database takes no writes: a read-only replica (sql.READ_ONLY)
         self._platform: str | None = None  # 'Windows', 'Linux'; None: unknown (or not asked: Azure, RDS)
         self._said = logs.Once()
         # (database_id, file_id) -> volume mount point, where SQL Server knows one (Windows).
@@ -301,13 +302,14 @@ class MssqlSource(DbSource[Connection]):
         self.grants_hint = GRANTS_AZURE_SQL_DATABASE if self._edition == sql.SQL_DATABASE else GRANTS
         if self._edition == sql.SQL_DATABASE:
             rows = self._query(conn, sql.SERVER_SQL_DATABASE, errors) or []
-            row = rows[0] if rows else (None, None, None)
+            row = rows[0] if rows else (None, None, None, None)
             started, self._rds = None, False
             self._hyperscale = row[2] == sql.HYPERSCALE
+            self._read_only = row[3] == sql.READ_ONLY
         else:
             rows = self._query(conn, sql.SERVER, errors) or []
             row = rows[0] if rows else (None, None, None, None)
-            self._hyperscale = False
+            self._hyperscale = self._read_only = False
             started = row[2] if isinstance(row[2], int) else None
             self._rds = self._edition != sql.MANAGED_INSTANCE and row[3] == 1
         self._server = row[0] if isinstance(row[0], str) else ""
@@ -385,6 +387,13 @@ class MssqlSource(DbSource[Connection]):
                 "servers whose write stall the service simulates: published as "
                 "lunlat_mssql_file_simulated_write_stall_seconds_total, never judged against the goal "
                 "(docs/mssql.md, Hyperscale)",
+                source=self.name,
+            )
+        if self._hyperscale and self._read_only and self._said.first("hyperscale read-only"):
+            log.info(
+                "Hyperscale read-only replica: its log file's write stall is for tracking purposes only (no "
+                "log write occurs here): published as lunlat_mssql_file_simulated_write_stall_seconds_total, "
+                "never judged against the goal; watch the primary's log (docs/mssql.md, Hyperscale)",
                 source=self.name,
             )
 
@@ -486,9 +495,12 @@ class MssqlSource(DbSource[Connection]):
                 mssql_metrics.MSSQL_FILE_LABELS,
                 (self._target.name, self._target.workload or "", db, self._server, path, role, lun),
             )
-            # Hyperscale: the data files other than file_id 0 are page servers, their write stall simulated
-            # (metrics.MSSQL_FILE_SIMULATED_WRITE_STALL); tempdb's files are local (role temp), not these.
-            if self._hyperscale and role == "data" and file_id != sql.RBPEX_ID:
+            # Hyperscale: the data files other than file_id 0 are page servers, their write stall simulated,
+            # and a read-only replica's log stall is "for tracking purposes only" (sql.READ_ONLY):
+            # metrics.MSSQL_FILE_SIMULATED_WRITE_STALL. tempdb's files are local (role temp), not these.
+            if self._hyperscale and (
+                (role == "data" and file_id != sql.RBPEX_ID) or (role == "log" and self._read_only)
+            ):
                 simulated.add(labels)
             return labels, counts
 

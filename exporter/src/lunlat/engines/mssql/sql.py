@@ -151,6 +151,15 @@ TEMPDB_ID = 2
 # (sys.database_service_objectives, "Permissions"); the property reads no view. The engine edition is
 # 5 as on every Azure SQL Database tier (SERVERPROPERTY above).
 HYPERSCALE = "Hyperscale"
+# DATABASEPROPERTYEX(DB_NAME(), 'Updateability'), "whether data can be modified": READ_ONLY or
+# READ_WRITE, base type nvarchar(128) (the DATABASEPROPERTYEX page above). Azure SQL names it the way to
+# tell a read-only replica: "It will return READ_ONLY when you are connected to a read-only replica"
+# ("Read queries on replicas", https://learn.microsoft.com/azure/azure-sql/database/read-scale-out;
+# MicrosoftDocs/sql-docs azure-sql/database/read-scale-out.md). On a Hyperscale one, "log writes don't
+# actually occur on secondary replicas, any accounting of log IOs on the secondary replicas is for
+# tracking purposes only" ("Hyperscale performance diagnostics", "Log writes"). A primary set
+# READ_ONLY writes no log either.
+READ_ONLY = "READ_ONLY"
 
 # Azure SQL Database's waits of the connection's database: sys.dm_db_wait_stats, the columns of
 # sys.dm_os_wait_stats ("Applies to: Azure SQL Database, Azure SQL Managed Instance";
@@ -215,14 +224,16 @@ FROM sys.dm_os_sys_info""",
 
 # Azure SQL Database's identity: no view at all (see EDITION for why not sys.dm_os_sys_info), so every
 # service tier answers it with the one grant its DMVs need (VIEW DATABASE STATE); the service tier
-# (HYPERSCALE above) from DATABASEPROPERTYEX, which reads no view either. No start time: the
+# (HYPERSCALE above) and whether the database takes writes (READ_ONLY above) from DATABASEPROPERTYEX,
+# which reads no view either. No start time: the
 # service's counters restart on a failover anyway ("not persisted across SQL Database failover events",
 # sys.dm_db_wait_stats), which Prometheus sees as a counter reset.
 SERVER_SQL_DATABASE = Query(
     "server_sql_database",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
        CAST(PARSENAME(CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), 4) AS INT) AS major_version,
-       CAST(DATABASEPROPERTYEX(DB_NAME(), 'Edition') AS NVARCHAR(64)) AS service_tier""",
+       CAST(DATABASEPROPERTYEX(DB_NAME(), 'Edition') AS NVARCHAR(64)) AS service_tier,
+       CAST(DATABASEPROPERTYEX(DB_NAME(), 'Updateability') AS NVARCHAR(128)) AS updateability""",
     per_scrape=False,
 )
 
