@@ -151,11 +151,14 @@ HYPERSCALE_LOAD: Load = {
 }
 
 
-def hyperscale_results(server: TdsServer, steps: int, seconds: float = 60) -> list[SourceResult]:
+def hyperscale_results(
+    server: TdsServer, steps: int, seconds: float = 60, load: Load = HYPERSCALE_LOAD
+) -> list[SourceResult]:
+    """One source's collections, each after `seconds` more of `load`."""
     source = source_for(server)
     results = []
     for _ in range(steps):
-        server.state.advance(seconds, HYPERSCALE_LOAD)
+        server.state.advance(seconds, load)
         results.append(source.collect())
     return results
 
@@ -289,11 +292,7 @@ def test_a_hyperscale_read_only_replicas_log_write_stall_is_kept_apart_and_never
     as the simulated stall, not the write stall the database layer averages; its writes stay counted.
     Until then a replica's tracking-only 40 ms log stall paged LunLatencyLogWriteHigh."""
     with serve(azure_state(HYPERSCALE, updateability="READ_ONLY")) as server:
-        source = source_for(server)
-        results = []
-        for _ in range(13):
-            server.state.advance(15, SECONDARY_LOAD)
-            results.append(source.collect())
+        results = hyperscale_results(server, 13, seconds=15, load=SECONDARY_LOAD)
     assert not any(r.errors for r in results)
     first, last = results[0], results[-1]
     log_file = key_of(delta(first, last, mssql_metrics.MSSQL_FILE_READS), file="sales_log.ldf")
@@ -309,11 +308,7 @@ def test_a_hyperscale_read_only_replicas_log_write_stall_is_kept_apart_and_never
 def test_a_hyperscale_primarys_log_write_stall_stays_the_write_stall(serve: type[TdsServer]) -> None:
     """The same load on the primary (READ_WRITE): the log's writes are real (the landing zone)."""
     with serve(azure_state(HYPERSCALE)) as server:
-        source = source_for(server)
-        server.state.advance(60, SECONDARY_LOAD)
-        first = source.collect()
-        server.state.advance(60, SECONDARY_LOAD)
-        second = source.collect()
+        first, second = hyperscale_results(server, 2, load=SECONDARY_LOAD)
     stall = delta(first, second, mssql_metrics.MSSQL_FILE_WRITE_STALL)
     log_file = key_of(stall, file="sales_log.ldf")
     assert stall[log_file] == pytest.approx(100 * 60 * 0.04, abs=2e-3)
