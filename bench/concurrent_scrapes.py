@@ -1,10 +1,12 @@
 """Many scrapers at once: lunlat against prometheus-node-exporter on this host.
 
-    python bench/concurrent_scrapes.py [--clients 50 200] [--rounds 5] [--warm-up N] [--node-exporter BIN]
-                                       [--node-flag F]
+    python bench/concurrent_scrapes.py [--clients 50 200] [--rounds 5] [--warm-up N] [--devices N]
+                                       [--max-time S] [--node-exporter BIN] [--node-flag F]
 
 Starts both exporters on 127.0.0.1 (kernel-picked ports; node_exporter with its default
-collectors, lunlat with its defaults) and, for each client count N, has curl open N connections at
+collectors, lunlat with its defaults), on this host's own disks or, with `--devices N`, on the
+synthetic host of N block devices `scrape_vs_node_exporter.py` builds (its diskstats advanced
+before each round), and, for each client count N, has curl open N connections at
 once (`--parallel --parallel-immediate`: a C client, so the measurement is not the client's GIL),
 each asking for /metrics with gzip as Prometheus does. Both run with `--web.max-requests` set to
 the largest N, so every client is let in: a 503 at an in-flight limit is quick and would flatter
@@ -31,6 +33,9 @@ sys.path.insert(0, str(REPO))
 
 from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess, lunlat_serve  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench"))
+from scrape_vs_node_exporter import Host  # noqa: E402
+
 NODE_EXPORTER_NAMES = ("prometheus-node-exporter", "node_exporter")
 
 
@@ -40,14 +45,14 @@ class Round:
     codes: Counter[str]
 
 
-def burst(port: int, clients: int) -> Round:
+def burst(port: int, clients: int, max_time: float) -> Round:
     """`clients` concurrent GETs of /metrics on fresh connections; each one's time and status."""
     url = f"http://{LOOPBACK}:{port}/metrics"
     argv = ["curl", "-s", "--parallel", "--parallel-immediate", "--parallel-max", str(clients),
-            "--max-time", "60", "-H", "Accept-Encoding: gzip"]  # fmt: skip
+            "--max-time", str(max_time), "-H", "Accept-Encoding: gzip"]  # fmt: skip
     for _ in range(clients):
         argv += ["-o", "/dev/null", "-w", "%{http_code} %{time_total}\n", url]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False).stdout
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=2 * max_time + 60, check=False).stdout
     seconds: list[float] = []
     codes: Counter[str] = Counter()
     for line in out.splitlines():
@@ -64,13 +69,15 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def measure(port: int, clients: int, rounds: int, warm_up: int | None) -> Round:
+def measure(port: int, clients: int, args: argparse.Namespace, host: Host | None) -> Round:
     # Warm-up, by default at full width: first-scrape caches, threads kept for reuse.
-    burst(port, clients if warm_up is None else warm_up)
+    burst(port, clients if args.warm_up is None else args.warm_up, args.max_time)
     seconds: list[float] = []
     codes: Counter[str] = Counter()
-    for _ in range(rounds):
-        result = burst(port, clients)
+    for round_number in range(args.rounds):
+        if host is not None:
+            host.write_diskstats(round_number + 1)  # every counter advanced: nothing served from a cache
+        result = burst(port, clients, args.max_time)
         seconds += result.seconds
         codes += result.codes
     return Round(seconds, codes)
@@ -85,6 +92,10 @@ def main() -> int:
         type=int,
         help="clients of the untimed first burst (default: each N; fewer leaves the first round to start threads)",
     )
+    parser.add_argument(
+        "--devices", type=int, default=0, help="the synthetic host of N devices instead of this host's disks"
+    )
+    parser.add_argument("--max-time", type=float, default=60.0, help="curl's limit for one request, seconds")
     parser.add_argument("--lunlat-flag", action="append", default=[], help="extra flag for lunlat serve")
     parser.add_argument("--node-flag", action="append", default=[], help="extra flag for node_exporter")
     parser.add_argument(
@@ -102,11 +113,19 @@ def main() -> int:
     # Default("40"); lunlat's flag of the same name (cli.py) also defaults to 40.
     limit = f"--web.max-requests={max(args.clients)}"
     with tempfile.TemporaryDirectory(prefix="lunlat-bench-") as tmp:
+        host: Host | None = None
+        paths: list[str] = []
+        if args.devices > 0:
+            host = Host(Path(tmp) / "host", args.devices)
+            host.write_diskstats(0)
+            paths = [f"--path.procfs={host.procfs}", f"--path.sysfs={host.sysfs}"]
+            print(f"synthetic host: {len(host.devices)} block devices ({host.count('map')} multipath maps)")
         lunlat = ExporterProcess(
-            lunlat_serve(limit, *args.lunlat_flag), Path(tmp) / "lunlat.log", port_pattern=LUNLAT_PORT
+            lunlat_serve(limit, *paths, *args.lunlat_flag), Path(tmp) / "lunlat.log", port_pattern=LUNLAT_PORT
         )
+        udev = [f"--path.udev.data={host.udev}"] if host is not None else []
         peer = ExporterProcess(
-            [node, f"--web.listen-address={LOOPBACK}:0", limit, *args.node_flag],
+            [node, f"--web.listen-address={LOOPBACK}:0", limit, *paths, *udev, *args.node_flag],
             Path(tmp) / "node_exporter.log",
             port_pattern=NODE_EXPORTER_PORT,
             name="node_exporter",
@@ -116,7 +135,7 @@ def main() -> int:
             for clients in args.clients:
                 results = {}
                 for name, process in (("lunlat", lunlat), ("node_exporter", peer)):
-                    result = measure(process.port, clients, args.rounds, args.warm_up)
+                    result = measure(process.port, clients, args, host)
                     results[name] = result
                     answers = ", ".join(f"{k}: {v}" for k, v in sorted(result.codes.items()))
                     median = statistics.median(result.seconds) * 1000 if result.seconds else float("nan")
