@@ -157,8 +157,9 @@ HYPERSCALE = "Hyperscale"
 # ("Read queries on replicas", https://learn.microsoft.com/azure/azure-sql/database/read-scale-out;
 # MicrosoftDocs/sql-docs azure-sql/database/read-scale-out.md). On a Hyperscale one, "log writes don't
 # actually occur on secondary replicas, any accounting of log IOs on the secondary replicas is for
-# tracking purposes only" ("Hyperscale performance diagnostics", "Log writes"). A primary set
-# READ_ONLY writes no log either.
+# tracking purposes only" ("Hyperscale performance diagnostics", "Log writes"). A database set
+# READ_ONLY on the primary "supports data reads but not data modifications" (DATABASEPROPERTYEX): no
+# commit waits on its log there either.
 READ_ONLY = "READ_ONLY"
 
 # Azure SQL Database's waits of the connection's database: sys.dm_db_wait_stats, the columns of
@@ -225,9 +226,9 @@ FROM sys.dm_os_sys_info""",
 # Azure SQL Database's identity: no view at all (see EDITION for why not sys.dm_os_sys_info), so every
 # service tier answers it with the one grant its DMVs need (VIEW DATABASE STATE); the service tier
 # (HYPERSCALE above) and whether the database takes writes (READ_ONLY above) from DATABASEPROPERTYEX,
-# which reads no view either. No start time: the
-# service's counters restart on a failover anyway ("not persisted across SQL Database failover events",
-# sys.dm_db_wait_stats), which Prometheus sees as a counter reset.
+# which reads no view either. No start time: the service's counters restart on a failover anyway ("not
+# persisted across SQL Database failover events", sys.dm_db_wait_stats), which Prometheus sees as a
+# counter reset.
 SERVER_SQL_DATABASE = Query(
     "server_sql_database",
     """SELECT CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)) AS server_name,
