@@ -123,8 +123,9 @@ class HistogramSource:
                 for bound in BOUNDS:
                     le = "+Inf" if math.isinf(bound) else format_value(bound)
                     count = k * sum(n for lat, n in ios.items() if lat <= bound)
-                    histogram.add(LabelSet(names, (lun.name, lun.device, op, le)), count, "_bucket")
-                op_labels = LabelSet(contract.BIO_LABELS, (lun.name, lun.device, op))
+                    histogram.add(LabelSet(names, (lun.name, lun.device, op, "small", le)), count, "_bucket")
+                # One size class: the panels and rules add the classes up, so one holding all is enough.
+                op_labels = LabelSet(contract.BIO_LABELS, (lun.name, lun.device, op, "small"))
                 histogram.add(op_labels, k * sum(ios.values()), "_count")
                 histogram.add(op_labels, k * sum(lat * n for lat, n in ios.items()), "_sum")
         return SourceResult([info, *counters.values(), histogram])

@@ -20,6 +20,7 @@ from lunlat.sources.base import SourceError
 from lunlat.sources.biolatency import (
     CAP_BPF,
     CAP_PERFMON,
+    VALUE_SIZE,
     BiolatencySource,
     Counters,
     Engine,
@@ -27,7 +28,6 @@ from lunlat.sources.biolatency import (
     kernel_dev,
     unavailable_cause,
 )
-from lunlat.sources.bpf.programs import BOUND_UNITS, BUCKETS, UNITS_PER_SECOND, VALUE_SIZE
 from lunlat.sources.factory import Context, Settings
 from lunlat.sources.published import PublishedDevice, PublishedDevices
 from lunlat.sources.registry import build_sources
@@ -36,18 +36,6 @@ from lunlat.yamlmodel import ConfigError
 PROMTOOL = shutil.which("promtool")
 LOOP = (7, 10)
 DEV = kernel_dev(*LOOP)
-
-
-def test_the_goal_and_every_bound_are_edges_of_the_log2_histogram() -> None:
-    # 1 ms is 2^10 units of ms/1024 exactly: the programs' integer ns * 1024 / 10^6 reaches 1024
-    # at 1,000,000 ns and not one ns before.
-    assert BOUND_UNITS[contract.BIO_BUCKETS.index(0.001)] == 1024
-    assert (1_000_000 * 1024) // 1_000_000 == 1024
-    assert (999_999 * 1024) // 1_000_000 == 1023
-    for bound, units in zip(contract.BIO_BUCKETS, BOUND_UNITS, strict=True):
-        assert units == 1 << (units.bit_length() - 1)
-        assert units / UNITS_PER_SECOND == bound
-    assert len(contract.BIO_BUCKETS) == 17 and BUCKETS == 18  # + the +Inf bucket
 
 
 def _percpu(*cpus: list[int]) -> bytes:
@@ -75,7 +63,7 @@ def test_counters_are_summed_over_cpus_and_cumulated_below_each_bound() -> None:
 def _device_families() -> str:
     read = Counters((0, 5, 0, 0, 0, 0, 0, 2, 3) + (0,) * 9, 4_500_000, 12_000)
     write = Counters((0,) * 16 + (1, 1), 1_600_000_000, 0)
-    counters = {(DEV, 0): read, (DEV, 1): write}
+    counters = {(DEV, 0, 0): read, (DEV, 1, 2): write}
     devices = {LOOP: PublishedDevice("ora_data", "loop10", "data"), (8, 0): PublishedDevice("sda", "sda", "")}
     return render(families(counters, devices))
 
@@ -86,7 +74,9 @@ def test_exposition_is_a_valid_histogram_per_lun_and_op() -> None:
     read = {
         s.labels.get("le", s.name): s.value
         for s in samples
-        if s.labels.get("device") == "loop10" and s.labels["op"] == "read" and "latency" in s.name
+        if s.labels.get("device") == "loop10"
+        and (s.labels["op"], s.labels["size"]) == ("read", "small")
+        and "latency" in s.name
     }
     assert read["+Inf"] == 10
     assert read["lunlat_device_io_latency_seconds_count"] == 10
@@ -96,18 +86,20 @@ def test_exposition_is_a_valid_histogram_per_lun_and_op() -> None:
     assert read["0.001"] == 7  # bucket 8, [1 ms, 2 ms), is above 1 ms
     assert read["0.002"] == 10
     write = {
-        s.labels.get("le", ""): s.value
+        (s.labels["size"], s.labels.get("le", "")): s.value
         for s in samples
         if s.name.endswith("_bucket") and s.labels["device"] == "loop10" and s.labels["op"] == "write"
     }
-    assert write["0.512"] == 1 and write["+Inf"] == 2  # one at or over 512 ms: only +Inf
-    # 2 published devices x 2 ops x (18 buckets + _sum + _count) + 2 x 2 queue counters.
-    assert len(samples) == 2 * 2 * 20 + 2 * 2
+    assert write[("large", "0.512")] == 1 and write[("large", "+Inf")] == 2  # at or over 512 ms: only +Inf
+    assert write[("small", "+Inf")] == write[("middle", "+Inf")] == 0  # each size class apart
+    # 2 published devices x 2 ops x 3 size classes x (18 buckets + _sum + _count) + a queue counter each.
+    assert len(samples) == 2 * 2 * 3 * 20 + 2 * 2 * 3
     # An idle published device has its series, all zero.
     idle = [s for s in samples if s.labels.get("device") == "sda"]
     assert idle and all(s.value == 0 for s in idle)
     queue = [s for s in samples if s.name == "lunlat_device_io_queue_time_seconds_total"]
-    assert {(s.labels["device"], s.labels["op"]): s.value for s in queue}[("loop10", "read")] == 1.2e-05
+    by_series = {(s.labels["device"], s.labels["op"], s.labels["size"]): s.value for s in queue}
+    assert by_series[("loop10", "read", "small")] == 1.2e-05
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: prometheus)")

@@ -127,10 +127,14 @@ lunlat_device_read_time_seconds_total{lun="ora_data",device="dm-0"} 0.036
 lunlat_lun_info{lun="ora_data",device="dm-0",wwid="",naa="",vendor="",model="",paths="",database="ORCL",\
 role="data",workload="oltp",mountpoint="",kind="lun"} 1
 # TYPE lunlat_device_io_latency_seconds histogram
-lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",le="0.001"} 7
-lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",le="+Inf"} 12
-lunlat_device_io_latency_seconds_sum{lun="ora_data",device="dm-0",op="read"} 0.03
-lunlat_device_io_latency_seconds_count{lun="ora_data",device="dm-0",op="read"} 12
+lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",size="small",le="0.001"} 7
+lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",size="small",le="+Inf"} 10
+lunlat_device_io_latency_seconds_sum{lun="ora_data",device="dm-0",op="read",size="small"} 0.01
+lunlat_device_io_latency_seconds_count{lun="ora_data",device="dm-0",op="read",size="small"} 10
+lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",size="large",le="0.001"} 0
+lunlat_device_io_latency_seconds_bucket{lun="ora_data",device="dm-0",op="read",size="large",le="+Inf"} 2
+lunlat_device_io_latency_seconds_sum{lun="ora_data",device="dm-0",op="read",size="large"} 0.02
+lunlat_device_io_latency_seconds_count{lun="ora_data",device="dm-0",op="read",size="large"} 2
 """
 
 
@@ -140,7 +144,7 @@ def test_snapshot_from_an_exporters_text() -> None:
     assert taken.labels == {key: ("ORCL", "data", "oltp")}
     counters = taken.counters[key]
     assert (counters.reads, counters.read_seconds) == (12.0, 0.036)
-    assert counters.buckets == {"read": {0.001: 7.0, INF: 12.0}}
+    assert counters.buckets == {"read": {0.001: 7.0, INF: 12.0}}  # the size classes added up
 
 
 @pytest.mark.parametrize(

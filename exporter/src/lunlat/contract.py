@@ -138,8 +138,17 @@ DEVICE_FLUSH_TIME = MetricSpec(
 # Per-I/O latency from the kernel's block tracepoints (the biolatency source, eBPF; off by default):
 # the distribution the averages above hide. Buckets are powers of two around the 1 ms goal, so the
 # goal is a bucket edge and the share of I/Os slower than it is exact (BIO_BUCKETS).
-BIO_LABELS: tuple[str, ...] = ("lun", "device", "op")
+BIO_LABELS: tuple[str, ...] = ("lun", "device", "op", "size")
 BIO_OPS: tuple[str, ...] = ("read", "write")
+# Size classes of a block request, by its bytes at issue (the biolatency programs class each I/O in the
+# kernel): `small` up to BIO_SMALL_MAX, `large` from BIO_LARGE_MIN, `middle` between. The boundaries are
+# the project's own, from two facts: a database's single-page I/O is 8 KiB (PostgreSQL's BLCKSZ, SQL
+# Server's page, Oracle's default DB_BLOCK_SIZE), so transactional I/O of one or two pages is small;
+# the kernel's default read-ahead is 128 KiB (include/linux/mm.h VM_READAHEAD_PAGES, SZ_128K /
+# PAGE_SIZE), so a sequential scan's reads are large. docs/metrics.md, "Size classes".
+BIO_SIZES: tuple[str, ...] = ("small", "middle", "large")
+BIO_SMALL_MAX = 16 * 1024  # bytes, at most (biolatency.bpf.c SMALL_MAX)
+BIO_LARGE_MIN = 128 * 1024  # bytes, at least (biolatency.bpf.c LARGE_MIN)
 DEFAULT_GOAL_SECONDS = 0.001  # the default goal (alerts/goals.yaml default.goal_ms 1) as a bucket edge
 # 1 ms x 2^k for k = -7 … 9: 7.8125 µs … 512 ms (17 bounds and +Inf). Exact binary scalings of one
 # double, so the 0.001 bound prints as "0.001" and PromQL's le="0.001" matches it.
@@ -148,8 +157,9 @@ DEVICE_IO_LATENCY = MetricSpec(
     "lunlat_device_io_latency_seconds",
     "histogram",
     "Latency of each completed block request of the LUN, from its insertion into the block layer (or "
-    "its issue, when it bypassed the queue) to its completion, by op (read, write): the kernel's block "
-    "tracepoints through eBPF (--collector.biolatency). Flushes and discards are not counted.",
+    "its issue, when it bypassed the queue) to its completion: the kernel's block "
+    "tracepoints through eBPF (--collector.biolatency), by op (read, write) and size class of the request "
+    "(small: up to 16 KiB, middle, large: 128 KiB and more). Flushes and discards are not counted.",
     BIO_LABELS,
 )
 DEVICE_IO_QUEUE_TIME = MetricSpec(
@@ -157,7 +167,7 @@ DEVICE_IO_QUEUE_TIME = MetricSpec(
     "counter",
     "Time the LUN's issued block requests waited in the host's queue (from the request's start, where "
     "diskstats' time starts, to issue), summed, "
-    "by op: the host's share of the latency histogram's sum; the rest is the device's.",
+    "by op and size class: the host's share of the latency histogram's sum; the rest is the device's.",
     BIO_LABELS,
 )
 BIO_METRICS: tuple[MetricSpec, ...] = (DEVICE_IO_LATENCY, DEVICE_IO_QUEUE_TIME)

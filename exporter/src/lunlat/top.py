@@ -127,7 +127,7 @@ def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
             le = sample_labels.get("le", "")
             bound = math.inf if le == "+Inf" else float(le)
             op = counters.setdefault(key, Counters()).buckets.setdefault(sample_labels.get("op", ""), {})
-            op[bound] = value
+            op[bound] = op.get(bound, 0.0) + value  # every size class of the op (contract.BIO_SIZES)
         elif name == contract.LUN_INFO.name:
             get = sample_labels.get
             labels[key] = (get("database", ""), get("role", ""), get("workload", ""))

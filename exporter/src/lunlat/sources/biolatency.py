@@ -1,13 +1,16 @@
-"""Per-I/O latency histograms of the published LUNs from the kernel's block tracepoints (issue 17).
+"""Per-I/O latency histograms of the published LUNs from the kernel's block tracepoints (issue 17),
+by op and size class (issue 36).
 
-Engine: two small BPF programs lunlat loads itself through bpf(2) (sources/bpf/: the kernel's BTF
-for struct offsets, the system call, an assembler; docs/metrics.md, "Per-I/O latency histograms", says why).
-They run on the raw tracepoints block_rq_issue and block_rq_complete; per I/O they look up the
-device's slot in a hash map (only published devices are there: the filter runs in the kernel) and
-add to that slot's per-CPU counters: a log2 bucket and the summed latency at completion, the summed
-queue time at issue. lunlat reads the counters at scrape time. Nothing per I/O crosses into user
-space, and no per-request state is kept: the latency is the kernel's own `now - rq->start_time_ns`,
-what diskstats' time counts (sources/bpf/programs.py cites each fact the programs rely on).
+Engine: three small BPF programs in C (sources/bpf/biolatency.bpf.c, which cites each kernel fact it
+relies on), compiled when lunlat is built and loaded by the distribution's libbpf
+(sources/bpf/libbpf.py), which relocates them to the running kernel's BTF. Per I/O they look up the
+device's slot in a hash map (only published devices are there: the filter runs in the kernel), keep
+the request's bytes from issue to completion, and add to that slot's per-CPU counters of the request's
+op and size class: a log2 bucket and the summed latency at completion, the summed queue time at
+issue. lunlat reads the counters at scrape time; nothing per I/O crosses into user space.
+
+Which completion hook, from the kernel's BTF (never its version): block_io_done where the kernel has
+it and names the request flags diskstats tests (enum rqf_flags), else block_rq_complete.
 
 Counted apart, as `lunlat_source_errors_total{source="biolatency"}` reasons:
 - `untimed_io`: a completion of a published device whose request had no start time (I/O statistics
@@ -15,8 +18,12 @@ Counted apart, as `lunlat_source_errors_total{source="biolatency"}` reasons:
 - `missed_io`: program runs the kernel skipped because the same program was already running on that
   CPU (kernel/trace/bpf_trace.c __bpf_trace_run: `bpf_prog_inc_misses_counter`; the count is
   `recursion_misses` in the program fd's /proc/self/fdinfo, kernel/bpf/syscall.c
-  bpf_prog_show_fdinfo). Such an I/O is in diskstats but not in the histogram.
+  bpf_prog_show_fdinfo, where the kernel has it). Such an I/O is in diskstats but not in the histogram.
 - `map_full`: a published device left untraced because `max_devices` slots are in use.
+- `unsized_io`: a completion whose size was not seen at issue (issued before the programs were
+  attached, or more requests in flight than the size map holds): counted in the small class.
+- `unknown_issue_prototype`: block_rq_issue fired with a prototype the program does not know, so no
+  queue time and no size was taken for that request.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import resource
 import struct
 import sys
 import threading
@@ -37,24 +45,34 @@ from lunlat import contract, logs
 from lunlat.config import BiolatencyConfig
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.bpf import programs, syscall
-from lunlat.sources.bpf.btf import VMLINUX, Btf, BtfError
-from lunlat.sources.bpf.programs import BUCKETS, NS_AT, QUEUE_AT, UNTIMED_AT, VALUE_SIZE
+from lunlat.sources.bpf import libbpf, object_path
 from lunlat.sources.factory import BuildError, Context
 from lunlat.sources.published import PublishedDevice, PublishedDevices
 
 log = logs.get(__name__)
 
-MINORBITS = programs.MINORBITS  # include/linux/kdev_t.h: the kernel's dev_t is major << 20 | minor
+MINORBITS = 20  # include/linux/kdev_t.h: the kernel's dev_t is major << 20 | minor
 OPS: tuple[str, ...] = contract.BIO_OPS  # index 0 read, 1 write, as the programs number them
-WORDS = VALUE_SIZE // 8  # u64 counters per (device, op) and CPU
+SIZES: tuple[str, ...] = contract.BIO_SIZES  # index 0 small, 1 middle, 2 large, likewise
+BUCKETS = len(contract.BIO_BUCKETS) + 1  # the last one: at or above the top bound (+Inf)
+# struct counters (biolatency.bpf.c): the buckets, then the summed latency, the summed queue time and
+# the completions without a start time, all u64. Element ((slot * OPS) + op) * SIZES + size.
+WORDS = BUCKETS + 3
+VALUE_SIZE = 8 * WORDS
+NS_AT, QUEUE_AT, UNTIMED_AT = BUCKETS, BUCKETS + 1, BUCKETS + 2  # word indexes
+ELEMENTS_PER_DEVICE = len(OPS) * len(SIZES)
+# Requests of the published devices in flight at once whose size the `sizes` map can hold (libbpf-tools'
+# biolatency keeps its in-flight map at the same 10,240 entries: MAX_ENTRIES).
+SIZES_IN_FLIGHT = 10240
+PROBLEMS = ("unsized_io", "unknown_issue_prototype")  # the `problems` map's indexes
 RECHECK_UNAVAILABLE = 60.0  # how often a load that failed (no permission yet, say) is tried again
 # Linux capabilities (include/uapi/linux/capability.h): loading tracing programs and reading kernel
 # memory from them needs CAP_BPF and CAP_PERFMON (kernel 5.8+), or CAP_SYS_ADMIN, or root.
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
-# Raw tracepoints (include/trace/events/block.h): block_io_done since kernel 6.5 (block/blk-mq.c,
-# blk_account_io_done), the other two in every kernel with raw tracepoints.
-DONE, COMPLETE, ISSUE = "block_io_done", "block_rq_complete", "block_rq_issue"
+# The programs (biolatency.bpf.c) and the tracepoints they are attached to (include/trace/events/block.h).
+DONE, COMPLETE, ISSUE = "lunlat_io_done", "lunlat_rq_complete", "lunlat_rq_issue"
+TRACEPOINTS = {DONE: "block_io_done", COMPLETE: "block_rq_complete", ISSUE: "block_rq_issue"}
+VMLINUX = Path("/sys/kernel/btf/vmlinux")
 
 
 def kernel_dev(major: int, minor: int) -> int:
@@ -69,9 +87,21 @@ def format_le(bound: float) -> str:
 LE_VALUES: tuple[str, ...] = tuple(format_le(b) for b in contract.BIO_BUCKETS)
 
 
+def size_class(nbytes: int) -> str:
+    """The size class of a request of `nbytes` (what biolatency.bpf.c's size_class computes)."""
+    if nbytes <= contract.BIO_SMALL_MAX:
+        return SIZES[0]
+    return SIZES[1] if nbytes < contract.BIO_LARGE_MIN else SIZES[2]
+
+
+def element(slot: int, op: int, size: int) -> int:
+    return (slot * len(OPS) + op) * len(SIZES) + size
+
+
 @dataclass(frozen=True, slots=True)
 class Counters:
-    """One device's and op's counters, summed over CPUs: per bucket (the last is +Inf), ns, queue ns."""
+    """One device's, op's and size class's counters, summed over CPUs: per bucket (the last is +Inf),
+    ns, queue ns, untimed."""
 
     buckets: tuple[int, ...] = (0,) * BUCKETS
     ns: int = 0
@@ -83,7 +113,15 @@ class Counters:
         """Sum an element read from the per-CPU map: each CPU's VALUE_SIZE bytes in turn."""
         words = memoryview(raw).cast("Q")
         sums = [sum(words[i::WORDS]) for i in range(WORDS)]
-        return cls(tuple(sums[:BUCKETS]), sums[NS_AT // 8], sums[QUEUE_AT // 8], sums[UNTIMED_AT // 8])
+        return cls(tuple(sums[:BUCKETS]), sums[NS_AT], sums[QUEUE_AT], sums[UNTIMED_AT])
+
+    def __add__(self, other: Counters) -> Counters:
+        return Counters(
+            tuple(a + b for a, b in zip(self.buckets, other.buckets, strict=True)),
+            self.ns + other.ns,
+            self.queue_ns + other.queue_ns,
+            self.untimed + other.untimed,
+        )
 
     def cumulative(self) -> tuple[list[int], int]:
         """Counts below each contract bound and the total."""
@@ -94,11 +132,23 @@ class Counters:
         return out, running + self.buckets[-1]
 
 
+Key = tuple[int, int, int]  # (dev_t, op index, size index)
+
+
+def by_op(counters: Mapping[Key, Counters]) -> dict[tuple[int, int], Counters]:
+    """The counters of every size class added up, keyed (dev_t, op)."""
+    out: dict[tuple[int, int], Counters] = {}
+    for (dev, op, _size), c in counters.items():
+        out[(dev, op)] = out.get((dev, op), Counters()) + c
+    return out
+
+
 def families(
-    counters: Mapping[tuple[int, int], Counters], devices: Mapping[tuple[int, int], PublishedDevice]
+    counters: Mapping[Key, Counters], devices: Mapping[tuple[int, int], PublishedDevice]
 ) -> list[Family]:
-    """The histogram and queue-time families of `devices` (keyed (dev_t, op)), zeros for a device with
-    no I/O yet so its series exist from the start (2 ops x (18 buckets + _sum + _count + queue))."""
+    """The histogram and queue-time families of `devices` (counters keyed (dev_t, op, size)), zeros
+    for a device with no I/O yet so its series exist from the start (2 ops x 3 sizes x (18 buckets +
+    _sum + _count + queue))."""
     hist = Family(contract.DEVICE_IO_LATENCY)
     queue = Family(contract.DEVICE_IO_QUEUE_TIME)
     names = (*contract.BIO_LABELS, "le")
@@ -106,16 +156,17 @@ def families(
     for (major, minor), device in devices.items():
         dev = kernel_dev(major, minor)
         for op_index, op in enumerate(OPS):
-            c = counters.get((dev, op_index), empty)
-            values = (device.lun, device.device, op)
-            labels = LabelSet(contract.BIO_LABELS, values)
-            below, total = c.cumulative()
-            for le, count in zip(LE_VALUES, below, strict=True):
-                hist.add(LabelSet(names, (*values, le)), count, "_bucket")
-            hist.add(LabelSet(names, (*values, "+Inf")), total, "_bucket")
-            hist.add(labels, c.ns / 1e9, "_sum")
-            hist.add(labels, total, "_count")
-            queue.add(labels, c.queue_ns / 1e9)
+            for size_index, size in enumerate(SIZES):
+                c = counters.get((dev, op_index, size_index), empty)
+                values = (device.lun, device.device, op, size)
+                labels = LabelSet(contract.BIO_LABELS, values)
+                below, total = c.cumulative()
+                for le, count in zip(LE_VALUES, below, strict=True):
+                    hist.add(LabelSet(names, (*values, le)), count, "_bucket")
+                hist.add(LabelSet(names, (*values, "+Inf")), total, "_bucket")
+                hist.add(labels, c.ns / 1e9, "_sum")
+                hist.add(labels, total, "_count")
+                queue.add(labels, c.queue_ns / 1e9)
     return [hist, queue]
 
 
@@ -133,14 +184,21 @@ def _effective_capabilities(status: Path = Path("/proc/self/status")) -> int:
 
 
 def unavailable_cause(
-    euid: int | None = None, capabilities: int | None = None, btf: Path = VMLINUX
+    euid: int | None = None,
+    capabilities: int | None = None,
+    btf: Path = VMLINUX,
+    bpf_object: Path | None = None,
 ) -> str | None:
     """Why the programs cannot be loaded here, with the fix, or None. Checked before a load so the
     log names the cause rather than an errno."""
     if not sys.platform.startswith("linux"):
         return "needs Linux (eBPF and the block tracepoints); nothing to fix on this platform"
-    if syscall.syscall_number() is None:
-        return f"no bpf(2) system call number known for {os.uname().machine}"
+    obj = object_path() if bpf_object is None else bpf_object
+    if not obj.exists():
+        return (
+            "this lunlat was built without its BPF object (building it needs clang 15+, bpftool and "
+            "libbpf-dev: install them, then reinstall lunlat; the DEB, RPM and image carry it)"
+        )
     caps = _effective_capabilities() if capabilities is None else capabilities
     privileged = (os.geteuid() if euid is None else euid) == 0 or bool(caps & (1 << CAP_SYS_ADMIN))
     if not privileged and not (caps & (1 << CAP_BPF) and caps & (1 << CAP_PERFMON)):
@@ -153,21 +211,38 @@ def unavailable_cause(
     return None
 
 
+def refused_cause(exc: OSError) -> str:
+    """What a refused load (EPERM, EACCES) means, with the fix. Kernels before 5.11 charge BPF maps to
+    RLIMIT_MEMLOCK (kernel commit 3ac1f01b43b6, "bpf: Eliminate rlimit-based memory accounting for bpf
+    progs", v5.11, moved them to memory cgroups); libbpf raises the limit itself where it may
+    (libbpf.py), so a finite limit left after a refusal is the likely cause for a privileged process."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != resource.RLIM_INFINITY:
+        return (
+            f"the kernel refused: {exc}. RLIMIT_MEMLOCK is {soft // 1024} KiB and could not be raised: "
+            "kernels before 5.11 charge BPF maps to it. Raise it (systemd: LimitMEMLOCK=infinity, as "
+            "deploy/systemd/biolatency.conf does; a shell: ulimit -l unlimited); otherwise root, or "
+            "CAP_BPF and CAP_PERFMON, and no kernel lockdown are needed"
+        )
+    return f"the kernel refused: {exc} (root, or CAP_BPF and CAP_PERFMON, and no kernel lockdown)"
+
+
 class Engine:
     """The loaded programs and maps; published devices get a slot each in the kernel's device map.
 
-    Loaded at the first `sync` (the kernel's BTF takes about half a second to read), again a minute
-    after a failed load. Every kernel object is a file descriptor: `close()` detaches and frees all.
+    Loaded at the first `sync`, again a minute after a failed load. Every kernel object belongs to
+    the libbpf object: `close()` detaches and frees all.
     """
 
     def __init__(self, config: BiolatencyConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self._config = config
         self._clock = clock
         self._lock = threading.Lock()
-        self._fds: list[int] = []
+        self._obj: libbpf.BpfObject | None = None
         self._programs: list[int] = []
         self._devices_fd = -1
-        self._stats_fd = -1
+        self._io_fd = -1
+        self._problems_fd = -1
         self._cpus = 0
         self._slots: dict[int, int] = {}  # kernel dev_t -> slot
         self.tracepoints: list[str] = []  # what the programs are attached to
@@ -194,20 +269,35 @@ class Engine:
 
     def _load(self) -> str | None:
         try:
-            offsets = programs.Offsets.of(Btf.kernel())
-            self._cpus = syscall.possible_cpus()
+            self._cpus = libbpf.possible_cpus()
+            with libbpf.VmlinuxBtf() as btf:
+                done = btf.has("btf_trace_block_io_done", libbpf.BTF_KIND_TYPEDEF) and btf.has_enum(
+                    "rqf_flags"
+                )
+            obj = self._obj = libbpf.BpfObject(object_path())
+            completion = DONE if done else COMPLETE
+            obj.set_autoload(DONE, done)
+            obj.set_autoload(COMPLETE, not done)
             size = self._config.max_devices
-            self._devices_fd = syscall.create_map(syscall.MAP_TYPE_HASH, 4, 4, size, "lunlat_devices")
-            self._fds.append(self._devices_fd)
-            self._stats_fd = syscall.create_map(
-                syscall.MAP_TYPE_PERCPU_ARRAY, 4, VALUE_SIZE, size * len(OPS), "lunlat_io"
-            )
-            self._fds.append(self._stats_fd)
-            self._attach(offsets)
-        except (BtfError, OSError, ValueError) as exc:
-            self._close_fds()
+            obj.set_max_entries("devices", size)
+            obj.set_max_entries("io", size * ELEMENTS_PER_DEVICE)
+            obj.set_max_entries("sizes", SIZES_IN_FLIGHT)
+            if obj.value_size("io") != VALUE_SIZE:
+                raise ValueError(
+                    f"the BPF object's counters are {obj.value_size('io')} bytes, this lunlat reads "
+                    f"{VALUE_SIZE}: the object is from another lunlat build; reinstall lunlat"
+                )
+            obj.load()
+            for program in (completion, ISSUE):
+                obj.attach(program)
+                self._programs.append(obj.program_fd(program))
+                self.tracepoints.append(TRACEPOINTS[program])
+            self._devices_fd, self._io_fd = obj.map_fd("devices"), obj.map_fd("io")
+            self._problems_fd = obj.map_fd("problems")
+        except (OSError, ValueError) as exc:
+            self._close_object()
             if isinstance(exc, OSError) and exc.errno in (errno.EPERM, errno.EACCES):
-                return f"the kernel refused: {exc} (root, or CAP_BPF and CAP_PERFMON, and no lockdown)"
+                return refused_cause(exc)
             return f"cannot load the BPF programs: {exc}"
         self._slots, self._free = {}, list(range(self._config.max_devices - 1, -1, -1))
         log.info(
@@ -217,31 +307,6 @@ class Engine:
         )
         return None
 
-    def _attach(self, offsets: programs.Offsets) -> None:
-        """The completion program on block_io_done where the kernel has it (6.5+) and its BTF names the
-        flags diskstats tests, else on block_rq_complete; the issue program on block_rq_issue."""
-        choices = [(DONE, programs.done)] if offsets.accounting_known else []
-        choices.append((COMPLETE, programs.complete))
-        for tracepoint, build in choices:
-            code = build(offsets, self._devices_fd, self._stats_fd)
-            prog = syscall.load_program(syscall.PROG_TYPE_RAW_TRACEPOINT, code, f"lunlat_{tracepoint[6:]}")
-            self._fds.append(prog)
-            try:
-                self._fds.append(syscall.attach_raw_tracepoint(tracepoint, prog))
-            except OSError as exc:
-                if exc.errno == errno.ENOENT and tracepoint == DONE:
-                    continue  # a kernel before 6.5: the next choice
-                raise
-            self._programs.append(prog)
-            self.tracepoints.append(tracepoint)
-            break
-        code = programs.issue(offsets, self._devices_fd, self._stats_fd)
-        prog = syscall.load_program(syscall.PROG_TYPE_RAW_TRACEPOINT, code, "lunlat_rq_issue")
-        self._fds.append(prog)
-        self._fds.append(syscall.attach_raw_tracepoint(ISSUE, prog))
-        self._programs.append(prog)
-        self.tracepoints.append(ISSUE)
-
     def sync(self, devices: list[int]) -> list[int]:
         """Trace exactly these devices (kernel dev_t); the ones left out for want of a slot."""
         with self._lock:
@@ -249,7 +314,7 @@ class Engine:
                 return []
             wanted = set(devices)
             for dev in [d for d in self._slots if d not in wanted]:
-                syscall.delete(self._devices_fd, struct.pack("<I", dev))
+                libbpf.delete(self._devices_fd, struct.pack("<I", dev))
                 self._free.append(self._slots.pop(dev))
             left_out = []
             zeros = bytes(VALUE_SIZE * self._cpus)
@@ -260,43 +325,57 @@ class Engine:
                     left_out.append(dev)
                     continue
                 slot = self._free.pop()
-                for op in range(len(OPS)):  # a reused slot starts from zero before the kernel sees it
-                    syscall.update(self._stats_fd, struct.pack("<I", slot * len(OPS) + op), zeros)
-                syscall.update(self._devices_fd, struct.pack("<I", dev), struct.pack("<I", slot))
+                # A reused slot starts from zero before the kernel sees it.
+                for index in range(element(slot, 0, 0), element(slot + 1, 0, 0)):
+                    libbpf.update(self._io_fd, struct.pack("<I", index), zeros)
+                libbpf.update(self._devices_fd, struct.pack("<I", dev), struct.pack("<I", slot))
                 self._slots[dev] = slot
             return left_out
 
-    def counters(self) -> dict[tuple[int, int], Counters]:
-        """Every traced device's counters, keyed (dev_t, op)."""
+    def counters(self) -> dict[Key, Counters]:
+        """Every traced device's counters, keyed (dev_t, op, size)."""
         with self._lock:
             out = {}
             for dev, slot in self._slots.items():
                 for op in range(len(OPS)):
-                    raw = syscall.lookup(
-                        self._stats_fd, struct.pack("<I", slot * len(OPS) + op), VALUE_SIZE * self._cpus
-                    )
-                    out[(dev, op)] = Counters.from_percpu(raw) if raw is not None else Counters()
+                    for size in range(len(SIZES)):
+                        key = struct.pack("<I", element(slot, op, size))
+                        raw = libbpf.lookup(self._io_fd, key, VALUE_SIZE * self._cpus)
+                        out[(dev, op, size)] = Counters.from_percpu(raw) if raw is not None else Counters()
+            return out
+
+    def problems(self) -> dict[str, int]:
+        """The programs' counted problems so far (PROBLEMS), summed over CPUs."""
+        with self._lock:
+            if self._problems_fd < 0:
+                return {}
+            out = {}
+            for index, name in enumerate(PROBLEMS):
+                raw = libbpf.lookup(self._problems_fd, struct.pack("<I", index), 8 * self._cpus)
+                out[name] = sum(memoryview(raw).cast("Q")) if raw is not None else 0
             return out
 
     def missed(self) -> int:
         """The programs' recursion misses so far (see the module docstring)."""
         with self._lock:
-            return sum(int(syscall.fdinfo(fd).get("recursion_misses", "0") or 0) for fd in self._programs)
+            return sum(int(libbpf.fdinfo(fd).get("recursion_misses", "0") or 0) for fd in self._programs)
 
     def program_fds(self) -> list[int]:
         return list(self._programs)
 
-    def _close_fds(self) -> None:
-        for fd in reversed(self._fds):
+    def _close_object(self) -> None:
+        if self._obj is not None:
             with contextlib.suppress(OSError):
-                os.close(fd)
-        self._fds, self._programs, self.tracepoints = [], [], []
+                self._obj.close()
+        self._obj = None
+        self._programs, self.tracepoints = [], []
+        self._devices_fd = self._io_fd = self._problems_fd = -1
 
     def close(self) -> None:
         """Detach the programs and free the maps; idempotent."""
         with self._lock:
             self._closed = True
-            self._close_fds()
+            self._close_object()
 
 
 # --- the source -----------------------------------------------------------------------------------
@@ -306,7 +385,7 @@ class BiolatencySource:
     """lunlat_device_io_latency_seconds and lunlat_device_io_queue_time_seconds_total per published LUN."""
 
     name = "biolatency"
-    error_reasons: tuple[str, ...] = ("unavailable", "untimed_io", "missed_io", "map_full")
+    error_reasons: tuple[str, ...] = ("unavailable", "untimed_io", "missed_io", "map_full", *PROBLEMS)
     timeout: float | None = None
 
     def __init__(self, engine: Engine, published: PublishedDevices, board_wait: float = 2.0) -> None:
@@ -315,6 +394,7 @@ class BiolatencySource:
         self._board_wait = board_wait
         self._untimed = 0  # untimed completions counted so far, over the traced devices
         self._missed = 0
+        self._problems: dict[str, int] = {}  # the programs' problem counts so far
         self._left_out: frozenset[int] = frozenset()
         self._unavailable_counted = False
 
@@ -332,6 +412,7 @@ class BiolatencySource:
         try:
             left_out = self._engine.sync([kernel_dev(*k) for k in devices])
             counters = self._engine.counters()
+            problems = self._engine.problems()
         except OSError as exc:
             raise SourceError("unavailable", f"reading the BPF maps failed: {exc}") from None
         new = frozenset(left_out) - self._left_out
@@ -349,6 +430,9 @@ class BiolatencySource:
         missed = self._engine.missed()
         errors["missed_io"] += max(0, missed - self._missed)
         self._missed = missed
+        for name, count in problems.items():
+            errors[name] += max(0, count - self._problems.get(name, 0))
+        self._problems = problems
         traced = {k: d for k, d in devices.items() if kernel_dev(*k) not in self._left_out}
         return SourceResult(families(counters, traced), +errors)
 
@@ -358,9 +442,10 @@ class BiolatencySource:
         predecessor gets the unloaded engine, so retiring it detaches nothing that runs."""
         if isinstance(previous, BiolatencySource) and previous._engine.config == self._engine.config:
             self._engine, previous._engine = previous._engine, self._engine
-            self._untimed, self._missed, self._left_out = (
+            self._untimed, self._missed, self._problems, self._left_out = (
                 previous._untimed,
                 previous._missed,
+                previous._problems,
                 previous._left_out,
             )
 

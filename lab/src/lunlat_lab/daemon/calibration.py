@@ -46,7 +46,7 @@ from pathlib import Path
 
 from lunlat import logs
 from lunlat.config import BiolatencyConfig
-from lunlat.sources.biolatency import Engine, kernel_dev
+from lunlat.sources.biolatency import Engine, by_op, kernel_dev
 from lunlat.sources.diskstats import READ_SECTORS, SECTOR_BYTES, WRITE_SECTORS, parse
 from lunlat_lab import measure, system
 from lunlat_lab.native import ServiceTotals
@@ -258,7 +258,7 @@ class KernelTimes:
             return measure.from_diskstats()
         numbers = {name: dev for name in devices if (dev := self._number(name)) is not None}
         self._engine.sync(list(numbers.values()))
-        counters = self._engine.counters()
+        counters = by_op(self._engine.counters())
         result = {}
         for name, dev in numbers.items():
             read, write = counters.get((dev, 0)), counters.get((dev, 1))

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lunlat's per-I/O latency histograms of the published LUNs (docs/metrics.md, "Per-I/O latency
+ * histograms"). Compiled by clang (>= 15, for bpf_core_type_matches) against a vmlinux.h that
+ * bpftool dumps from the build host's BTF, loaded by libbpf, which relocates every struct access
+ * and kernel difference below to the running kernel's BTF (CO-RE). Nothing here depends on the
+ * kernel's version number: distributions backport (Debian took 5.11's block_rq_issue change into
+ * 5.10.137), so each difference is decided from the kernel's own types.
+ *
+ * The programs are BTF-enabled raw tracepoints (tp_btf, kernel 5.5+): they read the request's
+ * members directly, with no bpf_probe_read_kernel call per member. Per I/O, nothing crosses into user space and no per-I/O event is made:
+ *   block_rq_issue      the request's bytes into `sizes` (keyed by the request), and the time since
+ *                       its start (queue time) into its counters;
+ *   block_io_done       (kernel 6.5+, where blk_account_io_done counts diskstats) or, on kernels
+ *   or block_rq_complete  without it, block_rq_complete's part that ends the request: the latency
+ *                       into a log2 bucket and the sum, per (device, op, size class).
+ * lunlat reads the per-CPU counters at scrape time (sources/biolatency.py).
+ *
+ * Kernel facts relied on (include/trace/events/block.h, block/blk-mq.c, include/linux/blk-mq.h):
+ * - Timing is the kernel's own: diskstats adds `now - rq->start_time_ns` (blk_account_io_done);
+ *   start_time_ns is 0 where I/O statistics are off for the queue (then diskstats counts nothing
+ *   either): such completions are counted as untimed.
+ * - What diskstats counts, on block_io_done: requests whose rq_flags have RQF_IO_STAT and not
+ *   RQF_FLUSH_SEQ (blk_account_io_done's test; the bits are enum rqf_flags, relocated from BTF).
+ *   On block_rq_complete (args: rq, error, nr_bytes; blk_update_request traces it before it
+ *   consumes nr_bytes): a request completed in parts fires it once per part, so the part that ends
+ *   it counts, nr_bytes >= rq->__data_len; a part of 0 bytes (a flush sequence ending a write
+ *   already completed) is not an I/O.
+ * - block_io_done fires after blk_update_request has consumed the request's bytes
+ *   (rq->__data_len is 0 there), which is why the size is taken at issue.
+ * - The op is cmd_flags & REQ_OP_MASK, the low 8 bits (include/linux/blk_types.h: REQ_OP_BITS 8,
+ *   REQ_OP_READ 0, REQ_OP_WRITE 1); other ops (flush, discard) are not counted.
+ * - The device is the request's whole disk: rq->q->disk, or rq->rq_disk on kernels before
+ *   commit f3fa33acca9f ("block: remove the ->rq_disk field in struct request", v5.17), whose
+ *   request_queue has no disk (commit d152c682f03c, "block: add an explicit ->disk backpointer to
+ *   the request_queue", v5.15); as major << 20 | first_minor (include/linux/kdev_t.h MINORBITS).
+ * - block_rq_issue's prototype: (struct request_queue *q, struct request *rq) before commit
+ *   a54895fa057c ("block: remove the request_queue to argument request based tracepoints",
+ *   v5.11; Debian 5.10.140-1 took it with 5.10.137), (struct request *rq) since.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "histogram.h"
+
+#define MINORBITS 20	/* include/linux/kdev_t.h */
+#define REQ_OP_MASK 0xff /* include/linux/blk_types.h: (1 << REQ_OP_BITS) - 1 */
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Problems counted apart (the `problems` map's index), published as source error reasons. */
+#define PROBLEM_UNSIZED 0	     /* a completion whose size was not seen at issue: classed by 0 bytes */
+#define PROBLEM_ISSUE_PROTOTYPE 1    /* block_rq_issue has a prototype this program does not know */
+#define PROBLEMS 2
+
+struct counters {
+	__u64 buckets[BUCKETS];
+	__u64 ns;	/* summed latency */
+	__u64 queue_ns; /* summed queue time (start to issue) */
+	__u64 untimed;	/* completions without a start time */
+};
+
+/* Published devices: kernel dev_t -> slot. Only these are counted: the filter runs here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* set by the loader: max_devices */
+	__type(key, __u32);
+	__type(value, __u32);
+} devices SEC(".maps");
+
+/* Per CPU, per (slot, op, size class): element ((slot * OPS) + op) * SIZE_CLASSES + class. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1); /* set by the loader: max_devices * OPS * SIZE_CLASSES */
+	__type(key, __u32);
+	__type(value, struct counters);
+} io SEC(".maps");
+
+/* Bytes of each issued request of a published device, until it completes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* set by the loader */
+	__type(key, __u64);
+	__type(value, __u32);
+} sizes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROBLEMS);
+	__type(key, __u32);
+	__type(value, __u64);
+} problems SEC(".maps");
+
+/* Flavours (libbpf ignores the ___suffix when matching names) for fields and types that moved. */
+struct request___with_rq_disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+typedef void (*btf_trace_block_rq_issue___rq)(void *, struct request *);
+typedef void (*btf_trace_block_rq_issue___q_rq)(void *, struct request_queue *, struct request *);
+
+static __always_inline void count_problem(__u32 problem)
+{
+	__u64 *n = bpf_map_lookup_elem(&problems, &problem);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+static __always_inline struct gendisk *disk_of(struct request *rq)
+{
+	struct request___with_rq_disk *old = (void *)rq;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return old->rq_disk;
+	return rq->q->disk;
+}
+
+/* The request's device slot, or NULL when its device is not published (or it has no disk). */
+static __always_inline __u32 *slot_of(struct request *rq)
+{
+	struct gendisk *disk = disk_of(rq);
+	__u32 dev;
+
+	if (!disk)
+		return NULL;
+	dev = (__u32)disk->major << MINORBITS | (__u32)disk->first_minor;
+	return bpf_map_lookup_elem(&devices, &dev);
+}
+
+/* 0 read, 1 write, -1 anything else. */
+static __always_inline int op_of(struct request *rq)
+{
+	__u32 op = rq->cmd_flags & REQ_OP_MASK;
+
+	return op <= 1 ? (int)op : -1;
+}
+
+static __always_inline struct counters *counters_of(__u32 slot, int op, __u32 class)
+{
+	__u32 index = ((slot * OPS) + (__u32)op) * SIZE_CLASSES + class;
+
+	return bpf_map_lookup_elem(&io, &index);
+}
+
+/* A completed request of a published device: its latency into the counters of its size class. */
+static __always_inline void count_completion(struct request *rq, __u32 bytes_left)
+{
+	__u64 key = (__u64)rq, start, now;
+	__u32 *slot, *issued, bytes, b;
+	struct counters *c;
+	int op;
+
+	op = op_of(rq);
+	if (op < 0)
+		return;
+	slot = slot_of(rq);
+	if (!slot)
+		return;
+	issued = bpf_map_lookup_elem(&sizes, &key);
+	if (issued) {
+		bytes = *issued;
+		bpf_map_delete_elem(&sizes, &key);
+	} else {
+		/* Issued before the programs were attached, or `sizes` was full: what is left of it. */
+		bytes = bytes_left;
+		if (!bytes)
+			count_problem(PROBLEM_UNSIZED);
+	}
+	c = counters_of(*slot, op, size_class(bytes));
+	if (!c)
+		return;
+	now = bpf_ktime_get_ns();
+	start = rq->start_time_ns;
+	if (!start || start > now) {
+		__sync_fetch_and_add(&c->untimed, 1);
+		return;
+	}
+	b = bucket_of(now - start);
+	if (b < BUCKETS)
+		__sync_fetch_and_add(&c->buckets[b], 1);
+	__sync_fetch_and_add(&c->ns, now - start);
+}
+
+SEC("tp_btf/block_io_done")
+int lunlat_io_done(__u64 *ctx)
+{
+	struct request *rq = (void *)ctx[0];
+	__u32 flags = rq->rq_flags;
+	__u32 io_stat = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_IO_STAT);
+	__u32 flush_seq = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
+
+	if ((flags & (io_stat | flush_seq)) != io_stat)
+		return 0; /* not accounted in diskstats either */
+	count_completion(rq, 0);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int lunlat_rq_complete(__u64 *ctx)
+{
+	struct request *rq = (void *)ctx[0];
+	__u32 nr_bytes = (__u32)ctx[2];
+	__u32 left;
+
+	if (!nr_bytes)
+		return 0;
+	left = rq->__data_len;
+	if (nr_bytes < left)
+		return 0; /* a part that does not end the request */
+	count_completion(rq, left);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int lunlat_rq_issue(__u64 *ctx)
+{
+	struct request *rq;
+	struct counters *c;
+	__u64 key, start, now;
+	__u32 *slot, bytes;
+	int op;
+
+	if (bpf_core_type_matches(btf_trace_block_rq_issue___rq)) {
+		rq = (void *)ctx[0];
+	} else if (bpf_core_type_matches(btf_trace_block_rq_issue___q_rq)) {
+		rq = (void *)ctx[1];
+	} else {
+		count_problem(PROBLEM_ISSUE_PROTOTYPE);
+		return 0;
+	}
+	op = op_of(rq);
+	if (op < 0)
+		return 0;
+	slot = slot_of(rq);
+	if (!slot)
+		return 0;
+	key = (__u64)rq;
+	bytes = rq->__data_len;
+	bpf_map_update_elem(&sizes, &key, &bytes, BPF_ANY);
+	c = counters_of(*slot, op, size_class(bytes));
+	if (!c)
+		return 0;
+	now = bpf_ktime_get_ns();
+	start = rq->start_time_ns;
+	if (start && start <= now)
+		__sync_fetch_and_add(&c->queue_ns, now - start);
+	return 0;
+}
