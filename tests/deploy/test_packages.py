@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,6 +164,23 @@ def test_the_deb_marks_its_config_a_conffile(packages: dict[str, Path]) -> None:
         [dpkg_deb, "--field", str(packages["deb"]), "Depends"], capture_output=True, text=True, check=True
     ).stdout
     assert "python3.12 | python3.11" in control
+
+
+def test_both_packages_carry_the_biolatency_programs_and_recommend_libbpf(
+    packages: dict[str, Path], tmp_path: Path
+) -> None:
+    dpkg_deb = command("dpkg-deb", "dpkg")
+    subprocess.run([dpkg_deb, "-x", str(packages["deb"]), str(tmp_path)], check=True)
+    (wheel,) = (tmp_path / "usr/share/lunlat/wheels").glob("lunlat-*.whl")
+    with zipfile.ZipFile(wheel) as zipped:
+        names = zipped.namelist()
+        assert "lunlat/sources/bpf/biolatency.bpf.o" in names
+        assert zipped.read("lunlat/sources/bpf/biolatency.bpf.o")[:4] == b"\x7fELF"
+    recommends = subprocess.run(
+        [dpkg_deb, "--field", str(packages["deb"]), "Recommends"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert recommends == ["libbpf1"]
+    assert "libbpf" in _rpm("-qp", "--recommends", str(packages["rpm"])).split()
 
 
 # --- the DEB under systemd ----------------------------------------------------------------------------

@@ -213,8 +213,8 @@ def unavailable_cause(
 
 def refused_cause(exc: OSError) -> str:
     """What a refused load (EPERM, EACCES) means, with the fix. Kernels before 5.11 charge BPF maps to
-    RLIMIT_MEMLOCK (kernel commit 3ac1f01b43b6, "bpf: Eliminate rlimit-based memory accounting for bpf
-    progs", v5.11, moved them to memory cgroups); libbpf raises the limit itself where it may
+    RLIMIT_MEMLOCK (Roman Gushchin's series "bpf: switch to memcg-based memory accounting" moved them to
+    memory cgroups in 5.11); libbpf raises the limit itself where it may
     (libbpf.py), so a finite limit left after a refusal is the likely cause for a privileged process."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     if soft != resource.RLIM_INFINITY:
@@ -234,9 +234,16 @@ class Engine:
     the libbpf object: `close()` detaches and frees all.
     """
 
-    def __init__(self, config: BiolatencyConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        config: BiolatencyConfig,
+        clock: Callable[[], float] = time.monotonic,
+        custom_btf: Path | None = None,
+    ) -> None:
+        """`custom_btf`: relocate the programs against this BTF, not the kernel's (tests only)."""
         self._config = config
         self._clock = clock
+        self._custom_btf = custom_btf
         self._lock = threading.Lock()
         self._obj: libbpf.BpfObject | None = None
         self._programs: list[int] = []
@@ -274,7 +281,7 @@ class Engine:
                 done = btf.has("btf_trace_block_io_done", libbpf.BTF_KIND_TYPEDEF) and btf.has_enum(
                     "rqf_flags"
                 )
-            obj = self._obj = libbpf.BpfObject(object_path())
+            obj = self._obj = libbpf.BpfObject(object_path(), self._custom_btf)
             completion = DONE if done else COMPLETE
             obj.set_autoload(DONE, done)
             obj.set_autoload(COMPLETE, not done)

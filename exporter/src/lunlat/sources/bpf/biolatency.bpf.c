@@ -213,23 +213,14 @@ int lunlat_rq_complete(__u64 *ctx)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int lunlat_rq_issue(__u64 *ctx)
+/* An issued request of a published device: its bytes kept until it completes, its queue time. */
+static __always_inline int count_issue(struct request *rq)
 {
-	struct request *rq;
 	struct counters *c;
 	__u64 key, start, now;
 	__u32 *slot, bytes;
 	int op;
 
-	if (bpf_core_type_matches(btf_trace_block_rq_issue___rq)) {
-		rq = (void *)ctx[0];
-	} else if (bpf_core_type_matches(btf_trace_block_rq_issue___q_rq)) {
-		rq = (void *)ctx[1];
-	} else {
-		count_problem(PROBLEM_ISSUE_PROTOTYPE);
-		return 0;
-	}
 	op = op_of(rq);
 	if (op < 0)
 		return 0;
@@ -246,5 +237,22 @@ int lunlat_rq_issue(__u64 *ctx)
 	start = rq->start_time_ns;
 	if (start && start <= now)
 		__sync_fetch_and_add(&c->queue_ns, now - start);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int lunlat_rq_issue(__u64 *ctx)
+{
+	/* Each argument is read by its own load at a constant offset: the verifier refuses a load through
+	 * a context pointer moved by a computed offset ("dereference of modified ctx ptr"), which is what
+	 * clang makes of one load whose index depends on the branch. The empty asm keeps the two loads
+	 * apart (tests/integration/test_biolatency_prototypes.py loads the second one). */
+	if (bpf_core_type_matches(btf_trace_block_rq_issue___rq))
+		return count_issue((void *)ctx[0]);
+	if (bpf_core_type_matches(btf_trace_block_rq_issue___q_rq)) {
+		asm volatile("" ::: "memory");
+		return count_issue((void *)ctx[1]);
+	}
+	count_problem(PROBLEM_ISSUE_PROTOTYPE);
 	return 0;
 }

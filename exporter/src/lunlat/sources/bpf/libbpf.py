@@ -52,6 +52,21 @@ INSTALL_HINT = (
 )
 
 
+class _OpenOpts(ctypes.Structure):
+    """struct bpf_object_open_opts (bpf/libbpf.h, libbpf 1.x), up to the fields used: `sz` tells
+    libbpf how much of it this caller knows (its forward/backward compatibility)."""
+
+    _fields_ = (
+        ("sz", ctypes.c_size_t),
+        ("object_name", ctypes.c_char_p),
+        ("relaxed_maps", ctypes.c_bool),
+        ("pin_root_path", ctypes.c_char_p),
+        ("_removed_attach_prog_fd", ctypes.c_uint32),
+        ("kconfig", ctypes.c_char_p),
+        ("btf_custom_path", ctypes.c_char_p),
+    )
+
+
 class LibbpfError(OSError):
     """A libbpf call failed: errno, what was being done, and libbpf's own last words."""
 
@@ -141,7 +156,9 @@ def library() -> _Lib:
     except LibbpfError:
         raise
     except AttributeError as exc:  # libbpf_major_version came with 0.6
-        raise LibbpfError(errno.ENOSYS, f"libbpf at {path} is older than 1.0 ({exc}): {INSTALL_HINT}") from None
+        raise LibbpfError(
+            errno.ENOSYS, f"libbpf at {path} is older than 1.0 ({exc}): {INSTALL_HINT}"
+        ) from None
     except OSError as exc:
         raise LibbpfError(errno.ENOENT, f"cannot load libbpf ({exc}): {INSTALL_HINT}") from None
 
@@ -191,11 +208,17 @@ class BpfObject:
     """A compiled BPF object: open, choose programs and map sizes, load, attach; every kernel object
     goes with `close()`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, custom_btf: Path | None = None) -> None:
+        """`custom_btf`: relocate against this BTF instead of the running kernel's (libbpf's
+        `btf_custom_path`; tests use it to show a kernel difference no kernel here has)."""
         self._lib = library()
         self._links: list[int] = []
+        opts = None
+        if custom_btf is not None:
+            opts = _OpenOpts(sz=ctypes.sizeof(_OpenOpts), btf_custom_path=str(custom_btf).encode())
         with self._lib.capture() as said:
-            obj = self._lib.lib.bpf_object__open_file(str(path).encode(), None)
+            pointer = ctypes.cast(ctypes.pointer(opts), ctypes.c_void_p) if opts is not None else None
+            obj = self._lib.lib.bpf_object__open_file(str(path).encode(), pointer)
             if not obj:
                 raise _error(_errno(), f"opening {path}", said)
         self._obj: int = obj
