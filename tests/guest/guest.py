@@ -96,9 +96,10 @@ class GuestResult:
 
 
 KERNELS: dict[str, KernelSpec] = {
-    # Debian kernel packages are named linux-image-<ABI>-<flavour> (Debian Linux Kernel Handbook,
-    # "Kernel package names"); Debian 11 ships the 5.10.0-<N> ABI, Debian 12 the 6.1.0-<N> ABI, both
-    # with CONFIG_DEBUG_INFO_BTF=y (boot/config-* of the packages).
+    # Debian's kernel images are named linux-image-<version>-<flavour> (Debian Linux Kernel Handbook,
+    # ch. 3 "Debian kernel packages", 3.3 "Architecture-dependent packages"), the version being the
+    # ABI: 5.10.0-<N> in Debian 11, 6.1.0-<N> in Debian 12, both built with CONFIG_DEBUG_INFO_BTF=y
+    # (the packages' boot/config-*).
     "debian11": KernelSpec("debian11", "Debian 11 bullseye", "bullseye", "5.10.0-"),
     "debian12": KernelSpec("debian12", "Debian 12 bookworm", "bookworm", "6.1.0-"),
 }
@@ -130,6 +131,12 @@ def _check_host_tools() -> None:
         )
     if not BUSYBOX.is_file():
         raise GuestUnavailable(f"{BUSYBOX} is missing (Debian: apt-get install busybox-static)")
+    # A dynamically linked program names its loader in a .interp section (elf(5)); the initramfs holds
+    # no loader and no C library.
+    if _section(BUSYBOX.read_bytes(), b".interp"):
+        raise GuestUnavailable(
+            f"{BUSYBOX} is dynamically linked (Debian's busybox): apt-get install busybox-static"
+        )
 
 
 @contextlib.contextmanager
@@ -190,8 +197,8 @@ def _sources_list(spec: KernelSpec) -> str:
     keyring = f"[signed-by={ARCHIVE_KEYRING}]"
     lines = [f"deb {keyring} {archive} {spec.codename} main"]
     if security is not None:
-        # From Debian 11 on the security suite is <codename>-security (Debian 11 release notes,
-        # "Changed security archive layout").
+        # From Debian 11 on the security suite is <codename>-security, no longer <codename>/updates
+        # (Debian 11 release notes, ch. 5 "Changed security archive layout").
         lines.append(f"deb {keyring} {security} {spec.codename}-security main")
     return "\n".join(lines) + "\n"
 
@@ -262,7 +269,8 @@ class _Apt:
         self.options = [
             "-o",
             f"Dir::Etc::SourceList={sources_list}",
-            # "-" is no directory: no sources.list.d parts are read besides the list above.
+            # No sources.list.d: "-" names a directory that does not exist (relative to Dir::Etc),
+            # so only the list above is read (seen: apt-get update fetches its suites only).
             "-o",
             "Dir::Etc::SourceParts=-",
             "-o",
@@ -275,11 +283,12 @@ class _Apt:
         _run_or_unavailable(["apt-get", *self.options, "-qq", "update"], "apt-get update of Debian's archive")
 
     def kernel_package(self, spec: KernelSpec) -> tuple[str, str]:
-        """The kernel package Debian's linux-image-amd64 metapackage depends on in the release (its
-        newest ABI, with the security suite's updates) and its version. apt-cache(8): show
-        --no-all-versions prints the candidate version's record only. The package itself is the
-        signed image with its modules, not a metapackage (its Depends are kmod, linux-base and an
-        initramfs tool)."""
+        """The kernel package linux-image-amd64 depends on in the release, and its version: the
+        metapackage "depends on the latest Linux kernel and modules" (its package description), the
+        security suite's update included. apt-cache(8): show --no-all-versions prints only the
+        candidate version's record. That package is the signed image with its modules, not another
+        metapackage (seen in 5.10.0-46 and 6.1.0-56: boot/vmlinuz-*, lib/modules/; Depends kmod,
+        linux-base and an initramfs tool)."""
         record = _run_or_unavailable(
             ["apt-cache", *self.options, "show", "--no-all-versions", "linux-image-amd64"],
             f"apt-cache show linux-image-amd64 ({spec.title})",
@@ -335,8 +344,8 @@ def _copy_modules(tree: Path, release: str, target: Path) -> list[Path]:
 
 
 def _module_name(path: Path) -> str:
-    # The kernel treats - and _ in module names alike (kmod's modprobe(8), "underscores"); depends=
-    # lists names with underscores.
+    # A module's name is its file's with - made _ (Kbuild's KBUILD_MODNAME, scripts/Makefile.lib
+    # name-fix), and depends= lists those names.
     return path.name.removesuffix(".ko").replace("-", "_")
 
 
@@ -393,8 +402,9 @@ def _section(elf: bytes, wanted: bytes) -> bytes:
 
 # --- the initramfs ---------------------------------------------------------------------------------
 
-# The guest's PID 1. The kernel runs /init of the initramfs (Documentation/filesystems/
-# ramfs-rootfs-initramfs.rst, "What is initramfs"); busybox --install -s makes its applets' links.
+# The guest's PID 1: the kernel runs the initramfs's /init (rdinit=, Documentation/filesystems/
+# ramfs-rootfs-initramfs.rst); busybox(1) --install -s makes a symlink for each applet. /control's
+# files are written through at once (9p.rst: by default no caches are used), before the power-off.
 INIT = rf"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -593,11 +603,12 @@ def _qemu_argv(
         "-append",
         "console=ttyS0 panic=-1 rdinit=/init",
     ]
-    # -fsdev local: a host directory exported over 9p; security_model=none: files are accessed with
-    # qemu's own credentials and ownership changes that fail are not reported; readonly=on: the
-    # guest cannot write; multidevs=remap: the host's root spans several file systems, whose inode
-    # numbers are remapped so that they do not collide in the guest. -device virtio-9p-pci exposes it
-    # with its mount_tag.
+    # -fsdev local: a host directory exported over 9p; security_model=none: as passthrough (files
+    # keep the guest's credentials) except that failures to set ownership are not reported;
+    # readonly=on: the guest cannot write; multidevs=remap: the host's root spans several file
+    # systems, whose inode numbers are remapped so that they do not collide in the guest (qemu commit
+    # "9p: Added virtfs option 'multidevs=remap|forbid|warn'"). -device virtio-9p-pci exposes the
+    # export under its mount_tag.
     exports = [(TAG_ROOT, Path("/"), ",readonly=on,multidevs=remap"), (TAG_CONTROL, control, "")]
     if outdir is not None:
         exports.append((TAG_OUT, outdir, ""))
