@@ -433,6 +433,10 @@ mount -t tmpfs -o mode=0755 tmpfs $R/run
 mount -t debugfs debugfs $R/sys/kernel/debug || say "no debugfs"
 mount -t tracefs tracefs $R/sys/kernel/tracing || say "no tracefs"
 mount -t bpf bpf $R/sys/fs/bpf || say "no bpf file system"
+mount -t configfs configfs $R/sys/kernel/config || say "no configfs"
+# The guest kernel's modules, for a command that reloads one with other parameters (busybox rmmod and
+# insmod: the chroot's /lib/modules is the host's, for another kernel).
+mkdir -p $R/run/lunlat-guest && cp -r /modules $R/run/lunlat-guest/modules
 say "kernel $(uname -r), modules loaded, host root mounted"
 cut -d' ' -f1 /proc/uptime > /control/started
 . /control/command.sh </dev/null >/control/output 2>&1
@@ -517,6 +521,7 @@ def run(
     outdir: Path | None = None,
 ) -> GuestResult:
     """Boots `kernel`, runs `argv` (host paths) as root in the host's root file system, and powers off.
+    The guest's own modules (Kernel.modules, all loaded) are in /run/lunlat-guest/modules/ there.
     `env` is the command's whole environment (default: PATH and HOME only); `outdir`, a host
     directory, is mounted read-write at the same path in the guest. Raises GuestError when the guest
     does not bring the exit code back within `timeout` seconds."""
