@@ -455,7 +455,9 @@ def _command_script(argv: list[str], env: dict[str, str], cwd: str, outdir: Path
         target = shlex.quote(f"/newroot{outdir}")
         lines.append(f"mkdir -p {target} && mount -t 9p -o {NINEP} {TAG_OUT} {target}")
     variables = " ".join(shlex.quote(f"{key}={value}") for key, value in env.items())
-    inner = 'cd "$1" || exit 125; shift; exec "$@"'
+    # The host's sh changes directory; its cd exports PWD (kept, as any shell's child has it) and
+    # OLDPWD (dropped: it would only name /).
+    inner = 'cd "$1" || exit 125; unset OLDPWD; shift; exec "$@"'
     command = " ".join(shlex.quote(word) for word in argv)
     lines.append(
         f"env -i {variables} /bin/chroot /newroot /bin/sh -c {shlex.quote(inner)} lunlat-guest "
@@ -522,7 +524,7 @@ def run(
 ) -> GuestResult:
     """Boots `kernel`, runs `argv` (host paths) as root in the host's root file system, and powers off.
     The guest's own modules (Kernel.modules, all loaded) are in /run/lunlat-guest/modules/ there.
-    `env` is the command's whole environment (default: PATH and HOME only); `outdir`, a host
+    `env` is the command's whole environment besides PWD (default: PATH and HOME); `outdir`, a host
     directory, is mounted read-write at the same path in the guest. Raises GuestError when the guest
     does not bring the exit code back within `timeout` seconds."""
     _check_host_tools()
@@ -634,13 +636,15 @@ def _boot(qemu: list[str], timeout: float) -> tuple[float | None, str]:
         process = subprocess.Popen(qemu, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
         try:
             process.wait(timeout=timeout)
+            seconds: float | None = time.monotonic() - started
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            stderr.seek(0)
-            return None, stderr.read()
+            seconds = None
+        finally:  # also when the caller is interrupted: no qemu outlives run()
+            if process.poll() is None:
+                process.kill()
+                process.wait()
         stderr.seek(0)
-        return time.monotonic() - started, stderr.read()
+        return seconds, stderr.read()
 
 
 def _tail(console: str, lines: int = 30) -> str:

@@ -48,3 +48,33 @@ def test_loop_device_reads_counted_in_guest(name: str, tmp_path: Path) -> None:
     assert probe["btf"], f"{kernel.release} has no /sys/kernel/btf/vmlinux"
     assert probe["fio_read_ios"] > 0
     assert probe["diskstats_reads"] >= probe["fio_read_ios"], probe
+
+
+def test_exit_code_output_environment_and_directory_come_back(tmp_path: Path) -> None:
+    kernel = _kernel_or_skip("debian12")
+    script = 'echo "$GREETING from $(pwd)"; echo to-stderr >&2; env | sort > "$OUT/env"; exit 7'
+    result = guest.run(
+        kernel,
+        ["/bin/sh", "-c", script],
+        timeout=TIMEOUT,
+        env={"GREETING": "hello", "OUT": str(tmp_path), "PATH": guest.PATH},
+        cwd="/usr/share",
+        outdir=tmp_path,
+    )
+    assert result.returncode == 7, result.console[-3000:]
+    assert result.output.splitlines() == ["hello from /usr/share", "to-stderr"]
+    assert (tmp_path / "env").read_text().splitlines() == [
+        "GREETING=hello",
+        f"OUT={tmp_path}",
+        f"PATH={guest.PATH}",
+        "PWD=/usr/share",
+    ]
+    assert 0 < result.boot_seconds < result.seconds
+    assert f"Linux version {kernel.release}" in result.console
+
+
+def test_a_command_past_the_timeout_is_an_error_with_the_console() -> None:
+    kernel = _kernel_or_skip("debian11")
+    with pytest.raises(guest.GuestError, match="did not power off within 12 s") as raised:
+        guest.run(kernel, ["sleep", "600"], timeout=12)
+    assert "console tail:" in str(raised.value)
