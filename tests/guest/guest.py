@@ -447,6 +447,20 @@ poweroff -f
 """
 
 
+def _check_not_hidden(paths: list[str], outdir: Path | None) -> None:
+    """The guest's /tmp is a tmpfs of its own: host paths under it are not there, except outdir's. The
+    path itself counts, not where its symbolic links lead (the guest looks the path up)."""
+    guest_tmp = Path("/tmp")  # noqa: S108 - the guest's mount point, not a file made here
+    for path in map(Path, paths):
+        if not path.is_absolute() or not path.is_relative_to(guest_tmp):
+            continue
+        if outdir is None or not path.is_relative_to(outdir):
+            raise ValueError(
+                f"{path} is under /tmp, which the guest replaces with its own tmpfs: "
+                "use a directory outside /tmp (a clone elsewhere), or pass its folder as outdir"
+            )
+
+
 def _command_script(argv: list[str], env: dict[str, str], cwd: str, outdir: Path | None) -> str:
     """Sourced by /init: mounts outdir at its host path (after /tmp's tmpfs, which may hold it), then
     runs argv in the chroot with exactly `env`, in `cwd`."""
@@ -524,7 +538,9 @@ def run(
 ) -> GuestResult:
     """Boots `kernel`, runs `argv` (host paths) as root in the host's root file system, and powers off.
     The guest's own modules (Kernel.modules, all loaded) are in /run/lunlat-guest/modules/ there.
-    `env` is the command's whole environment besides PWD (default: PATH and HOME); `outdir`, a host
+    `env` is the command's whole environment besides PWD (default: PATH and HOME); `cwd` its directory
+    (default: the caller's, as subprocess's; a directory under /tmp is not there: the guest's /tmp is
+    its own tmpfs, apart from `outdir`); `outdir`, a host
     directory, is mounted read-write at the same path in the guest. Raises GuestError when the guest
     does not bring the exit code back within `timeout` seconds."""
     _check_host_tools()
@@ -535,11 +551,13 @@ def run(
         if not outdir.is_dir():
             raise ValueError(f"outdir {outdir} is not a directory: create it before run()")
     environment = {"PATH": PATH, "HOME": "/root"} if env is None else env
+    directory = cwd or str(Path.cwd())
+    _check_not_hidden([argv[0], directory], outdir)
     with tempfile.TemporaryDirectory(prefix="lunlat-guest-") as scratch:
         work = Path(scratch)
         control = work / "control"
         control.mkdir()
-        (control / "command.sh").write_text(_command_script(argv, environment, cwd or "/", outdir))
+        (control / "command.sh").write_text(_command_script(argv, environment, directory, outdir))
         initramfs = work / "initramfs.cpio.gz"
         initramfs.write_bytes(_initramfs(kernel))
         console = work / "console.log"
@@ -595,7 +613,7 @@ def _qemu_argv(
         "none",
         # -serial file:PATH: the guest's first serial port (ttyS0) written to a file.
         "-serial",
-        f"file:{console}",
+        f"file:{_option_value(console)}",
         "-monitor",
         "none",
         # -no-reboot: exit instead of rebooting (the kernel's panic=-1 reboots at once on a panic).
@@ -622,11 +640,16 @@ def _qemu_argv(
     for tag, path, options in exports:
         argv += [
             "-fsdev",
-            f"local,id={tag},path={path},security_model=none{options}",
+            f"local,id={tag},path={_option_value(path)},security_model=none{options}",
             "-device",
             f"virtio-9p-pci,fsdev={tag},mount_tag={tag}",
         ]
     return argv
+
+
+def _option_value(path: Path) -> str:
+    # qemu-system-x86_64(1): in a comma-separated option list a comma of a value is written twice.
+    return str(path).replace(",", ",,")
 
 
 def _boot(qemu: list[str], timeout: float) -> tuple[float | None, str]:

@@ -4,6 +4,7 @@ their .modinfo, the newc archive the kernel unpacks."""
 from __future__ import annotations
 
 import gzip
+import re
 import subprocess
 from pathlib import Path
 
@@ -131,3 +132,14 @@ def test_initramfs_is_a_newc_archive_busybox_reads(tmp_path: Path) -> None:
     header = archive[archive.index(b"dev/console\0") - 110 :]
     assert header[:6] == b"070701"
     assert (int(header[6 + 9 * 8 : 6 + 10 * 8], 16), int(header[6 + 10 * 8 : 6 + 11 * 8], 16)) == (5, 1)
+
+
+def test_host_paths_under_tmp_are_refused_unless_in_outdir() -> None:
+    """The guest mounts its own tmpfs on /tmp: a command or directory there would not be found."""
+    tmp = Path("/tmp")  # noqa: S108 - paths only compared, no file is made
+    python = tmp / "clone" / ".venv" / "bin" / "python"
+    with pytest.raises(ValueError, match=rf"{re.escape(str(python))} is under /tmp"):
+        guest._check_not_hidden([str(python), "/srv"], None)
+    outdir = tmp / "out"
+    guest._check_not_hidden([str(outdir / "run.sh"), str(outdir)], outdir)
+    guest._check_not_hidden(["python3", "/srv/lunlat", f"{tmp}foo/x"], None)
