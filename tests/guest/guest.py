@@ -437,6 +437,8 @@ mount -t configfs configfs $R/sys/kernel/config || say "no configfs"
 # The guest kernel's modules, for a command that reloads one with other parameters (busybox rmmod and
 # insmod: the chroot's /lib/modules is the host's, for another kernel).
 mkdir -p $R/run/lunlat-guest && cp -r /modules $R/run/lunlat-guest/modules
+# Loopback is down in a new network namespace until brought up (tests talk over 127.0.0.1); no NIC.
+ip link set lo up || say "cannot bring loopback up"
 say "kernel $(uname -r), modules loaded, host root mounted"
 cut -d' ' -f1 /proc/uptime > /control/started
 . /control/command.sh </dev/null >/control/output 2>&1

@@ -1,5 +1,6 @@
 """Run in a guest by test_guest.py (python probe.py RESULT.json): the kernel's release, whether it has
-BTF, and fio's 4 KiB random direct reads of a loop device against the device's line of /proc/diskstats.
+BTF, whether TCP over loopback works, and fio's 4 KiB random direct reads of a loop device against the
+device's line of /proc/diskstats.
 
 Only the standard library: the guest runs the host's interpreter from the host's root, read-only.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +52,18 @@ def fio_read_ios(device: str) -> int:
     return sum(int(job["read"]["total_ios"]) for job in report["jobs"])
 
 
+def loopback_works() -> bool:
+    """A TCP connection over 127.0.0.1, as the project's tests make (lo must be up)."""
+    try:
+        with (
+            socket.create_server(("127.0.0.1", 0)) as server,
+            socket.create_connection(server.getsockname(), timeout=5),
+        ):
+            return True
+    except OSError:
+        return False
+
+
 def main(result: Path) -> None:
     backing = Path(tempfile.mkdtemp()) / "lun.img"
     with backing.open("wb") as handle:
@@ -67,6 +81,7 @@ def main(result: Path) -> None:
     summary = {
         "release": os.uname().release,
         "btf": Path("/sys/kernel/btf/vmlinux").is_file(),
+        "loopback": loopback_works(),
         "device": device,
         "fio_read_ios": ios,
         "diskstats_reads": after - before,

@@ -46,6 +46,7 @@ def test_loop_device_reads_counted_in_guest(name: str, tmp_path: Path) -> None:
     assert probe["release"] == kernel.release
     assert probe["release"].startswith(guest.KERNELS[name].abi)
     assert probe["btf"], f"{kernel.release} has no /sys/kernel/btf/vmlinux"
+    assert probe["loopback"], "no TCP over 127.0.0.1 in the guest"
     assert probe["fio_read_ios"] > 0
     assert probe["diskstats_reads"] >= probe["fio_read_ios"], probe
 
