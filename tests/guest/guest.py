@@ -280,7 +280,12 @@ class _Apt:
         ]
 
     def update(self) -> None:
-        _run_or_unavailable(["apt-get", *self.options, "-qq", "update"], "apt-get update of Debian's archive")
+        what = "apt-get update of Debian's archive"
+        _, stderr = _run_or_unavailable(["apt-get", *self.options, "-qq", "update"], what)
+        # A source that cannot be fetched is only a warning ("W: Failed to fetch ...", exit code 0):
+        # without a Packages list of main nothing can be found.
+        if not any((self.work / "state" / "lists").glob("*_main_binary-*_Packages*")):
+            raise GuestUnavailable(f"{what} got no package list: {_apt_message(stderr)} ({REACH})")
 
     def kernel_package(self, spec: KernelSpec) -> tuple[str, str]:
         """The kernel package linux-image-amd64 depends on in the release, and its version: the
@@ -289,7 +294,7 @@ class _Apt:
         candidate version's record. That package is the signed image with its modules, not another
         metapackage (seen in 5.10.0-46 and 6.1.0-56: boot/vmlinuz-*, lib/modules/; Depends kmod,
         linux-base and an initramfs tool)."""
-        record = _run_or_unavailable(
+        record, _ = _run_or_unavailable(
             ["apt-cache", *self.options, "show", "--no-all-versions", "linux-image-amd64"],
             f"apt-cache show linux-image-amd64 ({spec.title})",
         )
@@ -314,12 +319,22 @@ class _Apt:
         return debs[0]
 
 
-def _run_or_unavailable(argv: list[str], what: str, cwd: Path | None = None) -> str:
+REACH = "is Debian's archive reachable with this machine's apt sources?"
+
+
+def _run_or_unavailable(argv: list[str], what: str, cwd: Path | None = None) -> tuple[str, str]:
+    """(stdout, stderr) of a successful run; GuestUnavailable naming `what` and apt's last message."""
     result = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False)
     if result.returncode != 0:
-        lines = [line for line in result.stderr.splitlines() if line.strip()] or ["(no message)"]
-        raise GuestUnavailable(f"{what} failed: {lines[-1]} (is Debian's archive reachable through apt?)")
-    return result.stdout
+        raise GuestUnavailable(f"{what} failed: {_apt_message(result.stderr)} ({REACH})")
+    return result.stdout, result.stderr
+
+
+def _apt_message(text: str) -> str:
+    """apt's first error or warning (the cause; later lines sum up), else its last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    problems = [line for line in lines if line.startswith(("E:", "W:"))]
+    return (problems or lines or ["(no message)"])[0 if problems else -1]
 
 
 # --- the modules the guest loads -------------------------------------------------------------------

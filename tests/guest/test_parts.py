@@ -143,3 +143,13 @@ def test_host_paths_under_tmp_are_refused_unless_in_outdir() -> None:
     outdir = tmp / "out"
     guest._check_not_hidden([str(outdir / "run.sh"), str(outdir)], outdir)
     guest._check_not_hidden(["python3", "/srv/lunlat", f"{tmp}foo/x"], None)
+
+
+def test_apt_message_is_the_first_error_or_warning() -> None:
+    stderr = (
+        "W: Failed to fetch http://archive.example/debian/dists/bullseye/InRelease  Connection refused\n"
+        "W: Some index files failed to download. They have been ignored, or old ones used instead.\n"
+    )
+    assert guest._apt_message(stderr).endswith("InRelease  Connection refused")
+    assert guest._apt_message("Reading package lists...\nsomething odd\n") == "something odd"
+    assert guest._apt_message("") == "(no message)"
