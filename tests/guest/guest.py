@@ -50,9 +50,10 @@ TAG_CONTROL = "control"
 TAG_OUT = "outdir"
 
 # Documentation/filesystems/9p.rst, Options: version=9p2000.L is the Linux dialect (uids, symlinks,
-# device nodes as Linux has them); msize= the packet payload (the 8 KiB default makes every read of a
-# Python module several round trips); cache=loose "no attempts are made at consistency, intended for
-# exclusive, read-only mounts", which the host's root is here (readonly=on below).
+# device nodes as Linux has them); msize= the packet payload (5.10's default of 8 KiB makes every read
+# of a Python module several round trips). The host's root alone is also mounted cache=loose: "no
+# attempts are made at consistency, intended for exclusive, read-only mounts", which it is here
+# (readonly=on in _qemu_argv).
 NINEP = "trans=virtio,version=9p2000.L,msize=262144"
 
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -204,15 +205,18 @@ def _sources_list(spec: KernelSpec) -> str:
 
 
 def _host_archives() -> tuple[str, str | None]:
-    """The URIs of Debian's main archive and of its security archive, as this machine's apt sources
-    name them: a security archive serves suites ending in -security."""
+    """The URIs of Debian's archive and of its security archive, as this machine's apt sources name
+    them: sources of Debian's component main (a third-party repository under a /debian path, such as
+    one for Docker, has components of its own), the security archive's suites ending in -security."""
     archive: str | None = None
     security: str | None = None
-    for uri, suites in _host_sources():
-        if any(suite.endswith("-security") for suite in suites):
-            security = security or uri
-        elif archive is None and "/debian" in uri:
-            archive = uri
+    for source in _host_sources():
+        if "main" not in source.components or "/debian" not in source.uri:
+            continue
+        if any(suite.endswith("-security") for suite in source.suites):
+            security = security or source.uri
+        else:
+            archive = archive or source.uri
     if archive is None:
         raise GuestUnavailable(
             f"no Debian archive in {HOST_APT_SOURCES} or {HOST_APT_SOURCE_PARTS}/*.sources: "
@@ -221,8 +225,15 @@ def _host_archives() -> tuple[str, str | None]:
     return archive, security
 
 
-def _host_sources() -> Iterator[tuple[str, list[str]]]:
-    """(URI, suites) of each binary source: deb822 stanzas of sources.list.d/*.sources and one-line
+@dataclass(frozen=True)
+class _Source:
+    uri: str
+    suites: list[str]
+    components: list[str]
+
+
+def _host_sources() -> Iterator[_Source]:
+    """Each binary source of this machine's apt: deb822 stanzas of sources.list.d/*.sources and one-line
     entries of sources.list and sources.list.d/*.list (sources.list(5))."""
     lists = [HOST_APT_SOURCES, *sorted(HOST_APT_SOURCE_PARTS.glob("*.list"))]
     for path in lists:
@@ -232,15 +243,15 @@ def _host_sources() -> Iterator[tuple[str, list[str]]]:
         yield from _deb822_sources(path.read_text())
 
 
-def _one_line_sources(text: str) -> Iterator[tuple[str, list[str]]]:
+def _one_line_sources(text: str) -> Iterator[_Source]:
     for line in text.splitlines():
         # "deb [ option1=value1 ... ] uri suite [component1] ..." (sources.list(5), one-line style)
         words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
         if len(words) >= 3 and words[0] == "deb":
-            yield words[1], [words[2]]
+            yield _Source(words[1], [words[2]], words[3:])
 
 
-def _deb822_sources(text: str) -> Iterator[tuple[str, list[str]]]:
+def _deb822_sources(text: str) -> Iterator[_Source]:
     # deb822 style (sources.list(5)): stanzas separated by blank lines, fields Types, URIs, Suites;
     # Enabled: no turns a stanza off; lines starting with # are comments.
     for stanza in re.split(r"\n\s*\n", text):
@@ -252,7 +263,7 @@ def _deb822_sources(text: str) -> Iterator[tuple[str, list[str]]]:
             fields[key.strip().lower()] = value.strip()
         if "deb" in fields.get("types", "").split() and fields.get("enabled", "yes") != "no":
             for uri in fields.get("uris", "").split():
-                yield uri, fields.get("suites", "").split()
+                yield _Source(uri, fields.get("suites", "").split(), fields.get("components", "").split())
 
 
 class _Apt:
@@ -323,7 +334,7 @@ REACH = "is Debian's archive reachable with this machine's apt sources?"
 
 
 def _run_or_unavailable(argv: list[str], what: str, cwd: Path | None = None) -> tuple[str, str]:
-    """(stdout, stderr) of a successful run; GuestUnavailable naming `what` and apt's last message."""
+    """(stdout, stderr) of a successful run; GuestUnavailable naming `what` and apt's first error."""
     result = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False)
     if result.returncode != 0:
         raise GuestUnavailable(f"{what} failed: {_apt_message(result.stderr)} ({REACH})")

@@ -31,6 +31,11 @@ Suites: bookworm-security
 Components: main
 
 Types: deb
+URIs: https://third-party.example/linux/debian
+Suites: bookworm
+Components: stable
+
+Types: deb
 Enabled: no
 URIs: http://off.example/debian
 Suites: bookworm
@@ -41,28 +46,37 @@ ONE_LINE = """\
 deb [arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://archive.example/debian bookworm main
 deb-src http://sources.example/debian bookworm main
 deb http://security.example/debian-security bookworm-security main contrib
+deb [signed-by=/etc/apt/keyrings/vendor.gpg] https://third-party.example/linux/debian bookworm stable
 """
 
 
 def test_deb822_sources_are_the_enabled_binary_stanzas() -> None:
     assert list(guest._deb822_sources(DEB822)) == [
-        ("http://archive.example/debian", ["bookworm", "bookworm-updates"]),
-        ("http://security.example/debian-security", ["bookworm-security"]),
+        guest._Source("http://archive.example/debian", ["bookworm", "bookworm-updates"], ["main"]),
+        guest._Source("http://security.example/debian-security", ["bookworm-security"], ["main"]),
+        guest._Source("https://third-party.example/linux/debian", ["bookworm"], ["stable"]),
     ]
 
 
 def test_one_line_sources_skip_options_comments_and_source_lines() -> None:
     assert list(guest._one_line_sources(ONE_LINE)) == [
-        ("http://archive.example/debian", ["bookworm"]),
-        ("http://security.example/debian-security", ["bookworm-security"]),
+        guest._Source("http://archive.example/debian", ["bookworm"], ["main"]),
+        guest._Source("http://security.example/debian-security", ["bookworm-security"], ["main", "contrib"]),
+        guest._Source("https://third-party.example/linux/debian", ["bookworm"], ["stable"]),
     ]
 
 
-def test_sources_list_names_the_release_and_its_security_suite(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(guest, "_host_sources", lambda: iter(guest._deb822_sources(DEB822)), raising=True)
-    listed = guest._sources_list(guest.KERNELS["debian11"]).splitlines()
+@pytest.mark.parametrize("text", [DEB822, ONE_LINE], ids=["deb822", "one-line"])
+def test_sources_list_names_the_release_and_its_security_suite(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """Debian's archives, not a third-party repository under a /debian path, even listed first."""
+    parse = guest._deb822_sources if text is DEB822 else guest._one_line_sources
+    third_party_first = sorted(parse(text), key=lambda source: "third-party" not in source.uri)
+    monkeypatch.setattr(guest, "_host_sources", lambda: iter(third_party_first), raising=True)
+    written = guest._sources_list(guest.KERNELS["debian11"]).splitlines()
     keyring = f"[signed-by={guest.ARCHIVE_KEYRING}]"
-    assert listed == [
+    assert written == [
         f"deb {keyring} http://archive.example/debian bullseye main",
         f"deb {keyring} http://security.example/debian-security bullseye-security main",
     ]
