@@ -463,11 +463,11 @@ mount -t configfs configfs $R/sys/kernel/config || say "no configfs"
 # The guest kernel's modules, for a command that reloads one with other parameters (busybox rmmod and
 # insmod: the chroot's /lib/modules is the host's, for another kernel).
 mkdir -p $R/run/lunlat-guest && cp -r /modules $R/run/lunlat-guest/modules
-# Loopback is down in a new network namespace until brought up (tests talk over 127.0.0.1); no NIC.
+# The kernel boots with lo down (an init system brings it up); tests talk over 127.0.0.1. No NIC.
 ip link set lo up || say "cannot bring loopback up"
 say "kernel $(uname -r), modules loaded, host root mounted"
 cut -d' ' -f1 /proc/uptime > /control/started
-. /control/command.sh </dev/null >/control/output 2>&1
+sh /control/command.sh </dev/null >/control/output 2>&1
 echo $? > /control/returncode
 say "exit code $(cat /control/returncode)"
 umount /control
@@ -490,12 +490,15 @@ def _check_not_hidden(paths: list[str], outdir: Path | None) -> None:
 
 
 def _command_script(argv: list[str], env: dict[str, str], cwd: str, outdir: Path | None) -> str:
-    """Sourced by /init: mounts outdir at its host path (after /tmp's tmpfs, which may hold it), then
+    """Run by /init (a child shell: an exit ends it, not PID 1): mounts outdir at its host path (after /tmp's tmpfs, which may hold it), then
     runs argv in the chroot with exactly `env`, in `cwd`."""
     lines = []
     if outdir is not None:
         target = shlex.quote(f"/newroot{outdir}")
-        lines.append(f"mkdir -p {target} && mount -t 9p -o {NINEP} {TAG_OUT} {target}")
+        failed = shlex.quote(f"lunlat-guest: cannot mount outdir at {outdir}")
+        lines.append(
+            f"mkdir -p {target} && mount -t 9p -o {NINEP} {TAG_OUT} {target} || {{ echo {failed}; exit 125; }}"
+        )
     variables = " ".join(shlex.quote(f"{key}={value}") for key, value in env.items())
     # The host's sh changes directory; its cd exports PWD (kept, as any shell's child has it) and
     # OLDPWD (dropped: it would only name /).
