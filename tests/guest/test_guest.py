@@ -4,7 +4,6 @@ counts a loop device's reads under fio as fio does (/proc/diskstats)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -15,26 +14,13 @@ from tests.guest import guest
 pytestmark = pytest.mark.guest
 
 PROBE = Path(__file__).with_name("probe.py")
-# A whole run (boot, modules, fio for 3 s, power-off) took 15 s a kernel under TCG on a 2-core host.
+# A whole run (boot, modules, fio for 3 s, power-off) took 12 to 25 s a kernel under TCG on a 2-core host.
 TIMEOUT = 300.0
-
-
-def _kernel_or_skip(name: str) -> guest.Kernel:
-    """The kernel; a machine that cannot have it skips, saying why, except in CI, where it fails (the
-    guests must run there; the rule of tests/postgres/test_matrix.py)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root (loop devices in the guest, the host's whole root shared to it)")
-    try:
-        return guest.kernel(name)
-    except guest.GuestUnavailable as unavailable:
-        if os.environ.get("CI"):
-            pytest.fail(str(unavailable))
-        pytest.skip(str(unavailable))
 
 
 @pytest.mark.parametrize("name", sorted(guest.KERNELS))
 def test_loop_device_reads_counted_in_guest(name: str, tmp_path: Path) -> None:
-    kernel = _kernel_or_skip(name)
+    kernel = guest.kernel_or_skip(name)
     result_file = tmp_path / "probe.json"
     result = guest.run(
         kernel, [sys.executable, str(PROBE), str(result_file)], timeout=TIMEOUT, outdir=tmp_path
@@ -52,7 +38,7 @@ def test_loop_device_reads_counted_in_guest(name: str, tmp_path: Path) -> None:
 
 
 def test_exit_code_output_environment_and_directory_come_back(tmp_path: Path) -> None:
-    kernel = _kernel_or_skip("debian12")
+    kernel = guest.kernel_or_skip("debian12")
     script = 'echo "$GREETING from $(pwd)"; echo to-stderr >&2; env | sort > "$OUT/env"; exit 7'
     result = guest.run(
         kernel,
@@ -75,7 +61,7 @@ def test_exit_code_output_environment_and_directory_come_back(tmp_path: Path) ->
 
 
 def test_a_command_past_the_timeout_is_an_error_with_the_console() -> None:
-    kernel = _kernel_or_skip("debian11")
+    kernel = guest.kernel_or_skip("debian11")
     with pytest.raises(guest.GuestError, match="did not power off within 12 s") as raised:
         guest.run(kernel, ["sleep", "600"], timeout=12)
     assert "console tail:" in str(raised.value)

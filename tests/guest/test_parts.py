@@ -4,6 +4,7 @@ their .modinfo, the newc archive the kernel unpacks."""
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -167,3 +168,18 @@ def test_apt_message_is_the_first_error_or_warning() -> None:
     assert guest._apt_message(stderr).endswith("InRelease  Connection refused")
     assert guest._apt_message("Reading package lists...\nsomething odd\n") == "something odd"
     assert guest._apt_message("") == "(no message)"
+
+
+def _unavailable(name: str) -> guest.Kernel:
+    raise guest.GuestUnavailable(f"{name}: qemu-system-x86_64 is not installed (Debian: qemu-system-x86)")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="kernel_or_skip skips first without root")
+def test_an_unavailable_kernel_skips_but_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guest, "kernel", _unavailable)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="debian11: qemu-system-x86_64 is not installed"):
+        guest.kernel_or_skip("debian11")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="debian11: qemu-system-x86_64 is not installed"):
+        guest.kernel_or_skip("debian11")
