@@ -471,6 +471,9 @@ mount -t devtmpfs devtmpfs $R/dev
 mkdir -p $R/dev/shm $R/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs $R/dev/shm
 mount -t devpts devpts $R/dev/pts
+# The host's /tmp stays reachable at /hosttmp: a checkout under it is bound back into the guest's own
+# /tmp by the command script (mount(8) --bind, busybox's -o bind).
+mkdir -p /hosttmp && mount -o bind $R/tmp /hosttmp
 mount -t tmpfs -o mode=1777 tmpfs $R/tmp
 mount -t tmpfs -o mode=0755 tmpfs $R/run
 mount -t debugfs debugfs $R/sys/kernel/debug || say "no debugfs"
@@ -492,12 +495,23 @@ poweroff -f
 """
 
 
+GUEST_TMP = Path("/tmp")  # noqa: S108 - the guest's mount point, not a file made here
+# The checkout these tests run from: kept visible in the guest even where it lies under /tmp (a CI
+# clone made with mktemp -d).
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _kept() -> list[Path]:
+    """What the guest binds back from the host's /tmp: the checkout, when it lies there."""
+    return [CHECKOUT] if CHECKOUT.is_relative_to(GUEST_TMP) else []
+
+
 def _check_not_hidden(paths: list[str], outdir: Path | None) -> None:
-    """The guest's /tmp is a tmpfs of its own: host paths under it are not there, except outdir's. The
-    path itself counts, not where its symbolic links lead (the guest looks the path up)."""
-    guest_tmp = Path("/tmp")  # noqa: S108 - the guest's mount point, not a file made here
+    """The guest's /tmp is a tmpfs of its own: host paths under it are not there, except outdir's and
+    the checkout's. The path itself counts, not where its symbolic links lead (the guest looks the
+    path up)."""
     for path in map(Path, paths):
-        if not path.is_absolute() or not path.is_relative_to(guest_tmp):
+        if not path.is_absolute() or not path.is_relative_to(GUEST_TMP) or path.is_relative_to(CHECKOUT):
             continue
         if outdir is None or not path.is_relative_to(outdir):
             raise ValueError(
@@ -507,9 +521,17 @@ def _check_not_hidden(paths: list[str], outdir: Path | None) -> None:
 
 
 def _command_script(argv: list[str], env: dict[str, str], cwd: str, outdir: Path | None) -> str:
-    """Run by /init (a child shell: an exit ends it, not PID 1): mounts outdir at its host path (after /tmp's tmpfs, which may hold it), then
+    """Run by /init (a child shell: an exit ends it, not PID 1): binds the checkout back if it lies
+    under /tmp, mounts outdir at its host path (both after /tmp's tmpfs, which may hold them), then
     runs argv in the chroot with exactly `env`, in `cwd`."""
     lines = []
+    for kept in _kept():
+        target = shlex.quote(f"/newroot{kept}")
+        source = shlex.quote(f"/hosttmp/{kept.relative_to(GUEST_TMP)}")
+        failed = shlex.quote(f"lunlat-guest: cannot bind {kept} back under the guest's /tmp")
+        lines.append(
+            f"mkdir -p {target} && mount -o bind {source} {target} || {{ echo {failed}; exit 125; }}"
+        )
     if outdir is not None:
         target = shlex.quote(f"/newroot{outdir}")
         failed = shlex.quote(f"lunlat-guest: cannot mount outdir at {outdir}")
@@ -588,7 +610,7 @@ def run(
     The guest's own modules (Kernel.modules, all loaded) are in /run/lunlat-guest/modules/ there.
     `env` is the command's whole environment besides PWD (default: PATH and HOME); `cwd` its directory
     (default: the caller's, as subprocess's; a directory under /tmp is not there: the guest's /tmp is
-    its own tmpfs, apart from `outdir`); `outdir`, a host
+    its own tmpfs, apart from `outdir` and this checkout); `outdir`, a host
     directory, is mounted read-write at the same path in the guest. Raises GuestError when the guest
     does not bring the exit code back within `timeout` seconds."""
     _check_host_tools()
