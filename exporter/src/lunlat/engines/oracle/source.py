@@ -39,6 +39,7 @@ from lunlat.sources.dbsource import (
     Query,
     count_value,
     id_value,
+    retried,
     seconds_value,
     text_value,
 )
@@ -326,7 +327,7 @@ class OracleSource(DbSource[OracleConnection]):
             )
         return per_container
 
-    def _no_grant_message(self, query: Query, code: str) -> str:
+    def _no_grant_message(self, query: Query, code: str, pause: float) -> str:
         """ORA-00942 says "table or view does not exist" both for a view the login may not read and
         for one that is not there: the line names the view and both causes."""
         views = ", ".join(v.upper() for v in sql.views_of(query)) or query.name
@@ -334,11 +335,11 @@ class OracleSource(DbSource[OracleConnection]):
             return (
                 f"query disabled: ORA-00942, {views} does not exist for this login: either its grant is "
                 f"missing or was revoked (see {self.grants_hint}), or the view or its public synonym is "
-                "not there (dropped, or not in this release); the rest is published; retried in 10 minutes"
+                f"not there (dropped, or not in this release); the rest is published; {retried(pause)}"
             )
         return (
             f"query disabled: {code or 'no privilege'} on {views}, missing privilege (see "
-            f"{self.grants_hint}); the rest is published; retried in 10 minutes"
+            f"{self.grants_hint}); the rest is published; {retried(pause)}"
         )
 
     # --- names --------------------------------------------------------------------------------
