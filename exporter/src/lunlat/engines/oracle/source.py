@@ -93,6 +93,8 @@ ASM_UNREADABLE = (
 )
 _CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
 NAMES_REFRESH_SECONDS = 300.0
+# The lookups whose answers are the file map (DbSource, contract.DB_FILE_MAP_AGE).
+FILE_LOOKUPS = (sql.DATAFILES, sql.TEMPFILES, sql.LOGFILES, sql.CONTROLFILES)
 # A file number the lookup does not know triggers a new lookup, at most this often.
 UNKNOWN_FILE_RECHECK_SECONDS = 30.0
 
@@ -242,6 +244,7 @@ class OracleSource(DbSource[OracleConnection]):
         self._said = logs.Once()  # what the login cannot read, said once (again after it could)
         self._histogram = sql.EVENT_HISTOGRAM
         self._version = ""  # the release the session's login reported
+        self._unanswered: tuple[Query, ...] = ()  # file lookups the last lookup went without
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -259,8 +262,21 @@ class OracleSource(DbSource[OracleConnection]):
             self._names.looked_up_at = -float("inf")
         errors: Counter[str] = Counter()
         now = self._clock()
-        if now - self._names.looked_up_at >= self._names_refresh:
+        # A file lookup that went unanswered is asked again as soon as its gate lets it (the next
+        # session, a reload, the no_grant backoff), not only at the next refresh.
+        if now - self._names.looked_up_at >= self._names_refresh or (
+            self._unanswered and self._lookup_open(*self._unanswered)
+        ):
             self._look_up_names(conn, errors)
+        if self._map_expired():
+            # Too old to trust: files moved meanwhile must not keep a wrong `lun`.
+            self._names = Names(
+                instances=self._names.instances,
+                containers=self._names.containers,
+                cdb=self._names.cdb,
+                diskgroups=self._names.diskgroups,
+                looked_up_at=self._names.looked_up_at,
+            )
         iostat = self._query(conn, sql.IOSTAT_FILE, errors)
         if (
             iostat
@@ -282,6 +298,7 @@ class OracleSource(DbSource[OracleConnection]):
             self._histogram_family(histogram or [], errors),
             *asm_families,
             capabilities,
+            *self._map_families(),
         ]
         # Files change only with a lookup; ASM disks with the disk query.
         self._publish_lun_labels(
@@ -345,33 +362,52 @@ class OracleSource(DbSource[OracleConnection]):
     # --- names --------------------------------------------------------------------------------
 
     def _look_up_names(self, conn: OracleConnection, errors: Counter[str]) -> None:
+        """Every lookup again. One that goes unanswered (a missing grant, a closed gate) keeps what the
+        last answer said: the files keep their names and LUNs (issue 43) until the map is too old."""
+        before = self._names
         names = Names(looked_up_at=self._clock())
+        unanswered: list[Query] = []
 
-        def lookup(query: Query, parse: Callable[[Any], Any]) -> list[Any]:
+        def lookup(query: Query, parse: Callable[[Any], Any]) -> list[Any] | None:
             # Bad rows are skipped and counted like a scrape's, never fatal to the lookup.
-            return self._rows(self._query(conn, query, errors) or [], query, errors, parse)
-
-        names.instances = dict(
-            lookup(sql.INSTANCES, lambda r: (id_value(r[0], "inst_id"), text_value(r[1], "instance_name")))
-        )
-        names.containers = dict(
-            lookup(sql.CONTAINERS, lambda r: (id_value(r[0], "con_id"), text_value(r[1], "name")))
-        )
-        cdb = lookup(sql.DATABASE, lambda r: text_value(r[0], "cdb").upper())
-        names.cdb = (cdb[0] == "YES") if cdb else None
+            rows = self._query(conn, query, errors)
+            if rows is None:
+                unanswered.append(query)
+                return None
+            return self._rows(rows, query, errors, parse)
 
         def numbered(r: Any) -> tuple[tuple[int, int], str]:
             return (id_value(r[1], "con_id"), id_value(r[0], "file#")), text_value(r[2], "name")
 
-        names.datafiles = dict(lookup(sql.DATAFILES, numbered))
-        names.tempfiles = dict(lookup(sql.TEMPFILES, numbered))
-        names.logfiles = sorted(set(lookup(sql.LOGFILES, lambda r: text_value(r[2], "member"))))
-        names.controlfiles = sorted(set(lookup(sql.CONTROLFILES, lambda r: text_value(r[1], "name"))))
-        names.diskgroups = dict(
-            lookup(sql.ASM_DISKGROUPS, lambda r: (id_value(r[0], "group_number"), text_value(r[1], "name")))
+        found = lookup(
+            sql.INSTANCES, lambda r: (id_value(r[0], "inst_id"), text_value(r[1], "instance_name"))
         )
+        names.instances = before.instances if found is None else dict(found)
+        found = lookup(sql.CONTAINERS, lambda r: (id_value(r[0], "con_id"), text_value(r[1], "name")))
+        names.containers = before.containers if found is None else dict(found)
+        cdb = lookup(sql.DATABASE, lambda r: text_value(r[0], "cdb").upper())
+        names.cdb = before.cdb if cdb is None else (cdb[0] == "YES") if cdb else None
+        found = lookup(sql.DATAFILES, numbered)
+        names.datafiles = before.datafiles if found is None else dict(found)
+        found = lookup(sql.TEMPFILES, numbered)
+        names.tempfiles = before.tempfiles if found is None else dict(found)
+        found = lookup(sql.LOGFILES, lambda r: text_value(r[2], "member"))
+        names.logfiles = before.logfiles if found is None else sorted(set(found))
+        found = lookup(sql.CONTROLFILES, lambda r: text_value(r[1], "name"))
+        names.controlfiles = before.controlfiles if found is None else sorted(set(found))
+        found = lookup(
+            sql.ASM_DISKGROUPS, lambda r: (id_value(r[0], "group_number"), text_value(r[1], "name"))
+        )
+        names.diskgroups = before.diskgroups if found is None else dict(found)
         self._refresh_locations()
         self._names = names
+        # The file map is the files' names (ASM disk groups are optional: a database without ASM may
+        # well not be granted their view, sql.ASM_DISKGROUPS).
+        self._unanswered = tuple(q for q in unanswered if q in FILE_LOOKUPS)
+        if self._unanswered:
+            self._map_unconfirmed()
+        else:
+            self._map_confirmed()
         log.debug(
             "names looked up",
             source=self.name,
