@@ -7,11 +7,13 @@ instance and container names are looked up on connect, every `names_refresh` sec
 file number appears that the last lookup did not know. The release the login reports picks the
 wait histogram's level: per container from 18c, the whole instance's before (logged once).
 
-A missing grant (ORA-00942/ORA-01031) switches that one query off for ten minutes, counted as
-`no_grant`; the rest of the source keeps publishing. A lost connection or a query past the call
-timeout fails this scrape of this source only (`lunlat_source_up` 0), never the others. A view
-that answers no rows to this login although the database uses it (ASM disks from a PDB) is
-`lunlat_source_capability` 0 and one log line.
+A missing grant (ORA-00942/ORA-01031) switches that one query off, counted as `no_grant`, until the
+next session or config reload, else for 60 s doubling up to ten minutes (dbsession.QueryGates); the
+rest of the source keeps publishing, and a names lookup left unanswered keeps its last answer (the
+file map, dbsource) until it is older than the target's file_map_max_age_seconds. A lost connection
+or a query past the call timeout fails this scrape of this source only (`lunlat_source_up` 0), never
+the others. A view that answers no rows to this login although the database uses it (ASM disks from a
+PDB) is `lunlat_source_capability` 0 and one log line.
 """
 
 from __future__ import annotations
