@@ -200,6 +200,7 @@ def test_a_revoked_grant_and_an_ended_session_keep_the_file_map_and_a_restored_g
     try:
         first = pg.collect()
         roles = claimed(labels)
+        assert not lun or roles  # a data directory on a LUN of this host: the LUN has its role
         cluster.psql_file(REVOKE)
         try:
             end_sessions(cluster)
