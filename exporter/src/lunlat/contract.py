@@ -256,7 +256,7 @@ SOURCE_CAPABILITY = MetricSpec(
 # source cannot read it again (a session lost, a grant missing, a timeout) the last one keeps labelling
 # the series until it is older than the target's file_map_max_age_seconds (issue 43): its age is
 # published like lunlat_lun_paths_age_seconds, and the limit beside it, so a rule can say when a
-# database's map is stale or missing (LunLatFileMapStale).
+# database's map is stale or missing (LunLatencyFileMapStale).
 DB_FILE_MAP_AGE = MetricSpec(
     "lunlat_database_file_map_age_seconds",
     "gauge",

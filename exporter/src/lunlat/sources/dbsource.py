@@ -251,7 +251,7 @@ class DbSource(Generic[Conn]):
         return True
 
     def _map_families(self) -> list[Family]:
-        """The map's age (absent without a map) and its limit, for LunLatFileMapStale."""
+        """The map's age (absent without a map) and its limit, for LunLatencyFileMapStale."""
         labels = self._label_set(contract.DB_FILE_MAP_AGE.labels, (self.name,))
         age = Family(contract.DB_FILE_MAP_AGE)
         if self._map_read_at is not None:
