@@ -1020,3 +1020,28 @@ def test_a_file_map_past_its_age_limit_is_dropped_with_the_luns_roles(host: Fake
     assert map_age(past) is None and values(past, contract.DB_FILE_MAP_MAX_AGE) == {("oracle:Oracle",): 600.0}
     assert all(lun == "" for lun in file_luns(past).values())
     assert all(database == "" for database, _ in claimed(registry).values())
+
+
+def test_a_revoked_asm_view_and_a_killed_session_keep_the_asm_luns_and_their_roles(host: FakeHost) -> None:
+    # ASM files are on their disk group's disks, which GV$ASM_DISK_STAT names at each scrape: that view
+    # is part of the file map of a database in ASM.
+    clock = FakeClock()
+    emu = OracleEmulation(asm=True)
+    emu.advance(10, DATA_READ)
+    registry = DbLunLabels()
+    source = source_for(emu, host, registry, clock=clock)
+    first = source.collect()
+    luns, roles = file_luns(first), claimed(registry)
+    assert roles["dm-7"] == ("Oracle", "data") and roles["dm-9"] == ("Oracle", "log")
+    emu.revoke("gv$asm_disk_stat")
+    emu.kill_sessions()
+    denied = reconnect(source, clock)
+    assert denied.errors == Counter({"no_grant": 1})
+    assert file_luns(denied) == luns and claimed(registry) == roles
+    assert capability(denied) == {("oracle:Oracle", "asm"): 0}  # the ASM disk series are missing
+    clock.now += 45
+    assert map_age(source.collect()) == 46.0
+    emu.grant("gv$asm_disk_stat")
+    emu.kill_sessions()
+    fresh = reconnect(source, clock)
+    assert not fresh.errors and map_age(fresh) == 0.0 and capability(fresh) == {("oracle:Oracle", "asm"): 1}

@@ -211,13 +211,14 @@ class DbSource(Generic[Conn]):
     def _map_max_age(self) -> float:
         return self._target.file_map_max_age_seconds
 
-    def _map_confirmed(self) -> None:
-        """The database answered every file lookup: the map is fresh."""
+    def _map_confirmed(self, at: float | None = None) -> None:
+        """The database answered every file lookup: the map is as fresh as the oldest answer (`at`,
+        now when not given)."""
         if self._map_stale:
             log.info("file map read again", source=self.name)
         self._map_stale = False
         self._map_said.forget("dropped")
-        self._map_read_at = self._clock()
+        self._map_read_at = self._clock() if at is None else at
 
     def _map_unconfirmed(self) -> None:
         """A file lookup went unanswered (its query's own line says why): the last map stays, said

@@ -247,6 +247,11 @@ class OracleSource(DbSource[OracleConnection]):
         self._histogram = sql.EVENT_HISTOGRAM
         self._version = ""  # the release the session's login reported
         self._unanswered: tuple[Query, ...] = ()  # file lookups the last lookup went without
+        # The file map's parts (DbSource): when the file lookups last all answered, and the ASM disks
+        # (an ASM file's LUNs are its disk group's disks, read at each scrape).
+        self._names_read_at: float | None = None
+        self._asm_read_at: float | None = None
+        self._asm_current = False  # the disk query named disks at this scrape (capability `asm`)
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -270,15 +275,6 @@ class OracleSource(DbSource[OracleConnection]):
             self._unanswered and self._lookup_open(*self._unanswered)
         ):
             self._look_up_names(conn, errors)
-        if self._map_expired():
-            # Too old to trust: files moved meanwhile must not keep a wrong `lun`.
-            self._names = Names(
-                instances=self._names.instances,
-                containers=self._names.containers,
-                cdb=self._names.cdb,
-                diskgroups=self._names.diskgroups,
-                looked_up_at=self._names.looked_up_at,
-            )
         iostat = self._query(conn, sql.IOSTAT_FILE, errors)
         if (
             iostat
@@ -291,7 +287,8 @@ class OracleSource(DbSource[OracleConnection]):
         histogram = self._query(conn, self._histogram, errors)
         asm = self._query(conn, sql.ASM_DISK, errors)
         # The disks first: an ASM file's `lun` is its disk group's LUNs.
-        asm_families = self._asm_families(asm or [], errors)
+        asm_families = self._asm_families(asm, errors)
+        self._judge_map(asm is not None)
         capabilities = self._capability_family()
         families = [
             *self._file_families(iostat or [], errors),
@@ -310,6 +307,29 @@ class OracleSource(DbSource[OracleConnection]):
             self._target.workload or "",
         )
         return SourceResult(families, errors)
+
+    def _judge_map(self, asm_answered: bool) -> None:
+        """The file map: fresh when the file lookups last answered, and the disk query this scrape for
+        a database in ASM; the last one is kept while a part goes unanswered (issue 43), and dropped
+        when too old: files moved meanwhile must not keep a wrong `lun`."""
+        in_asm = any(
+            p.startswith("+") for role in ROLE_OF_FILETYPE.values() for p in self._names.files_of(role)
+        )
+        parts = [self._names_read_at, *([self._asm_read_at] if in_asm else [])]
+        if self._unanswered or (in_asm and not asm_answered) or None in parts:
+            self._map_unconfirmed()
+        else:
+            self._map_confirmed(min(p for p in parts if p is not None))
+        if self._map_expired():
+            self._names = Names(
+                instances=self._names.instances,
+                containers=self._names.containers,
+                cdb=self._names.cdb,
+                diskgroups=self._names.diskgroups,
+                looked_up_at=self._names.looked_up_at,
+            )
+            self._names_read_at = None
+            self._asm_disks = ()
 
     def _histogram_query(self, conn: OracleConnection) -> Query:
         """Per container where the release has the view, else the whole instance's (`db` empty)."""
@@ -406,10 +426,8 @@ class OracleSource(DbSource[OracleConnection]):
         # The file map is the files' names (ASM disk groups are optional: a database without ASM may
         # well not be granted their view, sql.ASM_DISKGROUPS).
         self._unanswered = tuple(q for q in unanswered if q in FILE_LOOKUPS)
-        if self._unanswered:
-            self._map_unconfirmed()
-        else:
-            self._map_confirmed()
+        if not self._unanswered:
+            self._names_read_at = names.looked_up_at
         log.debug(
             "names looked up",
             source=self.name,
@@ -607,7 +625,8 @@ class OracleSource(DbSource[OracleConnection]):
             family.add(labels, estimate / 1_000_000, "_sum")
         return family
 
-    def _asm_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+    def _asm_families(self, rows: Sequence[Any] | None, errors: Counter[str]) -> list[Family]:
+        """The ASM disk series; unanswered (None), the last disks stay for the files' LUNs."""
         reads = Family(oracle_metrics.ORACLE_ASM_READS)
         writes = Family(oracle_metrics.ORACLE_ASM_WRITES)
         read_time = Family(oracle_metrics.ORACLE_ASM_READ_TIME)  # seconds (fractional)
@@ -636,13 +655,16 @@ class OracleSource(DbSource[OracleConnection]):
                 seconds_value(row[8], "write_time"),
             )
 
-        parsed = self._rows(rows, sql.ASM_DISK, errors, parse)
+        parsed = self._rows(rows or [], sql.ASM_DISK, errors, parse)
         for labels, (r, w, rt, wt) in self._summed(parsed, sql.ASM_DISK, errors):
             reads.add(labels, r)
             writes.add(labels, w)
             read_time.add(labels, rt)
             write_time.add(labels, wt)
-        self._asm_disks = tuple(sorted(disks))
+        self._asm_current = bool(disks)
+        if rows is not None:
+            self._asm_disks = tuple(sorted(disks))
+            self._asm_read_at = self._clock()
         return [reads, writes, read_time, write_time]
 
     def _capability_family(self) -> Family:
@@ -654,7 +676,7 @@ class OracleSource(DbSource[OracleConnection]):
             for path in self._names.files_of(role)
             if path.startswith("+")
         ]
-        readable = bool(self._asm_disks) or not asm_files
+        readable = self._asm_current or not asm_files
         if readable:
             self._said.forget("asm")
         elif self._said.first("asm"):
