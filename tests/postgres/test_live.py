@@ -362,6 +362,56 @@ def test_lunlat_serve_with_a_postgres_target_publishes_the_clusters_data_and_wal
         assert info and all(i["database"] == "pg" for i in info), info
 
 
+def test_lunlat_serve_keeps_the_luns_through_a_revoked_grant_and_reads_a_restored_one_one_scrape_after_the_session(
+    cluster: Cluster, login: str, tmp_path: Path
+) -> None:
+    # Issue 43 end to end: the exporter as run, scraped over HTTP, the real server's grant revoked and
+    # restored by the deploy scripts and the session ended each time.
+    host, port = cluster.endpoint
+    config = tmp_path / "lunlat.yml"
+    config.write_text(
+        f"postgres:\n  - {{name: pg, host: {host}, port: {port}, user: lunlat, password_env: {login}}}\n",
+        encoding="utf-8",
+    )
+    argv = lunlat_argv("serve", f"--web.listen-address={LOOPBACK}:0", f"--config.file={config}")
+    source_label = (("source", "postgres:pg"),)
+
+    def data_series(values: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[str, str]:
+        (found,) = [
+            dict(labels)
+            for (name, labels) in values
+            if name == pm.POSTGRES_FILE_READS.name and dict(labels)["role"] == "data"
+        ]
+        return found
+
+    def scrape_after_reconnect(
+        exporter: ExporterProcess,
+    ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        end_sessions(cluster)
+        lost = samples(exporter.scrape().text)  # finds the session ended
+        assert lost[("lunlat_source_up", source_label)] == 0
+        time.sleep(1.1)  # the first reconnect backoff step
+        return samples(exporter.scrape().text)
+
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT, name="lunlat") as exporter:
+        before = samples(exporter.scrape().text)
+        cluster.psql_file(REVOKE)
+        try:
+            denied = scrape_after_reconnect(exporter)
+            time.sleep(1.0)
+            later = samples(exporter.scrape().text)
+        finally:
+            cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
+        fresh = scrape_after_reconnect(exporter)
+    assert denied[("lunlat_source_errors_total", (("reason", "no_grant"), *source_label))] == 1
+    assert data_series(denied)["file"] == data_series(before)["file"] == cluster.data_dir()
+    assert data_series(denied)["lun"] == data_series(before)["lun"]
+    age_key = (contract.DB_FILE_MAP_AGE.name, source_label)
+    assert later[age_key] > denied[age_key] >= 1.0  # the map's age grows
+    assert later[(contract.DB_FILE_MAP_MAX_AGE.name, source_label)] == 3600
+    assert fresh[age_key] < 1.0 and data_series(fresh) == data_series(before)
+
+
 def test_a_wrong_password_is_connect_failed_and_never_said(
     cluster: Cluster, login: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
