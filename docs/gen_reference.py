@@ -60,6 +60,7 @@ def metrics_page() -> str:
             (*contract.DEVICE_METRICS, *contract.BIO_METRICS, contract.LUN_INFO, *contract.PATH_METRICS),
         ),
         *((f"{engine.title} layer", engine.metrics) for engine in ENGINES),
+        ("Database file maps (every engine)", contract.DB_FILE_MAP_METRICS),
         ("Exporter health", contract.HEALTH_METRICS),
     )
     listed = [spec for _, specs in layers for spec in specs]

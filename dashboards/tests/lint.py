@@ -34,7 +34,9 @@ SENTINELS = {
     "datasource": "prometheus",
 }
 RATE_FUNCTIONS = {"rate", "irate", "increase"}
-UNITS = {"s", "iops", "binBps", "bytes", "short", "ops", "percentunit"}
+# dtdurations: an age in seconds shown as a duration (Grafana's "duration (s)", id dtdurations,
+# packages/grafana-data/src/valueFormats/categories.ts), apart from "s", which marks a latency panel.
+UNITS = {"s", "dtdurations", "iops", "binBps", "bytes", "short", "ops", "percentunit"}
 # Names that would be a hard-coded LUN or device: multipath aliases of the lab and the kernel's.
 DEVICE_NAME = re.compile(r"\b(loop\d+|sd[a-z]{1,2}\d*|dm-\d+|nvme\d+n\d+|mpath[a-z]+)\b")
 

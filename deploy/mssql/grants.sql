@@ -16,8 +16,10 @@
 -- Nothing else: no database user, no db_datareader, no sysadmin.
 --
 -- A missing permission: the DMV query fails with error 300 ("VIEW SERVER STATE permission was
--- denied"); the exporter turns that query off for ten minutes, counts
--- lunlat_source_errors_total{reason="no_grant"}, logs one line and keeps the rest. Without VIEW ANY
+-- denied"); the exporter turns that query off (asked again at its next session or config reload,
+-- else after 60 s doubling up to ten minutes), counts lunlat_source_errors_total{reason="no_grant"},
+-- logs one line and keeps the rest; the LUNs keep the roles the last answer gave them for up to the
+-- target's file_map_max_age_seconds. Without VIEW ANY
 -- DEFINITION, sys.master_files shows only master's and tempdb's files: the user databases' files
 -- silently vanish from lunlat_mssql_file_* (check that every database appears after granting).
 

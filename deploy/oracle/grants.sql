@@ -25,10 +25,12 @@
 --     names the CDB's service; the `db` label then tells the PDBs apart.
 --
 -- A missing grant (a view left out, or revoked later): the query reading that view fails with
--- ORA-00942; the exporter switches that one query off and retries it after ten minutes, counts
+-- ORA-00942; the exporter switches that one query off and asks it again at its next session or
+-- config reload, else after 60 s doubling up to ten minutes; it counts
 -- lunlat_source_errors_total{source="oracle:<name>",reason="no_grant"}, logs one line naming the
--- query and this file, and everything else keeps publishing. What each missing grant costs is
--- written above it.
+-- query and this file, and everything else keeps publishing (a file lookup's last answer keeps the
+-- files' names and LUNs for up to the target's file_map_max_age_seconds). What each missing grant
+-- costs is written above it.
 --
 -- Stops at the first error (WHENEVER SQLERROR): a user that already exists is not changed; drop it
 -- with revoke.sql first, or run only the GRANT lines again (granting twice is harmless).

@@ -15,9 +15,12 @@
 --       and works too; it grants more (pg_read_all_stats, pg_stat_scan_tables).
 -- Nothing else: no superuser, no table of any database.
 --
--- Without it the data_directory query fails with SQLSTATE 42501; the exporter turns that query off for
--- ten minutes, counts lunlat_source_errors_total{reason="no_grant"}, logs one line and keeps publishing
--- the counters, with `file` and `lun` empty.
+-- Without it the data_directory query fails with SQLSTATE 42501; the exporter turns that query off
+-- (asked again at its next session or config reload, else after 60 s doubling up to ten minutes),
+-- counts lunlat_source_errors_total{reason="no_grant"}, logs one line and keeps publishing the
+-- counters: with the last directories it read (for up to the target's file_map_max_age_seconds), or
+-- with `file` and `lun` empty when it never read them. After granting again, end its session
+-- (pg_terminate_backend) or reload the exporter to have it read at once.
 \set ON_ERROR_STOP on
 
 SELECT NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'lunlat') AS create_login \gset

@@ -79,8 +79,9 @@ def source_for(
     labels: DbLunLabels | None = None,
     clock: Any = time.monotonic,
     timeout: float = 2,
+    **settings: Any,
 ) -> MssqlSource:
-    target = freetds_target(server.port, workload="oltp", timeout_seconds=timeout)
+    target = freetds_target(server.port, workload="oltp", timeout_seconds=timeout, **settings)
     locator = FileLocator(host.procfs, host.sysfs) if host is not None else None
     return MssqlSource(target, connect_pyodbc(target), locator, labels, clock)
 
@@ -301,6 +302,91 @@ def test_a_denied_dmv_disables_that_query_only(server: TdsServer, host: FakeHost
     assert values(result, mssql_metrics.MSSQL_WAITS)
     up, _ = scrape_both(host, source)
     assert up[NAME] is True
+
+
+# --- the file map through a missing grant and a lost session (issue 43) ------------------------
+
+DENIED = (300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'.")
+
+
+def map_age(result: SourceResult) -> float | None:
+    """lunlat_database_file_map_age_seconds of the source, None when it has no map."""
+    found = values(result, contract.DB_FILE_MAP_AGE)
+    assert set(found) <= {(NAME,)}, found
+    return found.get((NAME,))
+
+
+def claimed(registry: DbLunLabels) -> dict[str, tuple[str, str]]:
+    return {device: (found.database, found.role) for device, found in registry.merged()[1].items()}
+
+
+def reconnect(server: TdsServer, source: MssqlSource, clock: FakeClock) -> SourceResult:
+    """The session ended (the server drops the next statement's connection), then a new one."""
+    server.drop_next_query = True
+    with pytest.raises(SourceError) as lost:
+        source.collect()
+    assert lost.value.reason == "connection_lost"
+    clock.now += 1  # past the reconnect backoff
+    return source.collect()
+
+
+def test_a_denied_file_statement_and_a_lost_session_keep_the_luns_roles_and_a_restored_grant_is_read_at_once(
+    server: TdsServer, host: FakeHost
+) -> None:
+    clock = FakeClock()
+    registry = DbLunLabels()
+    source = source_for(server, host, registry, clock=clock)
+    server.state.advance(10, LOAD)
+    first = source.collect()
+    roles = claimed(registry)
+    assert roles["dm-3"] == ("SQL Server 1", "data") and roles["dm-4"] == ("SQL Server 1", "log")
+    server.deny[sql.FILE_STATS.name] = DENIED
+    denied = reconnect(server, source, clock)
+    assert denied.errors == Counter({"no_grant": 1})
+    clock.now += 45
+    later = source.collect()
+    assert not later.errors  # not asked again before its backoff
+    assert claimed(registry) == roles  # the LUNs keep their roles
+    assert (map_age(first), map_age(denied), map_age(later)) == (0.0, 1.0, 46.0)
+    del server.deny[sql.FILE_STATS.name]
+    fresh = reconnect(server, source, clock)  # at the next session, not ten minutes later
+    assert not fresh.errors
+    reads = values(fresh, mssql_metrics.MSSQL_FILE_READS)
+    assert key_of(reads, db="sales", role="data")[FILES.index("lun")] == "sql1_data"
+    assert map_age(fresh) == 0.0
+
+
+def test_a_file_map_past_its_age_limit_drops_the_luns_roles(server: TdsServer, host: FakeHost) -> None:
+    clock = FakeClock()
+    registry = DbLunLabels()
+    source = source_for(server, host, registry, clock=clock, file_map_max_age_seconds=600)
+    source.collect()
+    server.deny[sql.FILE_STATS.name] = DENIED
+    reconnect(server, source, clock)
+    clock.now += 599
+    at_limit = source.collect()
+    assert map_age(at_limit) == 600.0 and claimed(registry)["dm-3"] == ("SQL Server 1", "data")
+    clock.now += 1
+    past = source.collect()
+    assert map_age(past) is None and values(past, contract.DB_FILE_MAP_MAX_AGE) == {(NAME,): 600.0}
+    assert all(database == "" for database, _ in claimed(registry).values())
+
+
+def test_a_denied_volume_lookup_and_a_lost_session_keep_the_volumes_as_luns(server: TdsServer) -> None:
+    # A Windows instance, whose `lun` is the volume SQL Server reports (sys.dm_os_volume_stats).
+    server.state.host_platform = "Windows"
+    server.state.attach("erp", [(0, "D:\\Data\\erp.mdf"), (1, "L:\\Logs\\erp_log.ldf")])
+    server.state.volumes = {"D:\\": ("D:\\", "SQLData"), "L:\\": ("L:\\", "SQLLogs")}
+    clock = FakeClock()
+    source = source_for(server, clock=clock)
+    assert not source.collect().errors
+    server.deny[sql.VOLUMES.name] = DENIED
+    denied = reconnect(server, source, clock)
+    assert denied.errors == Counter({"no_grant": 1})
+    reads = values(denied, mssql_metrics.MSSQL_FILE_READS)
+    assert key_of(reads, db="erp", role="data")[FILES.index("lun")] == "D:\\"
+    assert key_of(reads, db="erp", role="log")[FILES.index("lun")] == "L:\\"
+    assert map_age(denied) == 1.0
 
 
 def test_a_service_restart_is_a_lost_session_then_lower_counters(

@@ -222,7 +222,7 @@ def test_each_grant_says_which_query_needs_it_and_what_is_lost_without_it(script
     for words in (
         "ORA-00942",
         'reason="no_grant"',
-        "ten minutes",
+        "next session or\n-- config reload",
         "SELECT ANY DICTIONARY",
         "SELECT_CATALOG_ROLE",
     ):

@@ -934,3 +934,114 @@ def test_asm_disk_times_are_this_database_s_not_every_client_s(host: FakeHost) -
     for key, n in reads.items():
         if n:
             assert read_time[key] / n == pytest.approx(0.0005, rel=1e-6), key[labels.index("path")]
+
+
+# --- the file map through a missing grant and a lost session (issue 43) ------------------------
+
+FILE_VIEWS = (
+    "v$datafile",
+    "v$tempfile",
+    "v$logfile",
+    "v$controlfile",
+)  # deploy/oracle/revoke.sql's file views
+
+
+def map_age(result: SourceResult) -> float | None:
+    """lunlat_database_file_map_age_seconds of the source, None when it has no map."""
+    found = values(result, contract.DB_FILE_MAP_AGE)
+    assert set(found) <= {("oracle:Oracle",)}, found
+    return found.get(("oracle:Oracle",))
+
+
+def file_luns(result: SourceResult) -> dict[tuple[str, str], str]:
+    """(file, role) -> lun of every file series."""
+    labels = oracle_metrics.ORACLE_FILE_LABELS
+    file, role, lun = (labels.index(n) for n in ("file", "role", "lun"))
+    return {(k[file], k[role]): k[lun] for k in values(result, oracle_metrics.ORACLE_FILE_READS)}
+
+
+def claimed(registry: DbLunLabels) -> dict[str, tuple[str, str]]:
+    return {device: (found.database, found.role) for device, found in registry.merged()[1].items()}
+
+
+def reconnect(source: OracleSource, clock: FakeClock) -> SourceResult:
+    with pytest.raises(SourceError) as lost:
+        source.collect()
+    assert lost.value.reason == "connection_lost"
+    clock.now += 1  # past the reconnect backoff
+    return source.collect()
+
+
+def test_revoked_file_views_and_a_killed_session_keep_the_last_file_map_and_a_restored_grant_is_read_at_once(
+    host: FakeHost,
+) -> None:
+    clock = FakeClock()
+    emu = OracleEmulation()
+    emu.advance(10, DATA_READ)
+    registry = DbLunLabels()
+    source = source_for(emu, host, registry, clock=clock)
+    first = source.collect()
+    luns, roles = file_luns(first), claimed(registry)
+    assert luns[("/u02/oradata/ORCL/system01.dbf", "data")] == "ora_data" and roles
+    for view in FILE_VIEWS:
+        emu.revoke(view)
+    emu.kill_sessions()
+    denied = reconnect(source, clock)
+    assert denied.errors == Counter({"no_grant": len(FILE_VIEWS)})
+    assert file_luns(denied) == luns  # every file keeps its name and LUN
+    clock.now += 45
+    later = source.collect()
+    assert not later.errors and file_luns(later) == luns  # not asked again before the backoff
+    assert claimed(registry) == roles  # the LUNs keep their roles
+    assert (map_age(first), map_age(denied), map_age(later)) == (0.0, 1.0, 46.0)
+    for view in FILE_VIEWS:
+        emu.grant(view)
+    emu.kill_sessions()
+    fresh = reconnect(source, clock)  # at the next session, not after a pause
+    assert not fresh.errors and map_age(fresh) == 0.0 and file_luns(fresh) == luns
+
+
+def test_a_file_map_past_its_age_limit_is_dropped_with_the_luns_roles(host: FakeHost) -> None:
+    clock = FakeClock()
+    emu = OracleEmulation()
+    emu.advance(10, DATA_READ)
+    registry = DbLunLabels()
+    source = source_for(emu, host, registry, clock=clock, file_map_max_age_seconds=600)
+    source.collect()
+    for view in FILE_VIEWS:
+        emu.revoke(view)
+    emu.kill_sessions()
+    reconnect(source, clock)
+    clock.now += 599
+    at_limit = source.collect()
+    clock.now += 1
+    past = source.collect()
+    assert map_age(at_limit) == 600.0 and file_luns(at_limit)[("/u02/oradata/ORCL/system01.dbf", "data")]
+    assert map_age(past) is None and values(past, contract.DB_FILE_MAP_MAX_AGE) == {("oracle:Oracle",): 600.0}
+    assert all(lun == "" for lun in file_luns(past).values())
+    assert all(database == "" for database, _ in claimed(registry).values())
+
+
+def test_a_revoked_asm_view_and_a_killed_session_keep_the_asm_luns_and_their_roles(host: FakeHost) -> None:
+    # ASM files are on their disk group's disks, which GV$ASM_DISK_STAT names at each scrape: that view
+    # is part of the file map of a database in ASM.
+    clock = FakeClock()
+    emu = OracleEmulation(asm=True)
+    emu.advance(10, DATA_READ)
+    registry = DbLunLabels()
+    source = source_for(emu, host, registry, clock=clock)
+    first = source.collect()
+    luns, roles = file_luns(first), claimed(registry)
+    assert roles["dm-7"] == ("Oracle", "data") and roles["dm-9"] == ("Oracle", "log")
+    emu.revoke("gv$asm_disk_stat")
+    emu.kill_sessions()
+    denied = reconnect(source, clock)
+    assert denied.errors == Counter({"no_grant": 1})
+    assert file_luns(denied) == luns and claimed(registry) == roles
+    assert capability(denied) == {("oracle:Oracle", "asm"): 0}  # the ASM disk series are missing
+    clock.now += 45
+    assert map_age(source.collect()) == 46.0
+    emu.grant("gv$asm_disk_stat")
+    emu.kill_sessions()
+    fresh = reconnect(source, clock)
+    assert not fresh.errors and map_age(fresh) == 0.0 and capability(fresh) == {("oracle:Oracle", "asm"): 1}

@@ -11,11 +11,13 @@ import pytest
 
 from lunlat.config import load_config
 from lunlat.engines.oracle import source as oracle
+from lunlat.engines.oracle.metrics import ORACLE_WAIT_DURATION
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
+from tests.oracle.test_oracle_source import DATA_READ
 from tests.unit.test_scrape import samples
 
 TARGET = (
@@ -71,6 +73,43 @@ def test_a_reload_keeps_an_unchanged_target_and_replaces_a_changed_one_keeping_t
         after = samples(scraper.scrape(5))
         assert len(made) == 3 and state(made[2]) == "open"
         assert after[up] == 1 and after[lost] == 1  # counting on, not reset
+    finally:
+        scraper.close()
+        emu.release()
+
+
+def test_a_reload_asks_a_query_switched_off_for_a_missing_grant_again_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 43: an operator who gave the grant back and reloads sees it used at the next scrape, not
+    # after the no_grant pause; the session stays as it is.
+    monkeypatch.setenv("LUNLAT_TEST_RELOAD_PW", "pw")
+    emu = OracleEmulation()
+    monkeypatch.setattr(oracle, "connect_oracledb", lambda _target: emu.connect)
+    (tmp_path / "proc" / "1").mkdir(parents=True)
+    (tmp_path / "proc" / "diskstats").write_text("")
+    (tmp_path / "proc" / "1" / "mountinfo").write_text("")
+    config = tmp_path / "lunlat.yaml"
+    config.write_text(TARGET)
+    settings = Settings(tmp_path / "proc", tmp_path / "sys")
+    scraper = Scraper(build_sources(load_config(config), settings).sources)
+    reloader = Reloader(config, settings, scraper)
+    no_grant = ("lunlat_source_errors_total", (("reason", "no_grant"), ("source", "oracle:Oracle")))
+
+    def histograms(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> int:
+        return sum(name == f"{ORACLE_WAIT_DURATION.name}_count" for name, _ in found)
+
+    try:
+        emu.advance(60, DATA_READ)  # waits, so the histogram has rows
+        emu.revoke("gv$con_event_histogram_micro")
+        denied = samples(scraper.scrape(5))
+        assert denied[no_grant] == 1 and histograms(denied) == 0
+        emu.grant("gv$con_event_histogram_micro")
+        assert histograms(samples(scraper.scrape(5))) == 0  # held off: not asked at every scrape
+        config.write_text(TARGET + "luns:\n  - {match: {device: sdz}, role: data}\n")
+        assert reloader.reload() is None
+        after = samples(scraper.scrape(5))
+        assert histograms(after) > 0 and after[no_grant] == 1
     finally:
         scraper.close()
         emu.release()

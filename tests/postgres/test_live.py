@@ -7,9 +7,11 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from lunlat import contract
 from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.engines.postgres import metrics as pm
 from lunlat.engines.postgres.config import PostgresTarget
@@ -43,7 +45,7 @@ def login(cluster: Cluster) -> Iterator[str]:
 
 
 def source(
-    cluster: Cluster, password_env: str, clock: FakeClock | None = None
+    cluster: Cluster, password_env: str, clock: FakeClock | None = None, **changes: Any
 ) -> tuple[PostgresSource, DbLunLabels]:
     host, port = cluster.endpoint
     target = PostgresTarget(
@@ -53,6 +55,7 @@ def source(
         user="lunlat",
         password_env=password_env,
         timeout_seconds=10,
+        **changes,
     )
     labels = DbLunLabels()
     locator = FileLocator(Path("/proc"), Path("/sys"))
@@ -147,6 +150,109 @@ def test_revoke_sql_leaves_the_login_without_its_directories_and_grants_sql_give
         assert not pg.collect().errors
     finally:
         pg.close()
+
+
+def end_sessions(cluster: Cluster) -> None:
+    """End the lunlat login's sessions, as a DBA's script, a pooler or a failover does:
+    pg_terminate_backend(pid, timeout) "Terminates the session whose backend process has the specified
+    process ID"; with a timeout it waits until the process is gone (functions-admin.html, PostgreSQL 18,
+    Server Signaling Functions)."""
+    cluster.sql("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE usename = 'lunlat'")
+
+
+def reconnect(pg: PostgresSource, clock: FakeClock) -> SourceResult:
+    """The collection after the session was ended: the first finds it lost, the next (past the
+    reconnect backoff) runs on a new session."""
+    with pytest.raises(SourceError) as lost:
+        pg.collect()
+    assert lost.value.reason == "connection_lost"
+    clock.now += 1
+    return pg.collect()
+
+
+def map_age(result: SourceResult) -> float | None:
+    """lunlat_database_file_map_age_seconds of the source, None when it has no map."""
+    found = next(f for f in result.families if f.spec is contract.DB_FILE_MAP_AGE).by_labels()
+    assert set(found) <= {("postgres:pg",)}, found
+    return found.get(("postgres:pg",))
+
+
+def map_limit(result: SourceResult) -> float:
+    found = next(f for f in result.families if f.spec is contract.DB_FILE_MAP_MAX_AGE).by_labels()
+    return found[("postgres:pg",)]
+
+
+def claimed(labels: DbLunLabels) -> dict[str, tuple[str, str]]:
+    """The devices the source told the host layer about: (database, role) each."""
+    return {device: (found.database, found.role) for device, found in labels.merged()[1].items()}
+
+
+def test_a_revoked_grant_and_an_ended_session_keep_the_file_map_and_a_restored_grant_is_read_at_once(
+    cluster: Cluster, login: str
+) -> None:
+    # Issue 43: the revoke and grant scripts re-run, the session ended each time.
+    clock = FakeClock()
+    data_dir = cluster.data_dir()
+    locator = FileLocator(Path("/proc"), Path("/sys"))
+    locator.refresh()
+    lun = locator.locate(data_dir).lun
+    pg, labels = source(cluster, login, clock)
+    try:
+        first = pg.collect()
+        roles = claimed(labels)
+        assert not lun or roles  # a data directory on a LUN of this host: the LUN has its role
+        cluster.psql_file(REVOKE)
+        try:
+            end_sessions(cluster)
+            denied = reconnect(pg, clock)
+            assert denied.errors["no_grant"] == 1, denied.errors
+            data, _ = by_role(family(denied, pm.POSTGRES_FILE_READS), "data")
+            wal, _ = by_role(family(denied, pm.POSTGRES_FILE_SYNCS), "log")
+            assert (data[FILE], data[LUN]) == (data_dir, lun)  # the last map still labels the series
+            assert wal[FILE] == expected_wal(data_dir)
+            clock.now += 45
+            later = pg.collect()
+            assert not later.errors  # the query is not asked again before its backoff
+            assert by_role(family(later, pm.POSTGRES_FILE_READS), "data")[0][FILE] == data_dir
+            assert claimed(labels) == roles  # the LUNs keep their roles
+            assert (map_age(first), map_age(denied), map_age(later)) == (0.0, 1.0, 46.0)
+            assert map_limit(later) == 3600.0
+        finally:
+            cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
+        end_sessions(cluster)
+        fresh = reconnect(pg, clock)  # one scrape after the reconnect, not ten minutes later
+    finally:
+        pg.close()
+    assert not fresh.errors, fresh.errors
+    assert map_age(fresh) == 0.0
+    data, _ = by_role(family(fresh, pm.POSTGRES_FILE_READS), "data")
+    assert (data[FILE], data[LUN]) == (data_dir, lun)
+
+
+def test_a_file_map_past_its_age_limit_is_dropped_and_missing_is_said(cluster: Cluster, login: str) -> None:
+    clock = FakeClock()
+    pg, labels = source(cluster, login, clock, file_map_max_age_seconds=600)
+    try:
+        pg.collect()
+        cluster.psql_file(REVOKE)
+        try:
+            end_sessions(cluster)
+            kept = reconnect(pg, clock)
+            clock.now += 599
+            at_limit = pg.collect()
+            clock.now += 1
+            past = pg.collect()
+        finally:
+            cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
+    finally:
+        pg.close()
+    assert by_role(family(kept, pm.POSTGRES_FILE_READS), "data")[0][FILE] == cluster.data_dir()
+    assert map_age(at_limit) == 600.0
+    assert by_role(family(at_limit, pm.POSTGRES_FILE_READS), "data")[0][FILE] == cluster.data_dir()
+    data, _ = by_role(family(past, pm.POSTGRES_FILE_READS), "data")
+    assert (data[FILE], data[LUN]) == ("", "")  # too old to trust: dropped
+    assert map_age(past) is None and map_limit(past) == 600.0  # no map: the ticket's "missing"
+    assert "pg" not in {database for database, _ in claimed(labels).values()}
 
 
 def _set(cluster: Cluster, name: str, value: str) -> None:
@@ -254,6 +360,56 @@ def test_lunlat_serve_with_a_postgres_target_publishes_the_clusters_data_and_wal
             if name == "lunlat_lun_info" and dict(labels)["lun"] == wal_lun
         ]
         assert info and all(i["database"] == "pg" for i in info), info
+
+
+def test_lunlat_serve_keeps_the_luns_through_a_revoked_grant_and_reads_a_restored_one_one_scrape_after_the_session(
+    cluster: Cluster, login: str, tmp_path: Path
+) -> None:
+    # Issue 43 end to end: the exporter as run, scraped over HTTP, the real server's grant revoked and
+    # restored by the deploy scripts and the session ended each time.
+    host, port = cluster.endpoint
+    config = tmp_path / "lunlat.yml"
+    config.write_text(
+        f"postgres:\n  - {{name: pg, host: {host}, port: {port}, user: lunlat, password_env: {login}}}\n",
+        encoding="utf-8",
+    )
+    argv = lunlat_argv("serve", f"--web.listen-address={LOOPBACK}:0", f"--config.file={config}")
+    source_label = (("source", "postgres:pg"),)
+
+    def data_series(values: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[str, str]:
+        (found,) = [
+            dict(labels)
+            for (name, labels) in values
+            if name == pm.POSTGRES_FILE_READS.name and dict(labels)["role"] == "data"
+        ]
+        return found
+
+    def scrape_after_reconnect(
+        exporter: ExporterProcess,
+    ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        end_sessions(cluster)
+        lost = samples(exporter.scrape().text)  # finds the session ended
+        assert lost[("lunlat_source_up", source_label)] == 0
+        time.sleep(1.1)  # the first reconnect backoff step
+        return samples(exporter.scrape().text)
+
+    with ExporterProcess(argv, tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT, name="lunlat") as exporter:
+        before = samples(exporter.scrape().text)
+        cluster.psql_file(REVOKE)
+        try:
+            denied = scrape_after_reconnect(exporter)
+            time.sleep(1.0)
+            later = samples(exporter.scrape().text)
+        finally:
+            cluster.psql_file(GRANTS, password=LOGIN_PASSWORD)
+        fresh = scrape_after_reconnect(exporter)
+    assert denied[("lunlat_source_errors_total", (("reason", "no_grant"), *source_label))] == 1
+    assert data_series(denied)["file"] == data_series(before)["file"] == cluster.data_dir()
+    assert data_series(denied)["lun"] == data_series(before)["lun"]
+    age_key = (contract.DB_FILE_MAP_AGE.name, source_label)
+    assert later[age_key] > denied[age_key] >= 1.0  # the map's age grows
+    assert later[(contract.DB_FILE_MAP_MAX_AGE.name, source_label)] == 3600
+    assert fresh[age_key] < 1.0 and data_series(fresh) == data_series(before)
 
 
 def test_a_wrong_password_is_connect_failed_and_never_said(

@@ -9,6 +9,8 @@ import pytest
 from lunlat.config import DEFAULT_EXCLUDE, Config, ConfigError, load_config, parse_config
 from lunlat.engines.mssql import targets as mssql_targets
 from lunlat.engines.oracle import targets as oracle_targets
+from lunlat.sources.factory import BuildError, Context, Settings
+from tests.unit.test_scrape import FakeSource
 
 GOOD = """\
 diskstats:
@@ -186,6 +188,16 @@ def test_oracle_password_file_loses_one_trailing_newline_only(tmp_path: Path) ->
             "variable name",
         ),
         (("timeout_seconds: 5", "timeout_seconds: 0"), "oracle[0].timeout_seconds", "greater than 0"),
+        (
+            ("timeout_seconds: 5", "file_map_max_age_seconds: 30"),
+            "oracle[0].file_map_max_age_seconds",
+            "greater than or equal to 60",
+        ),
+        (
+            ("timeout_seconds: 5", "file_map_max_age_seconds: 1h"),
+            "oracle[0].file_map_max_age_seconds",
+            "valid number",
+        ),
         (("dsn: db1.example.com:1521/ORCLPDB1", "dsn: ' '"), "oracle[0].dsn", "empty"),
         (("workload: oltp", "workload: oltp\n    bogus: 1"), "oracle[0].bogus", "unknown key"),
     ],
@@ -214,3 +226,22 @@ def test_unreadable_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ConfigError, match="not UTF-8"):
         load_config(binary)
+
+
+def test_a_file_map_limit_the_refresh_would_outrun_is_refused_naming_both_and_the_fix() -> None:
+    # A healthy map is read again every --collector.topology.refresh-interval: a limit below that would
+    # drop it between two readings (issue 43).
+    config = parse_config(ORACLE.replace("timeout_seconds: 5", "file_map_max_age_seconds: 600"))
+    (target,) = oracle_targets(config)
+    assert target.file_map_max_age_seconds == 600
+    context = Context.of(config, Settings(refresh_interval=900))
+    built = context.per_target([target], lambda t, _: FakeSource(t.name))
+    assert isinstance(built, BuildError)
+    assert "file_map_max_age_seconds (600 s)" in str(built) and "refresh-interval (900 s)" in str(built)
+    assert "raise" in str(built)
+    kept = Context.of(config, Settings(refresh_interval=300)).per_target(
+        [target], lambda t, _: FakeSource(t.name)
+    )
+    assert not isinstance(kept, BuildError) and [s.name for s in kept] == ["Oracle"]
+    (default,) = oracle_targets(parse_config(ORACLE))
+    assert default.file_map_max_age_seconds == 3600

@@ -154,6 +154,27 @@ def test_query_gates_close_for_a_while_and_report_reopening() -> None:
     assert gates.reopen("asm") and not gates.reopen("asm")
 
 
+def test_query_gates_back_off_doubling_and_a_new_session_opens_them_at_once() -> None:
+    # A grant restored by a DBA is seen at the next session (issue 43), not after a fixed pause;
+    # a grant that stays missing is asked for less and less often, up to the cap.
+    clock = FakeClock()
+    gates = QueryGates(retry_after=60, retry_max=600, clock=clock)
+    pauses = []
+    for _ in range(6):
+        pauses.append(gates.close("data_directory"))
+        clock.now += pauses[-1] - 1
+        assert not gates.open("data_directory")
+        clock.now += 1
+        assert gates.open("data_directory")
+    assert pauses == [60, 120, 240, 480, 600, 600]
+    gates.close("data_directory")
+    gates.open_all()  # a new session (or a config reload)
+    assert gates.open("data_directory")
+    assert gates.close("data_directory") == 600  # still missing: the backoff goes on
+    assert gates.reopen("data_directory")  # it answered: the backoff starts again
+    assert gates.close("data_directory") == 60
+
+
 def test_no_new_attempt_starts_while_an_abandoned_one_still_hangs() -> None:
     clock = FakeClock()
     release = threading.Event()

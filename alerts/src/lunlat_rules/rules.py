@@ -598,7 +598,30 @@ class RuleSet:
                 "published). Fix the login, grants or exporter config (the runbook says how).",
                 f"{base}/source-capability.md#lunlatencysourcecapabilitymissing",
             ),
+            self._file_map_alert(),
         ]
+
+    def _file_map_alert(self) -> dict[str, Any]:
+        """A database's file map past its limit, or missing while the source is up (its limit is
+        published, its age is not): the series have lost `file` and `lun`, the LUNs their role."""
+        health, sel, base = self.goals.health, self.goals.selector, self.goals.runbook_base_url
+        age = f"{contract.DB_FILE_MAP_AGE.name}{{{sel}}}"
+        limit = f"{contract.DB_FILE_MAP_MAX_AGE.name}{{{sel}}}"
+        on = "on (job, instance, source)"
+        return _alert(
+            "LunLatencyFileMapStale",
+            f"(\n  {age}\n  > {on}\n  {limit}\n)\nor\n(\n  {limit}\n  unless {on}\n  {age}\n)",
+            health.file_map_stale_for,
+            "ticket",
+            "lunlat source {{ $labels.source }} on {{ $labels.instance }} has no current file map",
+            "The {{ $labels.source }} source of {{ $labels.instance }} has not read its database's files "
+            "for longer than its file_map_max_age_seconds, or never has (for "
+            + health.file_map_stale_for
+            + "): its series have no file or lun, its LUNs no database role, so the database-vs-host "
+            "comparison and the rules that join on lun are blank for it. Usually a grant missing "
+            "(the runbook says how to check).",
+            f"{base}/file-map-stale.md#lunlatencyfilemapstale",
+        )
 
     # --- multipath paths ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.models import dashboard as model
 
-from lunlat import recorded
+from lunlat import contract, recorded
 from lunlat.engines.engine import Expression, Panel, PerFile, PerWait, Quantile, SumRate
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
@@ -171,6 +171,25 @@ def build(goals: Goals) -> dash.Dashboard:
         )
         .span(24)
         .height(8)
+    )
+    board = board.with_panel(
+        p.rate_timeseries(
+            "File map age",
+            "Seconds since each database source last read where its files are (its file map: the `file` "
+            "and `lun` of its series, the roles of its LUNs), beside its limit (file_map_max_age_seconds). "
+            "Near 0 while the lookups answer; a growing line is a source using its last map (a missing "
+            "grant, a lost session: its error counters say which); a source with a limit and no age line has "
+            "no map, so its series have no LUN and LunLatencyFileMapStale is open (runbook file-map-stale.md).",
+            p.DURATION,
+            [
+                p.query(p.selector(contract.DB_FILE_MAP_AGE.name), "{{source}} · {{instance}}", "A"),
+                p.query(
+                    p.selector(contract.DB_FILE_MAP_MAX_AGE.name), "limit {{source}} · {{instance}}", "B"
+                ),
+            ],
+        )
+        .span(24)
+        .height(6)
     )
     for engine in ENGINES:
         for row in engine.dashboard:

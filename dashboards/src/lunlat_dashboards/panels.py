@@ -30,6 +30,9 @@ TAGS = ["lunlat"]
 
 # Units Grafana scales itself: seconds show as ms or µs, bytes/s as KiB/s … (binary prefixes).
 SECONDS = "s"
+# An age, not a latency: Grafana's "duration (s)" (packages/grafana-data/src/valueFormats/categories.ts,
+# id dtdurations) shows it as "1 hour, 2 minutes"; unlike SECONDS, no goal threshold is drawn on it.
+DURATION = "dtdurations"
 IOPS = "iops"
 BYTES_PER_SECOND = "binBps"
 BYTES = "bytes"

@@ -261,6 +261,32 @@ SOURCE_CAPABILITY = MetricSpec(
 )
 
 
+# The file map of a database source: which files the database has and where (their `file` and `lun`
+# labels, and the roles the host layer's LUNs get from it). It is read from the database, and when a
+# source cannot read it again (a session lost, a grant missing, a timeout) the last one keeps labelling
+# the series until it is older than the target's file_map_max_age_seconds (issue 43): its age is
+# published like lunlat_lun_paths_age_seconds, and the limit beside it, so a rule can say when a
+# database's map is stale or missing (LunLatencyFileMapStale).
+DB_FILE_MAP_AGE = MetricSpec(
+    "lunlat_database_file_map_age_seconds",
+    "gauge",
+    "Seconds since the database last answered the source's file lookups: the files, directories and "
+    "volumes whose `file` and `lun` label its series, and whose LUNs get the database's roles. Grows "
+    "while the source cannot read them again (a missing grant, a lost session) and the last map is "
+    "used; absent when the source has no map (never read, or dropped when older than "
+    "lunlat_database_file_map_max_age_seconds).",
+    ("source",),
+)
+DB_FILE_MAP_MAX_AGE = MetricSpec(
+    "lunlat_database_file_map_max_age_seconds",
+    "gauge",
+    "The target's file_map_max_age_seconds: a file map older than this is dropped (its series lose "
+    "`file` and `lun`, its LUNs their role) until the database answers the lookups again.",
+    ("source",),
+)
+DB_FILE_MAP_METRICS: tuple[MetricSpec, ...] = (DB_FILE_MAP_AGE, DB_FILE_MAP_MAX_AGE)
+
+
 # What a database in a container needs, whatever its engine; each engine adds its own (its `metrics`).
 CONTAINER_CAPABILITY = Capability(
     "container",
@@ -316,4 +342,5 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
     *PATH_METRICS,
     *(spec for engine in ENGINES for spec in engine.metrics),
     *HEALTH_METRICS,
+    *DB_FILE_MAP_METRICS,
 )

@@ -16,6 +16,7 @@ from lunlat.yamlmodel import Strict, quote
 # Passwords", docs.oracle.com, Database Security Guide 19c), 23ai up to 1024; SQL Server 128
 # characters (MicrosoftDocs/sql-docs docs/relational-databases/security/password-policy.md).
 SECRET_MAX_BYTES = 64 * KiB
+FILE_MAP_MAX_AGE_DEFAULT = 3600.0
 
 
 class Secret(Strict):
@@ -86,6 +87,20 @@ class DatabaseTarget(Strict):
         le=30,
         description="Serve the last collection again to scrapes within this many seconds of its start "
         "(0: every scrape queries).",
+    )
+    # How long the last file map may label the series when the source cannot read it again (issue 43):
+    # long enough to ride out a grants script re-run, a role recreated or a session lost; short enough
+    # that files moved while the map could not be read do not keep a wrong `lun` for long. At least a
+    # minute: a lookup refused for a missing grant is asked again after 60 s (dbsession.QueryGates);
+    # it must also exceed --collector.topology.refresh-interval, how often a healthy map is re-read
+    # (checked when the sources are built, factory.Context.per_target).
+    file_map_max_age_seconds: float = Field(
+        default=FILE_MAP_MAX_AGE_DEFAULT,
+        ge=60,
+        le=7 * 86400,
+        description="How long the last file map the database answered keeps labelling its series (`file`, "
+        "`lun`) and its LUNs' roles when the source cannot read it again (a missing grant, a lost session); "
+        "an older map is dropped. 60 s to 7 days, and longer than --collector.topology.refresh-interval.",
     )
     container: str | None = Field(
         default=None,

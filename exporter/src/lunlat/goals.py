@@ -226,6 +226,9 @@ class Health(Strict):
     source_down_for: str = "2m"
     source_errors_window: str = "15m"
     source_capability_missing_for: str = "15m"
+    # A database's file map older than its target's file_map_max_age_seconds, or missing (dropped as
+    # too old, or never read): the ticket says so, so labels gone empty are never silent (issue 43).
+    file_map_stale_for: str = "5m"
 
     _durations = field_validator("*")(_duration)
 

@@ -211,6 +211,9 @@ def _reuse(running: list[Source], rebuilt: list[Source]) -> list[Source]:
             and old.built_from == new.built_from
         ):
             close_sources([new])
+            if isinstance(old, DbSource):
+                # A reload is what an operator does after fixing a grant: ask what it held off now.
+                old.retry_now()
             out.append(old)
             continue
         if old is not None and isinstance(new, CarriesState):

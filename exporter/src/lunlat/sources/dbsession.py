@@ -233,20 +233,43 @@ def _close_quietly(conn: Connection) -> None:
 
 
 class QueryGates:
-    """Queries switched off after a missing grant, retried after `retry_after` seconds so a grant
-    given later takes effect without a restart."""
+    """Queries switched off after a missing grant, so a login without it is not refused at every scrape.
 
-    def __init__(self, retry_after: float = 600.0, clock: Callable[[], float] = time.monotonic) -> None:
+    A closed query is asked again after a pause that doubles with each refusal in a row, from
+    `retry_after` up to `retry_max`, and at once at a new session or a config reload (`open_all`):
+    a DBA who re-runs the grants script, or configuration management that recreates the role, ends
+    the session or reloads, and the grant is seen then, not after a fixed pause (issue 43).
+    """
+
+    def __init__(
+        self,
+        retry_after: float = 60.0,
+        retry_max: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._retry_after = retry_after
+        self._retry_max = retry_max
         self._clock = clock
         self._closed_until: dict[str, float] = {}
+        self._refusals: dict[str, int] = {}  # refusals in a row, kept across sessions: the backoff goes on
 
     def open(self, name: str) -> bool:
         return self._clock() >= self._closed_until.get(name, -float("inf"))
 
-    def close(self, name: str) -> None:
-        self._closed_until[name] = self._clock() + self._retry_after
+    def close(self, name: str) -> float:
+        """Switch `name` off after a refusal; the pause until it is asked again (seconds)."""
+        refusals = self._refusals.get(name, 0)
+        self._refusals[name] = refusals + 1
+        pause = min(self._retry_after * 2.0**refusals, self._retry_max)
+        self._closed_until[name] = self._clock() + pause
+        return pause
+
+    def open_all(self) -> None:
+        """Ask every closed query again at its next turn (a new session, a reload)."""
+        for name in self._closed_until:
+            self._closed_until[name] = -float("inf")
 
     def reopen(self, name: str) -> bool:
         """Mark `name` working again; True when it had been closed (worth a log line)."""
+        self._refusals.pop(name, None)
         return self._closed_until.pop(name, None) is not None

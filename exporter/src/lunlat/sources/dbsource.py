@@ -66,6 +66,11 @@ def id_value(value: object, column: str) -> int:
     return 0 if value is None else count_value(value, column)  # NULL ids (CON_ID in older views) are 0
 
 
+def retried(pause: float) -> str:
+    """When a query switched off for a missing grant is asked again (dbsession.QueryGates)."""
+    return f"retried at the next session or config reload, or in {pause:.0f} s"
+
+
 class DbSource(Generic[Conn]):
     """Base of the database sources; see the module docstring."""
 
@@ -115,6 +120,13 @@ class DbSource(Generic[Conn]):
         self._classify = classify
         self._clock = clock
         self._gates = QueryGates(clock=clock)
+        self._gates_session = 0  # the session the gates were last opened for (Session.connects)
+        # The file map (contract.DB_FILE_MAP_AGE): when the database last answered the source's file
+        # lookups, None while the source has none. Each engine keeps what it read and says here when.
+        self._map_read_at: float | None = None
+        self._map_generation = 0  # changes when a map is dropped, so host labels are published again
+        self._map_stale = False  # a lookup went unanswered since the map was read (said once)
+        self._map_said = logs.Once()
         self._warned = logs.Once()
         self._labels: dict[tuple[object, ...], LabelSet] = {}
         self._locator = locator
@@ -193,6 +205,80 @@ class DbSource(Generic[Conn]):
                 self._warn_once("locate", path, "database file on no known LUN", host_path or path)
         return found
 
+    # --- the file map: the last one read keeps labelling until it is too old (issue 43) -----------------
+
+    @property
+    def _map_max_age(self) -> float:
+        return self._target.file_map_max_age_seconds
+
+    def _map_confirmed(self, at: float | None = None) -> None:
+        """The database answered every file lookup: the map is as fresh as the oldest answer (`at`,
+        now when not given)."""
+        if self._map_stale:
+            log.info("file map read again", source=self.name)
+        self._map_stale = False
+        self._map_said.forget("dropped")
+        self._map_read_at = self._clock() if at is None else at
+
+    def _map_unconfirmed(self) -> None:
+        """A file lookup went unanswered (its query's own line says why): the last map stays, said
+        once per spell."""
+        if self._map_read_at is not None and not self._map_stale:
+            self._map_stale = True
+            log.warning(
+                "file map not read again: the last one keeps labelling the series (`file`, `lun`) and the "
+                f"LUNs' roles for up to file_map_max_age_seconds ({self._map_max_age:g} s); "
+                "lunlat_database_file_map_age_seconds says how old it is",
+                source=self.name,
+            )
+
+    def _map_expired(self) -> bool:
+        """True once, when the map outlived its limit: the engine then forgets it (files moved
+        while the database could not be asked must not keep a wrong `lun`)."""
+        if self._map_read_at is None or self._clock() - self._map_read_at <= self._map_max_age:
+            return False
+        age = self._clock() - self._map_read_at
+        self._map_read_at = None
+        self._map_stale = False
+        self._map_generation += 1
+        if self._map_said.first("dropped"):
+            log.warning(
+                "file map dropped: not read again for longer than file_map_max_age_seconds; the series have "
+                f"no `file` or `lun` and the LUNs no role until the database answers the lookups ({self.grants_hint})",
+                source=self.name,
+                age_seconds=round(age),
+                limit_seconds=self._map_max_age,
+            )
+        return True
+
+    def _map_families(self) -> list[Family]:
+        """The map's age (absent without a map) and its limit, for LunLatencyFileMapStale."""
+        labels = self._label_set(contract.DB_FILE_MAP_AGE.labels, (self.name,))
+        age = Family(contract.DB_FILE_MAP_AGE)
+        if self._map_read_at is not None:
+            age.add(labels, max(0.0, self._clock() - self._map_read_at))
+        limit = Family(contract.DB_FILE_MAP_MAX_AGE)
+        limit.add(labels, self._map_max_age)
+        return [age, limit]
+
+    def _lookup_open(self, *queries: Query) -> bool:
+        """Whether a lookup that went unanswered may be asked again now: one of its queries is not
+        held off by its gate (so a closed gate costs no work at each scrape)."""
+        self._gates_follow_session()
+        return any(self._gates.open(query.name) for query in queries)
+
+    def _gates_follow_session(self) -> None:
+        """A new session asks every query switched off again at once: a grant given back is usually
+        followed by a new session (the role recreated, the session ended, a password rotated)."""
+        if self._session.connects != self._gates_session:
+            self._gates_session = self._session.connects
+            self._gates.open_all()
+
+    def retry_now(self) -> None:
+        """A config reload kept this source: ask every query switched off again at its next turn
+        (a reload is what an operator does after fixing a grant)."""
+        self._gates.open_all()
+
     def _capabilities(self, **readable: bool) -> Family:
         """`lunlat_source_capability` of this source: the parts given (e.g. asm=True), and
         `container` for a target in a container (1 when its paths are mapped to the host's)."""
@@ -211,7 +297,7 @@ class DbSource(Generic[Conn]):
     ) -> None:
         """Tell the host layer which devices hold this database's files, by role; only when `key`
         (what the files were derived from) changed, so a steady scrape does no work here."""
-        key = (key, self._container_generation)
+        key = (key, self._container_generation, self._map_generation)
         if self._db_labels is None or self._locator is None or key == self._published:
             return
         self._published = key
@@ -224,6 +310,7 @@ class DbSource(Generic[Conn]):
         """Driver-specific cursor settings (fetch size …) before a query runs."""
 
     def _query(self, conn: Conn, query: Query, errors: Counter[str]) -> list[Any] | None:
+        self._gates_follow_session()
         if not self._gates.open(query.name):
             return None
         try:
@@ -246,9 +333,9 @@ class DbSource(Generic[Conn]):
                 raise SourceError(found.kind.value, detail, code=found.code) from None
             errors[found.kind.value] += 1
             if found.kind is Kind.NO_GRANT:
-                self._gates.close(query.name)
+                pause = self._gates.close(query.name)
                 log.warning(
-                    self._no_grant_message(query, found.code),
+                    self._no_grant_message(query, found.code, pause),
                     source=self.name,
                     query=query.name,
                     err=found.code,
@@ -263,9 +350,9 @@ class DbSource(Generic[Conn]):
             log.info("query enabled again", source=self.name, query=query.name)
         return rows
 
-    def _no_grant_message(self, query: Query, code: str) -> str:
+    def _no_grant_message(self, query: Query, code: str, pause: float) -> str:
         """The log line of a query switched off for a missing grant (an engine may say more)."""
-        return f"query disabled: missing grant (see {self.grants_hint}); retried in 10 minutes"
+        return f"query disabled: missing grant (see {self.grants_hint}); {retried(pause)}"
 
     def _warn_once(self, where: str, key: str, what: str, detail: str) -> None:
         if not self._warned.first((where, key)):

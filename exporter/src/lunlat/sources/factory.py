@@ -106,9 +106,22 @@ class Context:
         """One database source per target, each given its container (`container`); the BuildError of
         the first target that cannot be built stands for them all."""
         try:
+            for target in found:
+                self._check_map_age(target)
             return [make(target, self.container(target)) for target in found]
         except BuildError as exc:
             return exc
+
+    def _check_map_age(self, target: DatabaseTarget) -> None:
+        """A file map is read again every refresh interval (dbsource, file lookups): a limit that is not
+        longer would drop a healthy map between two readings."""
+        limit, refresh = target.file_map_max_age_seconds, self.settings.refresh_interval
+        if limit <= refresh:
+            raise BuildError(
+                f"database {target.name!r}: file_map_max_age_seconds ({limit:g} s) must be longer than "
+                f"--collector.topology.refresh-interval ({refresh:g} s), how often its file map is read "
+                "again: raise file_map_max_age_seconds, or lower the refresh interval"
+            )
 
     def container(self, target: DatabaseTarget) -> containers.ContainerMapper | None:
         """The container `target`'s database runs in (its `container:`, or found by its published

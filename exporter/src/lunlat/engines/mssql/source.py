@@ -66,8 +66,8 @@ NOT_READABLE_FIX = (
     "SECONDARY_ROLE (ALLOW_CONNECTIONS = ALL)); server: "
 )
 # A volume lookup that failed is tried again after this long (and at every reconnect); a missing
-# grant is held off as long by the query gate anyway.
-VOLUME_RETRY_SECONDS = 600.0
+# grant is held off by the query gate besides (dbsession.QueryGates: 60 s, doubling up to 10 min).
+VOLUME_RETRY_SECONDS = 60.0
 GRANTS = "deploy/mssql/grants.sql"
 GRANTS_AZURE_SQL_DATABASE = "deploy/mssql/grants-azure-sql-database.sql"
 GRANTS_AMAZON_RDS = "deploy/mssql/grants-amazon-rds.sql"
@@ -265,11 +265,17 @@ class MssqlSource(DbSource[Connection]):
             # A new session, or the edition still unread (its statement failed): identify the server.
             self._seen_connects = self._session.connects
             self._identify(conn, errors)
-            self._volumes, self._volumes_failed = {}, False
+            self._volumes_failed = False
             if self._readable() and self._uses_volumes():
                 self._look_up_volumes(conn, errors)
+            else:
+                self._volumes = {}
             self._refresh_locations()
-        elif self._volumes_failed and self._clock() >= self._volumes_retry_at:
+        elif (
+            self._volumes_failed
+            and self._clock() >= self._volumes_retry_at
+            and self._lookup_open(sql.VOLUMES)
+        ):
             self._look_up_volumes(conn, errors)
         if not self._readable():
             # No statement of an edition the source was not built for (or of one not yet known) is sent.
@@ -278,10 +284,20 @@ class MssqlSource(DbSource[Connection]):
         wait_query = sql.DB_WAIT_STATS if self._edition == sql.SQL_DATABASE else sql.WAIT_STATS
         files = self._query(conn, file_query, errors)
         waits = self._query(conn, wait_query, errors)
+        # The file map is the file statement's paths (and, on Windows, the volumes): unanswered, the
+        # LUNs keep the roles it last gave them (issue 43) until it is too old.
+        if files is None or self._volumes_failed:
+            self._map_unconfirmed()
+        else:
+            self._map_confirmed()
+        if self._map_expired():
+            self._volumes = {}
+            self._publish_lun_labels("dropped", list, self._target.name, self._target.workload or "")
         families = [
-            *self._file_families(files or [], errors, file_query),
+            *self._file_families(files, errors, file_query),
             *self._wait_families(waits or [], errors, wait_query),
             self._capabilities(volumes=not self._volumes_failed, engine_edition=True),
+            *self._map_families(),
         ]
         return SourceResult(families, errors)
 
@@ -415,11 +431,13 @@ class MssqlSource(DbSource[Connection]):
         return sql.FILE_STATS_NO_QUEUED
 
     def _look_up_volumes(self, conn: Connection, errors: Counter[str]) -> None:
-        """The volume of each file; a failed lookup (the query's own log line says why) leaves the
-        files without `lun`, sets capability `volumes` to 0 and is tried again later."""
+        """The volume of each file; a failed lookup (the query's own log line says why) keeps the last
+        volumes (none before the first answer: the files have no `lun`), sets capability `volumes` to 0
+        and is tried again later."""
         rows = self._query(conn, sql.VOLUMES, errors)
         self._volumes_failed = rows is None
         if rows is None:
+            # The last volumes stay (issue 43): they name the files' `lun` until the map is too old.
             self._volumes_retry_at = self._clock() + VOLUME_RETRY_SECONDS
             return
         volumes: dict[tuple[int, int], str] = {}
@@ -428,7 +446,7 @@ class MssqlSource(DbSource[Connection]):
                 volumes[(id_value(row[0], "database_id"), id_value(row[1], "file_id"))] = row[2]
         self._volumes = volumes
 
-    def _file_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
+    def _file_families(self, rows: Sequence[Any] | None, errors: Counter[str], query: Query) -> list[Family]:
         queued = query is not sql.FILE_STATS_NO_QUEUED
         # The files of a service (Azure, Amazon RDS) are on its hosts, never on this one.
         remote = self._edition in sql.AZURE_EDITIONS or self._rds
@@ -504,12 +522,13 @@ class MssqlSource(DbSource[Connection]):
                 simulated.add(labels)
             return labels, counts
 
-        for labels, counts in self._summed(self._rows(rows, query, errors, parse), query, errors):
+        for labels, counts in self._summed(self._rows(rows or [], query, errors, parse), query, errors):
             for i, (family, value) in enumerate(zip(families, counts, strict=True)):
                 (simulated_family if i == write_stall and labels in simulated else family).add(labels, value)
-        self._publish_lun_labels(
-            frozenset(located), lambda: located, self._target.name, self._target.workload or ""
-        )
+        if rows is not None:  # unanswered: what the host layer was told last stays
+            self._publish_lun_labels(
+                frozenset(located), lambda: located, self._target.name, self._target.workload or ""
+            )
         return [*families, simulated_family] if self._hyperscale else families
 
     def _wait_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:

@@ -7,11 +7,13 @@ instance and container names are looked up on connect, every `names_refresh` sec
 file number appears that the last lookup did not know. The release the login reports picks the
 wait histogram's level: per container from 18c, the whole instance's before (logged once).
 
-A missing grant (ORA-00942/ORA-01031) switches that one query off for ten minutes, counted as
-`no_grant`; the rest of the source keeps publishing. A lost connection or a query past the call
-timeout fails this scrape of this source only (`lunlat_source_up` 0), never the others. A view
-that answers no rows to this login although the database uses it (ASM disks from a PDB) is
-`lunlat_source_capability` 0 and one log line.
+A missing grant (ORA-00942/ORA-01031) switches that one query off, counted as `no_grant`, until the
+next session or config reload, else for 60 s doubling up to ten minutes (dbsession.QueryGates); the
+rest of the source keeps publishing, and a names lookup left unanswered keeps its last answer (the
+file map, dbsource) until it is older than the target's file_map_max_age_seconds. A lost connection
+or a query past the call timeout fails this scrape of this source only (`lunlat_source_up` 0), never
+the others. A view that answers no rows to this login although the database uses it (ASM disks from a
+PDB) is `lunlat_source_capability` 0 and one log line.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from lunlat.sources.dbsource import (
     Query,
     count_value,
     id_value,
+    retried,
     seconds_value,
     text_value,
 )
@@ -92,6 +95,8 @@ ASM_UNREADABLE = (
 )
 _CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
 NAMES_REFRESH_SECONDS = 300.0
+# The lookups whose answers are the file map (DbSource, contract.DB_FILE_MAP_AGE).
+FILE_LOOKUPS = (sql.DATAFILES, sql.TEMPFILES, sql.LOGFILES, sql.CONTROLFILES)
 # A file number the lookup does not know triggers a new lookup, at most this often.
 UNKNOWN_FILE_RECHECK_SECONDS = 30.0
 
@@ -241,6 +246,12 @@ class OracleSource(DbSource[OracleConnection]):
         self._said = logs.Once()  # what the login cannot read, said once (again after it could)
         self._histogram = sql.EVENT_HISTOGRAM
         self._version = ""  # the release the session's login reported
+        self._unanswered: tuple[Query, ...] = ()  # file lookups the last lookup went without
+        # The file map's parts (DbSource): when the file lookups last all answered, and the ASM disks
+        # (an ASM file's LUNs are its disk group's disks, read at each scrape).
+        self._names_read_at: float | None = None
+        self._asm_read_at: float | None = None
+        self._asm_current = False  # the disk query named disks at this scrape (capability `asm`)
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -258,7 +269,11 @@ class OracleSource(DbSource[OracleConnection]):
             self._names.looked_up_at = -float("inf")
         errors: Counter[str] = Counter()
         now = self._clock()
-        if now - self._names.looked_up_at >= self._names_refresh:
+        # A file lookup that went unanswered is asked again as soon as its gate lets it (the next
+        # session, a reload, the no_grant backoff), not only at the next refresh.
+        if now - self._names.looked_up_at >= self._names_refresh or (
+            self._unanswered and self._lookup_open(*self._unanswered)
+        ):
             self._look_up_names(conn, errors)
         iostat = self._query(conn, sql.IOSTAT_FILE, errors)
         if (
@@ -272,7 +287,8 @@ class OracleSource(DbSource[OracleConnection]):
         histogram = self._query(conn, self._histogram, errors)
         asm = self._query(conn, sql.ASM_DISK, errors)
         # The disks first: an ASM file's `lun` is its disk group's LUNs.
-        asm_families = self._asm_families(asm or [], errors)
+        asm_families = self._asm_families(asm, errors)
+        self._judge_map(asm is not None)
         capabilities = self._capability_family()
         families = [
             *self._file_families(iostat or [], errors),
@@ -281,6 +297,7 @@ class OracleSource(DbSource[OracleConnection]):
             self._histogram_family(histogram or [], errors),
             *asm_families,
             capabilities,
+            *self._map_families(),
         ]
         # Files change only with a lookup; ASM disks with the disk query.
         self._publish_lun_labels(
@@ -290,6 +307,29 @@ class OracleSource(DbSource[OracleConnection]):
             self._target.workload or "",
         )
         return SourceResult(families, errors)
+
+    def _judge_map(self, asm_answered: bool) -> None:
+        """The file map: fresh when the file lookups last answered, and the disk query this scrape for
+        a database in ASM; the last one is kept while a part goes unanswered (issue 43), and dropped
+        when too old: files moved meanwhile must not keep a wrong `lun`."""
+        in_asm = any(
+            p.startswith("+") for role in ROLE_OF_FILETYPE.values() for p in self._names.files_of(role)
+        )
+        parts = [self._names_read_at, *([self._asm_read_at] if in_asm else [])]
+        if self._unanswered or (in_asm and not asm_answered) or None in parts:
+            self._map_unconfirmed()
+        else:
+            self._map_confirmed(min(p for p in parts if p is not None))
+        if self._map_expired():
+            self._names = Names(
+                instances=self._names.instances,
+                containers=self._names.containers,
+                cdb=self._names.cdb,
+                diskgroups=self._names.diskgroups,
+                looked_up_at=self._names.looked_up_at,
+            )
+            self._names_read_at = None
+            self._asm_disks = ()
 
     def _histogram_query(self, conn: OracleConnection) -> Query:
         """Per container where the release has the view, else the whole instance's (`db` empty)."""
@@ -326,7 +366,7 @@ class OracleSource(DbSource[OracleConnection]):
             )
         return per_container
 
-    def _no_grant_message(self, query: Query, code: str) -> str:
+    def _no_grant_message(self, query: Query, code: str, pause: float) -> str:
         """ORA-00942 says "table or view does not exist" both for a view the login may not read and
         for one that is not there: the line names the view and both causes."""
         views = ", ".join(v.upper() for v in sql.views_of(query)) or query.name
@@ -334,43 +374,60 @@ class OracleSource(DbSource[OracleConnection]):
             return (
                 f"query disabled: ORA-00942, {views} does not exist for this login: either its grant is "
                 f"missing or was revoked (see {self.grants_hint}), or the view or its public synonym is "
-                "not there (dropped, or not in this release); the rest is published; retried in 10 minutes"
+                f"not there (dropped, or not in this release); the rest is published; {retried(pause)}"
             )
         return (
             f"query disabled: {code or 'no privilege'} on {views}, missing privilege (see "
-            f"{self.grants_hint}); the rest is published; retried in 10 minutes"
+            f"{self.grants_hint}); the rest is published; {retried(pause)}"
         )
 
     # --- names --------------------------------------------------------------------------------
 
     def _look_up_names(self, conn: OracleConnection, errors: Counter[str]) -> None:
+        """Every lookup again. One that goes unanswered (a missing grant, a closed gate) keeps what the
+        last answer said: the files keep their names and LUNs (issue 43) until the map is too old."""
+        before = self._names
         names = Names(looked_up_at=self._clock())
+        unanswered: list[Query] = []
 
-        def lookup(query: Query, parse: Callable[[Any], Any]) -> list[Any]:
+        def lookup(query: Query, parse: Callable[[Any], Any]) -> list[Any] | None:
             # Bad rows are skipped and counted like a scrape's, never fatal to the lookup.
-            return self._rows(self._query(conn, query, errors) or [], query, errors, parse)
-
-        names.instances = dict(
-            lookup(sql.INSTANCES, lambda r: (id_value(r[0], "inst_id"), text_value(r[1], "instance_name")))
-        )
-        names.containers = dict(
-            lookup(sql.CONTAINERS, lambda r: (id_value(r[0], "con_id"), text_value(r[1], "name")))
-        )
-        cdb = lookup(sql.DATABASE, lambda r: text_value(r[0], "cdb").upper())
-        names.cdb = (cdb[0] == "YES") if cdb else None
+            rows = self._query(conn, query, errors)
+            if rows is None:
+                unanswered.append(query)
+                return None
+            return self._rows(rows, query, errors, parse)
 
         def numbered(r: Any) -> tuple[tuple[int, int], str]:
             return (id_value(r[1], "con_id"), id_value(r[0], "file#")), text_value(r[2], "name")
 
-        names.datafiles = dict(lookup(sql.DATAFILES, numbered))
-        names.tempfiles = dict(lookup(sql.TEMPFILES, numbered))
-        names.logfiles = sorted(set(lookup(sql.LOGFILES, lambda r: text_value(r[2], "member"))))
-        names.controlfiles = sorted(set(lookup(sql.CONTROLFILES, lambda r: text_value(r[1], "name"))))
-        names.diskgroups = dict(
-            lookup(sql.ASM_DISKGROUPS, lambda r: (id_value(r[0], "group_number"), text_value(r[1], "name")))
+        found = lookup(
+            sql.INSTANCES, lambda r: (id_value(r[0], "inst_id"), text_value(r[1], "instance_name"))
         )
+        names.instances = before.instances if found is None else dict(found)
+        found = lookup(sql.CONTAINERS, lambda r: (id_value(r[0], "con_id"), text_value(r[1], "name")))
+        names.containers = before.containers if found is None else dict(found)
+        cdb = lookup(sql.DATABASE, lambda r: text_value(r[0], "cdb").upper())
+        names.cdb = before.cdb if cdb is None else (cdb[0] == "YES") if cdb else None
+        found = lookup(sql.DATAFILES, numbered)
+        names.datafiles = before.datafiles if found is None else dict(found)
+        found = lookup(sql.TEMPFILES, numbered)
+        names.tempfiles = before.tempfiles if found is None else dict(found)
+        found = lookup(sql.LOGFILES, lambda r: text_value(r[2], "member"))
+        names.logfiles = before.logfiles if found is None else sorted(set(found))
+        found = lookup(sql.CONTROLFILES, lambda r: text_value(r[1], "name"))
+        names.controlfiles = before.controlfiles if found is None else sorted(set(found))
+        found = lookup(
+            sql.ASM_DISKGROUPS, lambda r: (id_value(r[0], "group_number"), text_value(r[1], "name"))
+        )
+        names.diskgroups = before.diskgroups if found is None else dict(found)
         self._refresh_locations()
         self._names = names
+        # The file map is the files' names (ASM disk groups are optional: a database without ASM may
+        # well not be granted their view, sql.ASM_DISKGROUPS).
+        self._unanswered = tuple(q for q in unanswered if q in FILE_LOOKUPS)
+        if not self._unanswered:
+            self._names_read_at = names.looked_up_at
         log.debug(
             "names looked up",
             source=self.name,
@@ -568,7 +625,8 @@ class OracleSource(DbSource[OracleConnection]):
             family.add(labels, estimate / 1_000_000, "_sum")
         return family
 
-    def _asm_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
+    def _asm_families(self, rows: Sequence[Any] | None, errors: Counter[str]) -> list[Family]:
+        """The ASM disk series; unanswered (None), the last disks stay for the files' LUNs."""
         reads = Family(oracle_metrics.ORACLE_ASM_READS)
         writes = Family(oracle_metrics.ORACLE_ASM_WRITES)
         read_time = Family(oracle_metrics.ORACLE_ASM_READ_TIME)  # seconds (fractional)
@@ -597,13 +655,16 @@ class OracleSource(DbSource[OracleConnection]):
                 seconds_value(row[8], "write_time"),
             )
 
-        parsed = self._rows(rows, sql.ASM_DISK, errors, parse)
+        parsed = self._rows(rows or [], sql.ASM_DISK, errors, parse)
         for labels, (r, w, rt, wt) in self._summed(parsed, sql.ASM_DISK, errors):
             reads.add(labels, r)
             writes.add(labels, w)
             read_time.add(labels, rt)
             write_time.add(labels, wt)
-        self._asm_disks = tuple(sorted(disks))
+        self._asm_current = bool(disks)
+        if rows is not None:
+            self._asm_disks = tuple(sorted(disks))
+            self._asm_read_at = self._clock()
         return [reads, writes, read_time, write_time]
 
     def _capability_family(self) -> Family:
@@ -615,7 +676,7 @@ class OracleSource(DbSource[OracleConnection]):
             for path in self._names.files_of(role)
             if path.startswith("+")
         ]
-        readable = bool(self._asm_disks) or not asm_files
+        readable = self._asm_current or not asm_files
         if readable:
             self._said.forget("asm")
         elif self._said.first("asm"):

@@ -51,6 +51,9 @@ LOST_STATES = frozenset({"57P01", "57P02", "57P03"})
 # (runtime-config-wal.html, wal_sync_method; monitoring-stats.html, pg_stat_wal.wal_sync in 14-17).
 SYNC_ON_WRITE = frozenset({"open_datasync", "open_sync"})
 MICROS = -6  # times are published as whole microseconds (Family.exponent)
+# The directories are read again this often on a kept session (--collector.topology.refresh-interval):
+# a tablespace created or dropped is seen, and the file map's age says the map is current.
+DIRECTORIES_REFRESH_SECONDS = 300.0
 
 
 def classify(exc: BaseException) -> Classified:
@@ -156,6 +159,7 @@ class PostgresSource(DbSource[Connection]):
         db_labels: DbLunLabels | None = None,
         clock: Callable[[], float] = time.monotonic,
         container: ContainerMapper | None = None,
+        names_refresh: float = DIRECTORIES_REFRESH_SECONDS,
     ) -> None:
         super().__init__(
             f"postgres:{target.name}",
@@ -174,6 +178,9 @@ class PostgresSource(DbSource[Connection]):
         self._tablespaces: dict[str, str] = {}  # name -> directory ('' for pg_default, pg_global)
         self._dirs: dict[str, Directory] = {}  # role -> where its series are published
         self._dirs_key: object = None
+        self._names_refresh = names_refresh
+        self._looked_up_at = -float("inf")
+        self._lookup_due = False  # the last lookup went unanswered: asked again when its gate opens
 
     def collect(self) -> SourceResult:
         conn = self._session.connection()
@@ -183,11 +190,18 @@ class PostgresSource(DbSource[Connection]):
         settings = self._settings(rows[0], errors) if rows else None
         if settings is None:
             return SourceResult([], errors)
+        now = self._clock()
         if new_session:
             self._seen_connects = self._session.connects
-            self._look_up_directories(conn, errors)
             self._refresh_locations()
             self._dirs_key = None
+            self._look_up_directories(conn, errors)
+        elif now - self._looked_up_at >= self._names_refresh or (
+            self._lookup_due and self._lookup_open(sql.DATA_DIRECTORY, sql.TABLESPACES)
+        ):
+            self._look_up_directories(conn, errors)
+        if self._map_expired():
+            self._data_dir, self._tablespaces = "", {}
         self._place(settings)
         if self._started is not None and settings.started != self._started:
             log.info("PostgreSQL restarted: counters start again", source=self.name)
@@ -199,7 +213,7 @@ class PostgresSource(DbSource[Connection]):
         }
         if settings.wal_io_timing is not None:
             capabilities["wal_io_timing"] = settings.wal_io_timing
-        return SourceResult([*families, self._capabilities(**capabilities)], errors)
+        return SourceResult([*families, self._capabilities(**capabilities), *self._map_families()], errors)
 
     def _settings(self, row: Any, errors: Counter[str]) -> Settings | None:
         try:
@@ -219,13 +233,23 @@ class PostgresSource(DbSource[Connection]):
             return None
 
     def _look_up_directories(self, conn: Connection, errors: Counter[str]) -> None:
-        """The data directory and the tablespaces' (at each new session: a restart may move them)."""
-        rows = self._query(conn, sql.DATA_DIRECTORY, errors) or []
-        self._data_dir = rows[0][0] if rows and isinstance(rows[0][0], str) else ""
-        spaces = self._query(conn, sql.TABLESPACES, errors) or []
-        self._tablespaces = {
-            row[0]: row[1] for row in spaces if isinstance(row[0], str) and isinstance(row[1], str)
-        }
+        """The data directory and the tablespaces' (at each new session, as a restart may move them, and
+        every refresh interval). What goes unanswered (a missing grant, a closed gate) keeps the last
+        answer: the series keep their `file` and `lun` (issue 43) until the map is too old."""
+        self._looked_up_at = self._clock()
+        rows = self._query(conn, sql.DATA_DIRECTORY, errors)
+        if rows is not None:
+            self._data_dir = rows[0][0] if rows and isinstance(rows[0][0], str) else ""
+        spaces = self._query(conn, sql.TABLESPACES, errors)
+        if spaces is not None:
+            self._tablespaces = {
+                row[0]: row[1] for row in spaces if isinstance(row[0], str) and isinstance(row[1], str)
+            }
+        self._lookup_due = rows is None or spaces is None
+        if self._lookup_due:
+            self._map_unconfirmed()
+        else:
+            self._map_confirmed()
 
     def _wal_directory(self) -> str:
         """pg_wal, followed when it is a symbolic link (initdb --waldir). The link is read on this host
@@ -256,6 +280,8 @@ class PostgresSource(DbSource[Connection]):
         self._dirs_key = key
         if not self._data_dir:
             self._dirs = {}
+            # No map (never read, or dropped as too old): the host layer's LUNs lose this database's roles.
+            self._publish_lun_labels(key, list, self._target.name, self._target.workload or "")
             return
         data = Directory(self._data_dir, "data", self._locate(self._data_dir))
         wal_path = self._wal_directory()
@@ -385,5 +411,6 @@ def build(context: Context) -> list[PostgresSource] | BuildError:
             context.locator(),
             context.db_labels,
             container=container,
+            names_refresh=context.settings.refresh_interval,
         ),
     )
