@@ -77,9 +77,11 @@ struct {
 	__type(value, struct counters);
 } io SEC(".maps");
 
-/* Bytes of each issued request of a published device, until it completes. */
+/* Bytes of each issued request of a published device, until it completes. LRU (kernel 4.10+): an
+ * entry whose completion was never counted (its device unpublished meanwhile, or gone) is dropped
+ * when room is needed rather than filling the map for good. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1); /* set by the loader */
 	__type(key, __u64);
 	__type(value, __u32);
