@@ -79,7 +79,8 @@ struct {
 
 /* Bytes of each issued request of a published device, until it completes. LRU (kernel 4.10+): an
  * entry whose completion was never counted (its device unpublished meanwhile, or gone) is dropped
- * when room is needed rather than filling the map for good. */
+ * when room is needed rather than filling the map for good (its cost beside a plain hash's:
+ * docs/benchmarks.md, "The biolatency source"). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1); /* set by the loader */
