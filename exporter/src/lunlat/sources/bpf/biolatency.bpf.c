@@ -8,7 +8,8 @@
  * 5.10.137), so each difference is decided from the kernel's own types.
  *
  * The programs are BTF-enabled raw tracepoints (tp_btf, kernel 5.5+): they read the request's
- * members directly, with no bpf_probe_read_kernel call per member. Per I/O, nothing crosses into user space and no per-I/O event is made:
+ * members directly, with no bpf_probe_read_kernel call per member. Per I/O, nothing crosses into
+ * user space and no per-I/O event is made:
  *   block_rq_issue      the request's bytes into `sizes` (keyed by the request), and the time since
  *                       its start (queue time) into its counters;
  *   block_io_done       (kernel 6.5+, where blk_account_io_done counts diskstats) or, on kernels
@@ -32,11 +33,14 @@
  *   REQ_OP_READ 0, REQ_OP_WRITE 1); other ops (flush, discard) are not counted.
  * - The device is the request's whole disk: rq->q->disk, or rq->rq_disk on kernels before
  *   commit f3fa33acca9f ("block: remove the ->rq_disk field in struct request", v5.17), whose
- *   request_queue has no disk (commit d152c682f03c, "block: add an explicit ->disk backpointer to
- *   the request_queue", v5.15); as major << 20 | first_minor (include/linux/kdev_t.h MINORBITS).
+ *   request_queue had no disk before commit d152c682f03c ("block: add an explicit ->disk
+ *   backpointer to the request_queue"); as major << 20 | first_minor (include/linux/kdev_t.h
+ *   MINORBITS). Both commits are the ones libbpf-tools' core_fixes.bpf.h names for the same test.
  * - block_rq_issue's prototype: (struct request_queue *q, struct request *rq) before commit
- *   a54895fa057c ("block: remove the request_queue to argument request based tracepoints",
- *   v5.11; Debian 5.10.140-1 took it with 5.10.137), (struct request *rq) since.
+ *   a54895fa ("block: remove the request_queue to argument request based tracepoints", v5.11-rc1,
+ *   as libbpf-tools' biolatency.bpf.c cites it; Debian's changelog has 5.10 take it at 5.10.137,
+ *   in 5.10.140-1), (struct request *rq) since. libbpf-tools decides it from BTF too
+ *   (biolatency.c, has_block_rq_issue_single_arg).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
