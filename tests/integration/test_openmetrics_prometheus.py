@@ -1,9 +1,9 @@
 """A real Prometheus (Debian's) scrapes `lunlat serve` with OpenMetrics first and ingests the series
 (issue 42).
 
-Prometheus 2.49 added `scrape_protocols` (docs: configuration, <scrape_config>); its default is
+Prometheus 2.49 added `scrape_protocols` (prometheus.io/docs/instrumenting/content_negotiation); its default is
 OpenMetricsText1.0.0 first, and Prometheus before it (Debian 12's 2.42) always asks for
-OpenMetrics 1.0.0 first (scrape/scrape.go, acceptHeader). The config names the protocol where the
+OpenMetrics 1.0.0 first (scrape/scrape.go, scrapeAcceptHeader). The config names the protocol where the
 installed Prometheus knows the setting. That the answer was OpenMetrics shows in what Prometheus
 kept of the page's metadata (/api/v1/targets/metadata): the counter's family is named without
 `_total` and has the `# UNIT` line's unit, which the text format 0.0.4 has no way to say.
