@@ -302,7 +302,10 @@ class RuleSet:
 
     def goal_series(self) -> list[dict[str, Any]]:
         """Each LUN's goal and idle guard, `severity` and (where known) `engine` as labels: one `or`
-        branch per tier, first match wins."""
+        branch per tier, first match wins. `or on (…)` keeps `engine`: it adds right-hand series
+        whose on (…) labels match none on the left and drops no label of either side (Prometheus
+        docs, querying/operators); pint 0.87's promql/impossible says otherwise, wrongly
+        (alerts/tests/latency.test.yml asserts the goal's and the alert's `engine`)."""
         base = IOPS.format(window=BREACH_WINDOW)
         grouped = f"group by ({', '.join(SERIES_LABELS)}, engine)"
         tiers = [(t, f"{{{m}}}" if m else "") for t, m in self.goal_tiers()]
