@@ -59,13 +59,23 @@ class Scrape:
 
 
 def scrape(
-    port: int, path: str = "/metrics", *, gzip_ok: bool = False, host: str = LOOPBACK, timeout: float = 60.0
+    port: int,
+    path: str = "/metrics",
+    *,
+    gzip_ok: bool = False,
+    host: str = LOOPBACK,
+    timeout: float = 60.0,
+    accept: str | None = None,
 ) -> Scrape:
-    """One GET over a fresh connection, as Prometheus does it (it sends Accept-Encoding: gzip)."""
+    """One GET over a fresh connection, as Prometheus does it (it sends Accept-Encoding: gzip);
+    `accept`: the Accept header, none by default."""
     connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    headers = {"Accept-Encoding": "gzip" if gzip_ok else "identity"}
+    if accept is not None:
+        headers["Accept"] = accept
     try:
         started = time.perf_counter()
-        connection.request("GET", path, headers={"Accept-Encoding": "gzip" if gzip_ok else "identity"})
+        connection.request("GET", path, headers=headers)
         response = connection.getresponse()
         wire = response.read()
         seconds = time.perf_counter() - started
@@ -175,10 +185,17 @@ class ExporterProcess:
     def url(self, path: str = "/metrics") -> str:
         return f"http://{LOOPBACK}:{self.port}{path}"
 
-    def scrape(self, path: str = "/metrics", *, gzip_ok: bool = False, timeout: float = 60.0) -> Scrape:
+    def scrape(
+        self,
+        path: str = "/metrics",
+        *,
+        gzip_ok: bool = False,
+        timeout: float = 60.0,
+        accept: str | None = None,
+    ) -> Scrape:
         """GET `path`; an answer other than 200 raises ExporterError with the log's tail."""
         self._running()
-        result = scrape(self.port, path, gzip_ok=gzip_ok, timeout=timeout)
+        result = scrape(self.port, path, gzip_ok=gzip_ok, timeout=timeout, accept=accept)
         if result.status != 200:
             raise ExporterError(
                 f"{self.name}: GET {path} answered {result.status}: {result.body[:300]!r}\n{self.log_tail()}"

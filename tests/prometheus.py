@@ -7,7 +7,9 @@ Shared by the end-to-end alerting stack (tests/alerting/stack.py) and the dashbo
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +70,11 @@ class PromApi:
         vmalert's /api/v1/alerts."""
         return list(self._get("/api/v1/alerts", [])["alerts"] or [])
 
+    def target_metadata(self, metric: str) -> list[dict[str, Any]]:
+        """What the targets' scrapes said of `metric` (its HELP, TYPE and UNIT), keyed by the name
+        the exposition gave the family: /api/v1/targets/metadata."""
+        return list(self._get("/api/v1/targets/metadata", [("metric", metric)]))
+
     def values(self, promql: str, label: str) -> dict[str, float]:
         return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql)}
 
@@ -85,6 +92,14 @@ class PromApi:
 
 def missing() -> str | None:
     return None if shutil.which(PROMETHEUS) else "missing prometheus (Debian: prometheus)"
+
+
+def version() -> tuple[int, int]:
+    """(major, minor) of the installed Prometheus: `prometheus --version`'s first line."""
+    out = subprocess.run([PROMETHEUS, "--version"], capture_output=True, text=True, check=True)
+    found = re.search(r"version (\d+)\.(\d+)", out.stdout + out.stderr)
+    assert found is not None, out
+    return int(found[1]), int(found[2])
 
 
 def config(targets: list[str], interval: str, alertmanager: str | None = None) -> dict[str, Any]:

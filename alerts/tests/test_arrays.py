@@ -1,5 +1,5 @@
 """The array side: deploy/arrays/'s scrape jobs that give an array exporter's series lunlat's `naa`
-label, and alerts/goals.yaml `arrays`, the data the lunlat-array rules are generated from."""
+label, and alerts/goals.yaml `arrays`, the data the array rules are generated from."""
 
 from __future__ import annotations
 
@@ -121,11 +121,11 @@ def test_a_duplicate_array_names_the_line_of_the_first() -> None:
     ]
 
 
-def test_no_array_in_the_goals_no_array_group() -> None:
+def test_no_array_in_the_goals_no_array_rule() -> None:
     """Which arrays there are is configuration: the built-in goals name none, and the rules then have
-    no lunlat-array group (no array metric is written in the code)."""
+    no array rule (no array metric is written in the code)."""
     assert Goals().arrays == []
-    assert "lunlat-array" not in [g["name"] for g in RuleSet(Goals()).groups()]
+    assert RuleSet(Goals()).array_rules() == []
     assert "purefa" not in render(Goals()) and "lun_avg_read_latency" not in render(Goals())
 
 
@@ -141,8 +141,7 @@ def test_each_array_entry_records_its_metric_in_seconds_by_naa() -> None:
         "    naa: {label: wwn, regex: 'naa\\.([0-9a-f]{32})'}\n",
         "goals.yaml",
     )
-    [group] = [g for g in RuleSet(goals).groups() if g["name"] == "lunlat-array"]
-    read = group["rules"][0]
+    read = RuleSet(goals).array_rules()[0]
     assert read["labels"] == {"op": "read", "array": "acme"}
     assert read["expr"] == (
         "max by (naa) (\n"

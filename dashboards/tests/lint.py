@@ -96,6 +96,12 @@ def variable_problems(name: str, board: Mapping[str, Any]) -> list[str]:
         var = by_name.get(required)
         if var is None or var.get("type") != "query" or not var.get("multi") or not var.get("includeAll"):
             problems.append(f"{name}: no multi-value `{required}` query variable with All")
+        # template-job-rule and template-instance-rule (lint/rule_template_job.go, checkTemplate):
+        # the variable's label is its name title-cased, "Job", "Instance".
+        elif var.get("label") != required.title():
+            problems.append(
+                f"{name}: variable `{required}` is labelled {var.get('label')!r}, not {required.title()!r}"
+            )
     for var in listed:
         if var.get("type") != "query":
             continue
@@ -131,6 +137,10 @@ def panel_problems(name: str, board: Mapping[str, Any]) -> list[str]:
             if target.get("datasource", {}).get("uid") != DATASOURCE_UID:
                 problems.append(f"{where} {target.get('refId')}: datasource is not ${{datasource}}")
         problems += _unit_problems(where, panel)
+        # A repeat direction says how a repeated panel's copies are laid out: without `repeat`
+        # it is noise Grafana's dashboard-linter reports (issue 42: 50 panels).
+        if "repeatDirection" in panel and not panel.get("repeat"):
+            problems.append(f"{where}: repeatDirection without repeat")
         pos = panel.get("gridPos", {})
         if pos.get("x", 0) + pos.get("w", 0) > 24:
             problems.append(f"{where}: wider than the grid")

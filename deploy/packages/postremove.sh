@@ -9,7 +9,8 @@ set -eu
 case "${1:-}" in
     remove | purge | 0)
         rm -rf /opt/lunlat /usr/lib/systemd/system/lunlat.service.d
-        [ -d /run/systemd/system ] && systemctl daemon-reload || true ;;
+        # Only where systemd runs (not in a container or chroot); a failed reload is no failed removal.
+        if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi ;;
 esac
 if [ "${1:-}" = purge ]; then
     rm -rf /etc/lunlat

@@ -13,11 +13,14 @@ from __future__ import annotations
 import difflib
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 
+from tests.openmetrics import PROMETHEUS_ACCEPT, openmetrics_families
 from tests.procs import LUNLAT_PORT, ExporterProcess, lunlat_serve
 
 HERE = Path(__file__).parent
@@ -135,6 +138,35 @@ def test_one_changed_counter_shows_in_the_diff_as_its_series(tmp_path: Path) -> 
 
     series = 'lunlat_device_writes_completed_total{lun="ora_data",device="dm-0"}'
     assert changed_lines(diff) == [f"-{series} {writes}", f"+{series} {writes + 1}"], "\n".join(diff)
+
+
+def test_the_golden_host_in_openmetrics_is_what_the_parser_takes_with_the_same_series(tmp_path: Path) -> None:
+    """Asked for OpenMetrics 1.0 as Prometheus asks (issue 42), the same `lunlat serve` answers it,
+    gzipped, in a page prometheus_client's OpenMetrics parser takes whole, with the series and
+    values of the text page (but the wall-clock ones), counters' families named without `_total`."""
+    flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
+    with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
+        om = exporter.scrape(gzip_ok=True, accept=PROMETHEUS_ACCEPT)
+        text = exporter.scrape()
+    assert (
+        om.gzipped
+        and om.headers["content-type"] == "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    )
+    assert text.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    families = {f.name: f for f in openmetrics_families(om.text) if f.name.startswith("lunlat_")}
+    assert (
+        "lunlat_device_reads_completed" in families and "lunlat_device_reads_completed_total" not in families
+    )
+
+    def series(parsed: Iterable[Metric]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float | None]:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): None if s.name in MASKED_VALUES else s.value
+            for f in parsed
+            if f.name.startswith("lunlat_")
+            for s in f.samples
+        }
+
+    assert series(families.values()) == series(text_string_to_metric_families(text.text))
 
 
 def _cycles(directory: Path, above: tuple[Path, ...] = ()) -> Iterator[Path]:

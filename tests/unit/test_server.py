@@ -543,7 +543,7 @@ class Big(Scraper):
     def __init__(self) -> None:
         super().__init__([])
 
-    def scrape_bytes(self, timeout: float) -> bytes:
+    def scrape_bytes(self, timeout: float, openmetrics: bool = False) -> bytes:
         return self.BODY
 
 

@@ -60,6 +60,7 @@ from lunlat.recorded import (
 # indicator: 288 points a day per series instead of 5760, for the same answer within edge effects.
 DIRECT_RATIO_MAX = "2h"
 RATIO_BASE = "5m"
+LONG_RATIO_STEP = "1m"
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.
@@ -301,7 +302,10 @@ class RuleSet:
 
     def goal_series(self) -> list[dict[str, Any]]:
         """Each LUN's goal and idle guard, `severity` and (where known) `engine` as labels: one `or`
-        branch per tier, first match wins."""
+        branch per tier, first match wins. `or on (…)` keeps `engine`: it adds right-hand series
+        whose on (…) labels match none on the left and drops no label of either side (Prometheus
+        docs, querying/operators); pint 0.87's promql/impossible says otherwise, wrongly
+        (alerts/tests/latency.test.yml asserts the goal's and the alert's `engine`)."""
         base = IOPS.format(window=BREACH_WINDOW)
         grouped = f"group by ({', '.join(SERIES_LABELS)}, engine)"
         tiers = [(t, f"{{{m}}}" if m else "") for t, m in self.goal_tiers()]
@@ -340,8 +344,13 @@ class RuleSet:
                 if duration_seconds(window) <= limit
                 else ABOVE_GOAL_RATIO.format(window=RATIO_BASE)
             )
+            # The long windows read the 5-minute ratio once a minute (a subquery), as many points
+            # as when they ran in a group of their own once a minute: they now run in the latency
+            # group at its interval (groups(), why), and a 3-day window of a 15-second record
+            # would be four times the samples at each of four times the evaluations.
+            step = "" if source == ABOVE_GOAL else f":{LONG_RATIO_STEP}"
             rules.append(
-                _record(ABOVE_GOAL_RATIO.format(window=window), f"avg_over_time({source}[{window}])")
+                _record(ABOVE_GOAL_RATIO.format(window=window), f"avg_over_time({source}[{window}{step}])")
             )
         return rules
 
@@ -727,8 +736,13 @@ class RuleSet:
     def groups(self) -> list[dict[str, Any]]:
         return [
             {
-                # Breach alerts share the group of the averages they read: rules of a group run in
-                # order, so an alert sees this evaluation's average, not the previous one's.
+                # Every rule reading a record shares the group that records it: the rules of a group
+                # run in order, so each sees this evaluation's value, while groups run concurrently,
+                # each on its own timer, and a read across groups sees the other's previous one
+                # (prometheus.io/docs/prometheus/latest/configuration/recording_rules). Hence the
+                # breach alerts beside the averages, the SLO ratios and burn alerts (once a group of
+                # their own, once a minute) beside the bool they average, and the array side's
+                # host-minus-array difference beside the host's averages (alerts/tests/test_rule_groups.py).
                 "name": "lunlat-latency",
                 "rules": [
                     *self.rates(),
@@ -736,22 +750,18 @@ class RuleSet:
                     *self.goal_series(),
                     *self.above_goal(),
                     *self.io_histogram(),
+                    *self.ratios(),
+                    # No array in the goals: no array rule (no array metric is written in the code).
+                    *self.array_rules(),
                     *self.breach_alerts(),
                     *self.tail_alerts(),
+                    *self.burn_alerts(),
                 ],
-            },
-            {
-                # Windows up to days long: once a minute is plenty and keeps the cost down.
-                "name": "lunlat-latency-slo",
-                "interval": "1m",
-                "rules": [*self.ratios(), *self.burn_alerts()],
             },
             {"name": "lunlat-exporter", "rules": [*self.health_alerts(), *self.host_exporter_alerts()]},
             {"name": "lunlat-paths", "rules": self.path_alerts()},
             # Windows hosts only (goals host_layer: windows_exporter): no group elsewhere.
             *([{"name": "lunlat-windows-disks", "rules": disks}] if (disks := self.physical_disks()) else []),
-            # No array in the goals: no group (an empty one would only say nothing).
-            *([{"name": "lunlat-array", "rules": arrays}] if (arrays := self.array_rules()) else []),
         ]
 
     def render(self) -> str:

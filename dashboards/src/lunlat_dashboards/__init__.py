@@ -44,9 +44,21 @@ def _number_panels(board: model.Dashboard) -> None:
             next_id += 1
 
 
+def _drop_lone_repeat_direction(panels: list[dict[str, Any]]) -> None:
+    """The SDK's panel builder sets `repeatDirection` ("h") on every panel; it only means something
+    beside `repeat` (how the repeated copies are laid out), and Grafana's dashboard-linter reports it
+    elsewhere (issue 42)."""
+    for panel in panels:
+        if not panel.get("repeat"):
+            panel.pop("repeatDirection", None)
+        _drop_lone_repeat_direction(panel.get("panels") or [])
+
+
 def to_json(board: model.Dashboard) -> dict[str, Any]:
-    """The dashboard as Grafana's JSON model (plain dicts), as the SDK encodes it."""
+    """The dashboard as Grafana's JSON model (plain dicts), as the SDK encodes it, less a
+    `repeatDirection` without `repeat`."""
     data: dict[str, Any] = json.loads(json.dumps(board, cls=JSONEncoder))
+    _drop_lone_repeat_direction(data.get("panels") or [])
     return data
 
 

@@ -137,7 +137,9 @@ def standard_variables(
         _query_variable(
             INSTANCE,
             f"label_values({build}{{{JOB.matcher}}}, instance)",
-            "Host",
+            # "Instance", as Grafana's dashboard-linter wants it (template-instance-rule: the
+            # variable's name title-cased); the description says it is the database host.
+            "Instance",
             "Exporter instance(s): one per database host.",
         ),
     ]

@@ -1,4 +1,5 @@
-"""Prometheus text exposition (format 0.0.4) of the sample model.
+"""Prometheus text exposition (format 0.0.4) of the sample model, and OpenMetrics 1.0 for the
+scrapers that ask for it (server.wants_openmetrics).
 
 Hand-written rather than prometheus_client.generate_latest because the scrape of a host with
 thousands of LUNs is the hot path: generate_latest builds a Sample object and escapes every label
@@ -14,10 +15,22 @@ from collections.abc import Iterable, Sequence
 from lunlat.model import Family
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# prometheus_client's openmetrics.exposition.CONTENT_TYPE_LATEST, the answer it gives an Accept of
+# OpenMetrics without a version or with 1.0.0 (exposition.choose_encoder).
+OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+# OpenMetrics 1.0 ("Overall Structure"): the exposition MUST end with this line, which tells a
+# reader the page is whole (prometheus.io/docs/specs/om/open_metrics_spec/).
+OPENMETRICS_EOF = "# EOF\n"
 
 
 def escape_help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def escape_openmetrics_help(text: str) -> str:
+    """OpenMetrics 1.0's HELP is an `escaped-string` (its ABNF): a double quote is no `normal-char`
+    there, so it is escaped too, as in label values; the text format leaves it as it is."""
+    return escape_help(text).replace('"', '\\"')
 
 
 # Readers parse a value with Go's strconv.ParseFloat (prometheus/common, expfmt/text_parse.go,
@@ -97,17 +110,52 @@ def _plain(values: list[float], exponent: int) -> bool:
     return all(math.isfinite(v) if type(v) is float else -INT_LIMIT < v < INT_LIMIT for v in values)
 
 
-def render(families: Iterable[Family]) -> str:
-    """Render families, merging those that share a name so each appears once, as the format requires."""
+def _merged(families: Iterable[Family]) -> dict[str, list[Family]]:
+    """Families by name, those that share one merged so each appears once, as both formats require;
+    families without a sample left out."""
     merged: dict[str, list[Family]] = {}
     for family in families:
         merged.setdefault(family.spec.name, []).append(family)
+    return {
+        name: group
+        for name, group in merged.items()
+        if any(f.samples or (f.column is not None and len(f.column[1])) for f in group)
+    }
+
+
+def render(families: Iterable[Family]) -> str:
+    """The text format 0.0.4 of `families`."""
     out: list[str] = []
-    for name, group in merged.items():
-        if not any(f.samples or (f.column is not None and len(f.column[1])) for f in group):
-            continue
+    for name, group in _merged(families).items():
         spec = group[0].spec
         out.append(f"# HELP {name} {escape_help(spec.help)}\n# TYPE {name} {spec.type}\n")
         for family in group:
             _render_family(name, family, out)
+    return "".join(out)
+
+
+def render_openmetrics(families: Iterable[Family], eof: bool = True) -> str:
+    """OpenMetrics 1.0 of `families`; `eof`: end it with `# EOF` (False: more families follow).
+
+    The samples' lines are the text format's: names, label escaping and numbers (`1234e-3`, `+Inf`,
+    `NaN`) are written alike in both (the spec's ABNF: metricname, escaped-string, realnumber). What
+    differs is the metadata (prometheus.io/docs/specs/om/open_metrics_spec/): a counter's
+    MetricFamily is named without the `_total` its samples carry ("Counter"), a unit is said in a
+    `# UNIT` line and must be the name's suffix ("Unit"), HELP escapes `"` too. A counter's Created
+    timestamp (`_created`) is a SHOULD ("Counter"), not a MUST, and is left out: lunlat's counters
+    are the kernel's and the databases', counted since a start lunlat does not know.
+    """
+    out: list[str] = []
+    for name, group in _merged(families).items():
+        spec = group[0].spec
+        family_name = name.removesuffix("_total") if spec.type == "counter" else name
+        out.append(
+            f"# HELP {family_name} {escape_openmetrics_help(spec.help)}\n# TYPE {family_name} {spec.type}\n"
+        )
+        if spec.unit:
+            out.append(f"# UNIT {family_name} {spec.unit}\n")
+        for family in group:
+            _render_family(name, family, out)
+    if eof:
+        out.append(OPENMETRICS_EOF)
     return "".join(out)

@@ -10,6 +10,11 @@ MetricType = Literal["counter", "gauge", "histogram"]
 
 PREFIX = "lunlat_"
 
+# The base units lunlat's names end in (Prometheus' naming practices, "Base units": seconds, bytes).
+# A name's unit is declared by that suffix, the one place it is said; OpenMetrics' `# UNIT` line
+# repeats it, and OpenMetrics 1.0 requires the unit to be a suffix of the family's name.
+BASE_UNITS: tuple[str, ...] = ("seconds", "bytes")
+
 
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
@@ -23,6 +28,13 @@ class MetricSpec:
             raise ValueError(f"metric {self.name} lacks the {PREFIX} prefix")
         if self.type == "counter" and not self.name.endswith("_total"):
             raise ValueError(f"counter {self.name} must end in _total")
+
+    @property
+    def unit(self) -> str:
+        """The base unit the name ends in, before a counter's `_total` ("" for none): what
+        OpenMetrics' `# UNIT` line says."""
+        stem = self.name.removesuffix("_total") if self.type == "counter" else self.name
+        return next((unit for unit in BASE_UNITS if stem.endswith(f"_{unit}")), "")
 
 
 @dataclass(frozen=True, slots=True)

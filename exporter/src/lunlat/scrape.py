@@ -25,18 +25,23 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from typing import cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.gc_collector import GCCollector
+from prometheus_client.openmetrics import exposition as openmetrics_exposition
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from lunlat import __version__, contract, logs
-from lunlat.exposition import render
+from lunlat.exposition import render, render_openmetrics
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import Source, SourceError, Throttled
 
 log = logs.get(__name__)
+
+# prometheus_client's openmetrics modules carry no type hints (0.26): the signature, said once.
+generate_openmetrics = cast(Callable[[CollectorRegistry], bytes], openmetrics_exposition.generate_latest)
 
 
 @dataclass(slots=True)
@@ -86,7 +91,9 @@ class Scraper:
         self._errors: Counter[tuple[str, str]] = Counter()
         self._declare_errors(self._sources)
         self._errors_version = 0  # bumped on every change to _errors: part of the shared body's key
-        self._rendered: tuple[tuple[Outcome, ...], int, bytes, tuple[float, ...]] | None = None
+        # The last body of each format (False: text, True: OpenMetrics), kept apart so a Prometheus
+        # asking for OpenMetrics and a person with curl do not render for each other.
+        self._rendered: dict[bool, tuple[tuple[Outcome, ...], int, bytes, tuple[float, ...]]] = {}
         self._render_lock = threading.Lock()
         self._build_info = Family(
             contract.BUILD_INFO,
@@ -257,9 +264,10 @@ class Scraper:
         """The full /metrics body, as text (tools and tests; the server takes `scrape_bytes`)."""
         return self.scrape_bytes(timeout).decode()
 
-    def scrape_bytes(self, timeout: float) -> bytes:
-        """The full /metrics body, UTF-8. Only the bytes are kept for the scrapes that share it,
-        not the text too: with show-paths on 10,000 devices the body is ~15 MB (bench/)."""
+    def scrape_bytes(self, timeout: float, openmetrics: bool = False) -> bytes:
+        """The full /metrics body, UTF-8, in the text format or (`openmetrics`) OpenMetrics 1.0.
+        Only the bytes are kept for the scrapes that share it, not the text too: with show-paths on
+        10,000 devices the body is ~15 MB (bench/)."""
         served = self._collect(timeout)
         outcomes = [(source, outcome) for source, outcome, _ in served]
         shared = tuple(outcome for _, outcome in outcomes)
@@ -267,7 +275,7 @@ class Scraper:
         with self._render_lock:
             with self._lock:
                 version = self._errors_version
-            cached = self._rendered
+            cached = self._rendered.get(openmetrics)
             # Identity, not equality: the same Outcome objects means the same collections. A timed-out
             # source gets a fresh Outcome per scrape, so such a scrape always renders its own body.
             # A collection served again is older at each scrape: its age is part of the key.
@@ -279,12 +287,20 @@ class Scraper:
                 and all(a is b for a, b in zip(cached[0], shared, strict=True))
             ):
                 return cached[2]
-            self._rendered = None  # the old body goes before the new one is built, not after
-            families = [f for outcome in shared for f in outcome.families]
-            body = render([*families, *self.health_families(outcomes, ages)]).encode()
-            if self._registry is not None:
-                body += generate_latest(self._registry)
-            self._rendered = (shared, version, body, ages)
+            self._rendered.pop(openmetrics, None)  # the old body goes before the new one is built
+            families = [
+                *(f for outcome in shared for f in outcome.families),
+                *self.health_families(outcomes, ages),
+            ]
+            if not openmetrics:
+                body = render(families).encode()
+                if self._registry is not None:
+                    body += generate_latest(self._registry)
+            elif self._registry is None:
+                body = render_openmetrics(families).encode()
+            else:  # prometheus_client's OpenMetrics of its own families ends the page with `# EOF`
+                body = render_openmetrics(families, eof=False).encode() + generate_openmetrics(self._registry)
+            self._rendered[openmetrics] = (shared, version, body, ages)
             return body
 
 

@@ -2,7 +2,7 @@
 
 stdlib ThreadingHTTPServer: a thread per connection (one that answered an earlier connection and
 waits for the next, workers.py, or a new one), a cap on scrapes in flight
-(--web.max-requests), gzip when the scraper asks for it, 4xx for anything else. With
+(--web.max-requests), gzip and OpenMetrics 1.0 when the scraper asks for them, 4xx for anything else. With
 --web.config.file (lunlat.webconfig) every endpoint is behind TLS and/or basic auth; the TLS
 handshake runs in the connection's own thread, so a slow or silent client never holds up the
 accept loop.
@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lunlat import __version__, logs
-from lunlat.exposition import CONTENT_TYPE
+from lunlat.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE
 from lunlat.httplimits import (
     ACCEPT_BACKOFF,
     BUSY_ANSWER,
@@ -137,6 +137,39 @@ def _wants_gzip(accept_encoding: str) -> bool:
                 return not params or float(q) > 0
             except ValueError:
                 return False
+    return False
+
+
+def _version(params: list[str]) -> tuple[int, ...] | None:
+    """The `version` parameter of a media range as numbers, () without one, None if unreadable."""
+    for param in params:
+        key, sep, value = param.strip().partition("=")
+        if sep and key == "version":
+            try:
+                return tuple(int(part) for part in value.split("."))
+            except ValueError:
+                return None
+    return ()
+
+
+def wants_openmetrics(accept: str) -> bool:
+    """Whether to answer OpenMetrics 1.0.0 to this Accept header, as prometheus_client decides
+    (exposition.choose_encoder, 0.26): the media ranges in the order sent, q-values not weighed; the
+    first `application/openmetrics-text` without a version or with one of 1.0.0 and up is
+    answered in OpenMetrics, a `text/plain` of version 1.0.0 and up in text, anything else passed
+    over; nothing found: text. Where client_python would answer a version after 1.0.0, lunlat, which
+    writes 1.0.0 only, passes that range over too, so a later one may still take 1.0.0.
+
+    Prometheus asks for OpenMetrics 1.0.0 first (2.x before 2.49: always; later: by
+    scrape_protocols, OpenMetricsText1.0.0 first by default), and so gets it."""
+    for media_range in accept.split(","):
+        media_type, *params = media_range.split(";")
+        version = _version(params)
+        if media_type.strip() == "application/openmetrics-text":
+            if version in ((), (1, 0, 0)):
+                return True
+        elif media_type.strip() == "text/plain" and version and version >= (1, 0, 0):
+            return False
     return False
 
 
@@ -689,9 +722,10 @@ class Handler(BaseHTTPRequestHandler):
         body: bytes | None = None
         failure = ""
         compress = _wants_gzip(self.headers.get("Accept-Encoding", ""))
+        openmetrics = wants_openmetrics(self.headers.get("Accept", ""))
         try:
             timeout = _scrape_timeout(self.headers.get("X-Prometheus-Scrape-Timeout-Seconds"))
-            body = self.server.encoded.get(self.server.scraper.scrape_bytes(timeout), compress)
+            body = self.server.encoded.get(self.server.scraper.scrape_bytes(timeout, openmetrics), compress)
         except Exception as exc:  # never let a bug kill the connection without an answer
             log.error("scrape failed", err=f"{type(exc).__name__}: {exc}")
             log.debug("traceback", exc_info=True)
@@ -704,5 +738,9 @@ class Handler(BaseHTTPRequestHandler):
             self._text(HTTPStatus.INTERNAL_SERVER_ERROR, failure)
             return
         self._send(
-            HTTPStatus.OK, body, CONTENT_TYPE, {"Content-Encoding": "gzip"} if compress else {}, scrape=True
+            HTTPStatus.OK,
+            body,
+            OPENMETRICS_CONTENT_TYPE if openmetrics else CONTENT_TYPE,
+            {"Content-Encoding": "gzip"} if compress else {},
+            scrape=True,
         )
