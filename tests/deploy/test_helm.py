@@ -19,10 +19,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 
+from tests.deploy.test_image_tag import TAG
 from tests.deploy.test_kubernetes import CUSTOM, KUBE, KUBERNETES_VERSION, problems
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -306,3 +308,18 @@ def test_the_schema_covers_every_value() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
     assert list(_uncovered(values, schema, "")) == []
     assert set(schema["properties"]) == set(values)
+
+
+def test_the_chart_names_the_version_the_image_build_tags() -> None:
+    """Without helm: the default image, lunlat:<appVersion>, is the tag deploy/image/build makes."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    assert f"lunlat:{chart['appVersion']}" == TAG
+
+
+@pytest.mark.parametrize("values", [CHART / "values.yaml", ALL_ON], ids=["default", "all-on"])
+def test_the_config_values_are_valid_exporter_configs(values: Path) -> None:
+    """Without helm: the `config` value against the exporter config's JSON schema (docs/reference)."""
+    schema = json.loads(
+        (ROOT / "docs" / "reference" / "lunlat-config.schema.json").read_text(encoding="utf-8")
+    )
+    jsonschema.validate(yaml.safe_load(values.read_text(encoding="utf-8"))["config"], schema)
