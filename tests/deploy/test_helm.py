@@ -213,7 +213,15 @@ def test_biolatency_adds_its_two_capabilities_and_its_flag() -> None:
     pod = one(documents(*CASES["all-on"]), "DaemonSet")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert "--collector.biolatency" in container["args"]
-    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["BPF", "PERFMON"]}
+    # User 0 holding these two capabilities alone: a non-root user would keep them only in its
+    # bounding set (kubernetes/kubernetes#56374); no escalation, read-only root as without biolatency.
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"], "add": ["BPF", "PERFMON"]},
+        "runAsNonRoot": False,
+        "runAsUser": 0,
+    }
     assert container["image"].endswith("@sha256:" + "0" * 64)
 
 
