@@ -25,6 +25,18 @@ TARGET = (
 )
 
 
+def _served(tmp_path: Path) -> tuple[Path, Scraper, Reloader]:
+    """The config TARGET on an empty host tree, its scraper and the reloader that rereads it."""
+    (tmp_path / "proc" / "1").mkdir(parents=True)
+    (tmp_path / "proc" / "diskstats").write_text("")
+    (tmp_path / "proc" / "1" / "mountinfo").write_text("")
+    config = tmp_path / "lunlat.yaml"
+    config.write_text(TARGET)
+    settings = Settings(tmp_path / "proc", tmp_path / "sys")
+    scraper = Scraper(build_sources(load_config(config), settings).sources)
+    return config, scraper, Reloader(config, settings, scraper)
+
+
 def test_a_reload_keeps_an_unchanged_target_and_replaces_a_changed_one_keeping_the_error_counters(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -40,14 +52,7 @@ def test_a_reload_keeps_an_unchanged_target_and_replaces_a_changed_one_keeping_t
         return connect
 
     monkeypatch.setattr(oracle, "connect_oracledb", connect_for)
-    (tmp_path / "proc" / "1").mkdir(parents=True)
-    (tmp_path / "proc" / "diskstats").write_text("")
-    (tmp_path / "proc" / "1" / "mountinfo").write_text("")
-    config = tmp_path / "lunlat.yaml"
-    config.write_text(TARGET)
-    settings = Settings(tmp_path / "proc", tmp_path / "sys")
-    scraper = Scraper(build_sources(load_config(config), settings).sources)
-    reloader = Reloader(config, settings, scraper)
+    config, scraper, reloader = _served(tmp_path)
     lost = ("lunlat_source_errors_total", (("reason", "connection_lost"), ("source", "oracle:Oracle")))
     up = ("lunlat_source_up", (("source", "oracle:Oracle"),))
     try:
@@ -86,14 +91,7 @@ def test_a_reload_asks_a_query_switched_off_for_a_missing_grant_again_at_once(
     monkeypatch.setenv("LUNLAT_TEST_RELOAD_PW", "pw")
     emu = OracleEmulation()
     monkeypatch.setattr(oracle, "connect_oracledb", lambda _target: emu.connect)
-    (tmp_path / "proc" / "1").mkdir(parents=True)
-    (tmp_path / "proc" / "diskstats").write_text("")
-    (tmp_path / "proc" / "1" / "mountinfo").write_text("")
-    config = tmp_path / "lunlat.yaml"
-    config.write_text(TARGET)
-    settings = Settings(tmp_path / "proc", tmp_path / "sys")
-    scraper = Scraper(build_sources(load_config(config), settings).sources)
-    reloader = Reloader(config, settings, scraper)
+    config, scraper, reloader = _served(tmp_path)
     no_grant = ("lunlat_source_errors_total", (("reason", "no_grant"), ("source", "oracle:Oracle")))
 
     def histograms(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> int:
