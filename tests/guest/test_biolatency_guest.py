@@ -4,7 +4,8 @@
 - They load under the kernel's default locked-memory limit (64 KiB on 5.10, which charges BPF maps
   to it: libbpf raises it), as root, with no other help.
 - Every read the kernel counted is counted once, in its size class: 8 KiB reads small, 1 MiB reads
-  large; the summed latency is the kernel's within its millisecond rounding and a few per cent.
+  large; the summed latency is at most the kernel's and within 15 % of it (ours ends at
+  block_rq_complete, before the bios complete), within its millisecond rounding.
 - Queue time: behind mq-deadline, on a device that serves one request at a time in 1 ms, each
   request's latency is its queue time plus that 1 ms: latency - queue time per I/O is 1 ms to within
   the guest's timer slack, and the queue time per I/O is several ms (8 in flight).
@@ -69,9 +70,10 @@ def test_counts_and_latency_are_the_kernels_by_size_class(probed: dict[str, Any]
         # Both clocks start at the request's start_time_ns. On block_rq_complete (both guests: before
         # 6.5) ours stops before the request's bios complete, where diskstats stops: on a loop device
         # in tmpfs under the emulated CPU, 2 to 4 % less (measured: 10 µs of 315 per 8 KiB read on
-        # 5.10, 18 µs of 860 per 512 KiB read on 6.1); the host test's bound for that hook is 15 %.
+        # 5.10, 18 µs of 860 per 512 KiB read on 6.1; 11 % less on 6.1 in a loaded CI run), so the
+        # bound is the host test's for that hook, 15 %.
         # diskstats shows whole milliseconds (Documentation/admin-guide/iostats.rst): 1 ms either way.
-        assert 0.9 * kernel_seconds - 0.001 <= seconds <= kernel_seconds + 0.001, (
+        assert 0.85 * kernel_seconds - 0.001 <= seconds <= kernel_seconds + 0.001, (
             probed["release"],
             phase,
             seconds,
@@ -88,5 +90,7 @@ def test_queue_time_is_the_latency_the_device_did_not_spend(probed: dict[str, An
     service = latency - queue
     assert 0.9e6 <= service <= 2.0e6, (probed["release"], service)  # ns: the device's 1 ms, plus timer slack
     assert queue >= 3e6, (probed["release"], queue)  # 8 in flight, one served at a time
-    # At a millisecond per I/O those few µs are under 1 %: the sums agree within 2 % and the rounding.
-    assert abs(small["ns"] / 1e6 - read_ms) <= 0.02 * read_ms + 1, (probed["release"], small, read_ms)
+    # The same end point (block_rq_complete, before the bios complete and diskstats stops): ours is
+    # less, by 2.2 % in a loaded CI run on 6.1 (0.26 ms of ~11.9 ms per I/O under emulation), never
+    # more; the host test's bound for that hook, 15 %, and diskstats' millisecond rounding.
+    assert 0.85 * read_ms - 1 <= small["ns"] / 1e6 <= read_ms + 1, (probed["release"], small, read_ms)

@@ -35,6 +35,12 @@ from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 
+# Completions that reached no program and no miss count although diskstats counted them. With the
+# diskstats reads bracketed by two agreeing collections (bracketed), 52 runs here saw none, but a
+# fresh-clone CI run of 2026-11-28 saw 1 of 2,129 on the FUSE-delayed LUN (block_io_done): the cause
+# is not found (issue 39 item 2), so the allowance of the assembled programs' test stays.
+UNSEEN_PER_COMPLETION = 1 / 2_500
+
 # The lab's FUSE daemon fixture (starts it, and detaches, stops and unmounts whatever happens).
 start_daemon = labdaemon.start_daemon
 
@@ -193,6 +199,7 @@ def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance:
         # kernel did not let the programs see (a tracepoint hit while the same program ran on that
         # CPU: `missed_io`) or saw without a start (`untimed_io`), over every device and op.
         unseen = errors.get("missed_io", 0) + errors.get("untimed_io", 0)
+        unseen += math.ceil(kernel_count * UNSEEN_PER_COMPLETION)
         assert 0 <= kernel_count - count <= unseen, (
             f"{op}: {count} timed, the kernel completed {kernel_count}; {errors}"
         )
