@@ -46,6 +46,7 @@ from lunlat.recorded import (
     IO_ABOVE_GOAL_RATIO,
     IO_LATENCY_QUANTILE,
     IOPS,
+    JUDGED_LATENCY,
     JUDGED_SINCE,
     LATENCY,
     OPS,
@@ -54,6 +55,7 @@ from lunlat.recorded import (
     QUANTILES,
     RATE_WINDOWS,
     THROUGHPUT,
+    THROUGHPUT_FLOOR,
 )
 
 # Burn windows longer than this are averaged from the 5-minute ratio instead of from the 15-second
@@ -149,6 +151,19 @@ class IoHistogram:
             ")"
         )
 
+    def small(self, op: str, part: str, window: str) -> str:
+        """Rate of the `part` (sum, count) of the LUN's small `op` I/Os (contract.BIO_SIZES' first
+        class), by its labels without `op`."""
+        by = ", ".join(label for label in HISTOGRAM_LABELS if label != "op")
+        matchers = f'{self.selector}, op="{op}", size="{contract.BIO_SIZES[0]}"'
+        return (
+            f"sum by ({by}) (\n"
+            f"    rate({contract.DEVICE_IO_LATENCY.name}_{part}{{{matchers}}}[{window}])\n"
+            "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
+            f'    {contract.LUN_INFO.name}{{{self.selector}, kind="lun"}}\n'
+            ")"
+        )
+
     def total(self, window: str, info: str = "") -> str:
         return self.buckets(window, "+Inf", info)
 
@@ -194,6 +209,13 @@ class IoHistogram:
         )
 
 
+def _labelled(vector: str, **labels: str) -> str:
+    """`vector` with these labels set (label_replace from no source label: always matches)."""
+    for name, value in labels.items():
+        vector = f'label_replace(\n  {_indent(vector)},\n  "{name}", "{value}", "", ""\n)'
+    return vector
+
+
 def _indent(text: str, spaces: int = 2) -> str:
     """Indent every line but the first (it continues a line already indented)."""
     return text.replace("\n", "\n" + " " * spaces)
@@ -205,15 +227,37 @@ def _on(labels: Sequence[str] = SERIES_LABELS) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Tier:
-    """A resolved goal tier: goal, severity label (page, warning or ticket), idle guard."""
+    """A resolved goal tier: goal, severity label (page, warning or ticket), idle guard, which I/Os
+    each op judges (goals Judged) and the throughput floor (MiB/s) where it has one."""
 
     goal_ms: float
     severity: str
     min_iops: float
+    judge_read: str
+    judge_write: str
+    floor_mib_s: float | None = None
+
+    def judged(self, op: str) -> str:
+        return self.judge_read if op == "read" else self.judge_write
 
 
 def _tier(tier: DefaultTier) -> Tier:
-    return Tier(tier.goal_ms, tier.severity, tier.min_iops)
+    return Tier(
+        tier.goal_ms,
+        tier.severity,
+        tier.min_iops,
+        tier.judged_io("read"),
+        tier.judged_io("write"),
+        tier.throughput_floor_mib_s,
+    )
+
+
+# Labels of the goal series saying which I/Os the LUN's tier judges per op (goals `judge`): read by
+# the judged-latency rules, so the tier that wins for a LUN decides (first match, as for the goal).
+JUDGE_LABEL = "judge_{op}"
+# Labels naming a LUN's series in a layer, without the layer: the histogram's side of a join.
+LUN_LABELS: tuple[str, ...] = tuple(label for label in SERIES_LABELS if label != "layer")
+MIB = 1024 * 1024
 
 
 def _promql_number(value: float) -> str:
@@ -230,6 +274,17 @@ def _series_query(metric: str, *extra: str, scale: str = "") -> str:
     matchers = ", ".join([*extra, *(f"{label}=%q" for label in SERIES_LABELS)])
     args = " ".join(f"$labels.{label}" for label in SERIES_LABELS)
     return f"printf `{scale}{metric}{{{matchers}}}` {args}"
+
+
+def _ratio_query(numerator: str, denominator: str, *extra: str, scale: str = "") -> str:
+    """A template query dividing two recorded series (breach window) of the alert's own series."""
+    window = BREACH_WINDOW
+    matchers = ", ".join([*extra, *(f"{label}=%q" for label in SERIES_LABELS)])
+    args = " ".join(f"$labels.{label}" for label in SERIES_LABELS)
+    return (
+        f"printf `{scale}{numerator.format(window=window)}{{{matchers}}} / "
+        f"{denominator.format(window=window)}{{{matchers}}}` {args} {args}"
+    )
 
 
 def _template_value(query: str, fmt: str) -> str:
@@ -296,7 +351,8 @@ class RuleSet:
         tiers = [(_tier(self.goals.resolve(o)), _matchers(o)) for o in self.goals.overrides]
         unowned = self.goals.unowned_tier()
         if unowned is not None:
-            tiers.append((Tier(*unowned), UNOWNED))
+            default = self.goals.default
+            tiers.append((Tier(*unowned, default.judged_io("read"), default.judged_io("write")), UNOWNED))
         tiers.append((_tier(self.goals.default), "" if unowned is not None else OWNED))
         return tiers
 
@@ -310,13 +366,73 @@ class RuleSet:
         grouped = f"group by ({', '.join(SERIES_LABELS)}, engine)"
         tiers = [(t, f"{{{m}}}" if m else "") for t, m in self.goal_tiers()]
         goal_branches = [
-            f"label_replace(\n  {_promql_number(t.goal_ms / 1000)} * {grouped} {_indent(_with_engine(base + sel), 2)},\n"
-            f'  "severity", "{t.severity}", "", ""\n)'
+            _labelled(
+                f"{_promql_number(t.goal_ms / 1000)} * {grouped} {_indent(_with_engine(base + sel), 2)}",
+                severity=t.severity,
+                **{JUDGE_LABEL.format(op=op): t.judged(op) for op in OPS},
+            )
             for t, sel in tiers
         ]
         guard_branches = [f"{_promql_number(t.min_iops)} * {grouped} ({base}{sel})" for t, sel in tiers]
         join = f"\nor {_on()}\n"
         return [_record(GOAL, join.join(goal_branches)), _record(GOAL_MIN_IOPS, join.join(guard_branches))]
+
+    def floor_series(self) -> list[dict[str, Any]]:
+        """THROUGHPUT_FLOOR of the host layer's LUNs whose tier sets one; none when no tier does. Every
+        tier has a branch (0 where it sets no floor), so the first match wins as for the goal; the
+        zeros are then dropped."""
+        tiers = self.goal_tiers()
+        if all(t.floor_mib_s is None for t, _ in tiers):
+            return []
+        base = f'{IOPS.format(window=BREACH_WINDOW)}{{layer="{HOST_LAYER}"'
+        branches = [
+            f"{format_value((t.floor_mib_s or 0) * MIB)} * group by ({', '.join(SERIES_LABELS)}) "
+            f"({base}{', ' + m if m else ''}}})"
+            for t, m in tiers
+        ]
+        join = f"\n  or {_on()}\n  "
+        return [_record(THROUGHPUT_FLOOR, f"(\n  {join.join(branches)}\n) > 0")]
+
+    def judged_latency(self) -> list[dict[str, Any]]:
+        """JUDGED_LATENCY per op: for the host layer, the average of the I/Os the LUN's tier judges
+        (its goal series' judge label): the per-I/O histogram's small class (`small`), or every I/O
+        (`all`: the tier says so, or the host has no histogram for the LUN); for a database layer, its
+        own average (`database`: what the engine counts as the database's I/O). Absent below the idle
+        guard, counted over the judged I/Os."""
+        window, sel = BREACH_WINDOW, self.goals.selector
+        histogram = IoHistogram(sel)
+        host_goal = f'{GOAL}{{layer="{HOST_LAYER}"'
+        has_histogram = f"group by (job, instance, lun) ({contract.DEVICE_IO_LATENCY.name}_count{{{sel}}})"
+        rules = []
+        for op in OPS:
+            judge = JUDGE_LABEL.format(op=op)
+            latency = LATENCY.format(op=op, window=window)
+            small = (
+                f"{histogram.small(op, 'sum', window)}\n"
+                f"/ {_on(LUN_LABELS)}\n"
+                f"  (\n    {_indent(histogram.small(op, 'count', window), 4)}\n"
+                f"  >= {_on(LUN_LABELS)}\n"
+                f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )\n'
+                f'and {_on(LUN_LABELS)}\n  {host_goal}, {judge}="small"}}'
+            )
+            every = (
+                f'{latency}{{layer="{HOST_LAYER}"}}\n'
+                f"and {_on(LUN_LABELS)}\n"
+                f'  (\n    {host_goal}, {judge}="all"}}\n'
+                f"  or {_on(LUN_LABELS)}\n"
+                f'    ({host_goal}, {judge}="small"}} unless on (job, instance, lun) {has_histogram})\n'
+                f"  )\n"
+                f"{self.judged(op)}"
+            )
+            host = (
+                f"{_labelled(small, judged='small')}\nor {_on(LUN_LABELS)}\n{_labelled(every, judged='all')}"
+            )
+            name = JUDGED_LATENCY.format(op=op, window=window)
+            rules.append(_record(name, host, layer=HOST_LAYER, op=op))
+            if any(isinstance(layer, DbLayer) for layer in self.layers):
+                database = f'{latency}{{layer!="{HOST_LAYER}"}}\n{self.judged(op)}'
+                rules.append(_record(name, _labelled(database, judged="database"), op=op))
+        return rules
 
     @staticmethod
     def judged(op: str) -> str:
@@ -325,11 +441,12 @@ class RuleSet:
         return f'and {_on()}\n  ({iops}{{op="{op}"}} >= {_on()} {GOAL_MIN_IOPS})'
 
     def above_goal(self) -> list[dict[str, Any]]:
+        """1 where the judged latency is above goal, 0 at or below; absent where it is not judged (the
+        idle guard is in the judged latency)."""
         rules = []
         for op in OPS:
-            latency = LATENCY.format(op=op, window=BREACH_WINDOW)
-            expr = f"({latency} > bool {_on()} {GOAL})\n{self.judged(op)}"
-            rules.append(_record(ABOVE_GOAL, expr, op=op))
+            judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
+            rules.append(_record(ABOVE_GOAL, f"{judged} > bool {_on()} {GOAL}", op=op))
         return rules
 
     def ratios(self) -> list[dict[str, Any]]:
@@ -389,22 +506,26 @@ class RuleSet:
     # --- alerts ------------------------------------------------------------------------------------
 
     def breach_alerts(self) -> list[dict[str, Any]]:
+        """The judged latency (JUDGED_LATENCY: the I/Os the LUN's tier judges) above its goal, per role
+        group and op, at the tier's severity; the alert's `judged` label says which I/Os."""
         rules = []
         for role_name, role_selector, role_anchor in ROLE_GROUPS:
             for op in OPS:
                 name = f"LunLatency{role_name}{op.capitalize()}High"
-                latency = LATENCY.format(op=op, window=BREACH_WINDOW)
+                judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
                 expr = (
                     "1000 * (\n"
-                    f"    {latency}{{{role_selector}}}\n"
+                    f"    {judged}{{{role_selector}}}\n"
                     f"  > {_on()} group_left (severity, engine)\n"
                     f"    {GOAL}\n"
-                    ")\n"
-                    f"{self.judged(op)}"
+                    ")"
                 )
                 goal_ms = _template_value(_series_query(GOAL, scale="1000 * "), '"%.2f"')
                 iops = _template_value(
                     _series_query(IOPS.format(window=BREACH_WINDOW), f'op="{op}"'), '"%.0f"'
+                )
+                average = _template_value(
+                    _series_query(LATENCY.format(op=op, window=BREACH_WINDOW), scale="1000 * "), '"%.2f"'
                 )
                 where = _where()
                 rules.append(
@@ -416,14 +537,102 @@ class RuleSet:
                         "annotations": {
                             "summary": f"{op.capitalize()} latency of LUN {{{{ $labels.lun }}}}{_OWNER} above goal: "
                             '{{ printf "%.2f" $value }} ms',
-                            "description": f"The {BREACH_WINDOW} average {op} latency of {where} is "
-                            f'{{{{ printf "%.2f" $value }}}} ms, above its goal of {goal_ms} ms, '
-                            f"at {iops} {op}s/s.{_ROLE_HINT[role_anchor][op]}{_LAYER_HINT}",
+                            "description": f"The {BREACH_WINDOW} average latency of {_judged_words(op)} of {where} is "
+                            f'{{{{ printf "%.2f" $value }}}} ms, above its goal of {goal_ms} ms ({op}s of every size: '
+                            f"{average} ms at {iops} {op}s/s).{_ROLE_HINT[role_anchor][op]}{_LAYER_HINT}",
                             "runbook_url": f"{self.goals.runbook_base_url}/latency-high.md#{name.lower()}",
                         },
                     }
                 )
         return rules
+
+    def average_alerts(self) -> list[dict[str, Any]]:
+        """Every breach of a LUN's average (host layer, every I/O) flagged, never paged: above its goal
+        while the judged I/Os are not (those page through the breach alerts), e.g. large scans beside
+        small OLTP reads that stay within goal. At the tier's severity, page lowered to warning."""
+        rules = []
+        for op in OPS:
+            latency = LATENCY.format(op=op, window=BREACH_WINDOW)
+            judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
+            host = f'{{layer="{HOST_LAYER}"}}'
+            expr = (
+                "label_replace(\n"
+                "  1000 * (\n"
+                f"      {latency}{host}\n"
+                f"    > {_on()} group_left (severity, engine)\n"
+                f"      {GOAL}\n"
+                "  )\n"
+                f"  {_indent(self.judged(op), 2)}\n"
+                f"  unless {_on()}\n"
+                f"    ({judged}{host} > {_on()} {GOAL}),\n"
+                '  "severity", "warning", "severity", "page"\n'
+                ")"
+            )
+            goal_ms = _template_value(_series_query(GOAL, scale="1000 * "), '"%.2f"')
+            small = (
+                f"{{{{ with {_series_query(judged, scale='1000 * ')} | query }}}} "
+                '({{ . | first | value | printf "%.2f" }} ms){{ else }}, or too few to judge '
+                "(below the idle guard){{ end }}"
+            )
+            size = _template_value(
+                _ratio_query(THROUGHPUT, IOPS, f'op="{op}"', scale="1 / 1024 * "), '"%.0f"'
+            )
+            name = "LunLatencyAverageHigh"
+            rules.append(
+                {
+                    "alert": name,
+                    "expr": expr,
+                    "for": self.goals.breach.for_,
+                    "labels": {"op": op},
+                    "annotations": {
+                        "summary": f"{op.capitalize()} average of LUN {{{{ $labels.lun }}}}{_OWNER} above goal: "
+                        '{{ printf "%.2f" $value }} ms, the judged I/Os within it',
+                        "description": f"The {BREACH_WINDOW} average of every {op} of {_where()} is "
+                        f'{{{{ printf "%.2f" $value }}}} ms, above the goal of {goal_ms} ms, at {size} KiB per {op} '
+                        f"on average. The I/Os its goal judges are within it{small}: bigger I/Os take longer "
+                        "each without anything being broken. Flagged, not paged (docs/alerting.md, "
+                        '"What is judged").',
+                        "runbook_url": f"{self.goals.runbook_base_url}/latency-high.md#{name.lower()}",
+                    },
+                }
+            )
+        return rules
+
+    def throughput_alerts(self) -> list[dict[str, Any]]:
+        """A LUN whose tier sets a throughput floor (DSS: judged by MiB/s, not latency) moving less
+        than it while I/O waited on it the whole window (the workload wanted more), for `for`."""
+        if not self.floor_series():
+            return []
+        throughput = self.goals.throughput
+        queue = self.layers[0].queue(throughput.window) if not isinstance(self.layers[0], DbLayer) else None
+        if queue is None:
+            return []
+        moved = f'{THROUGHPUT.format(window=BREACH_WINDOW)}{{layer="{HOST_LAYER}"}}'
+        expr = (
+            "(\n"
+            f"    sum without (op) (avg_over_time({moved}[{throughput.window}]))\n"
+            f"  < {_on()} group_left ()\n"
+            f"    {THROUGHPUT_FLOOR}\n"
+            f") / {MIB}\n"
+            f"and {_on(LUN_LABELS)}\n"
+            f"  ({_indent(queue, 2)} >= {_promql_number(throughput.queue_min)})"
+        )
+        floor = _template_value(_series_query(THROUGHPUT_FLOOR, scale=f"1 / {MIB} * "), '"%.0f"')
+        name = "LunLatencyThroughputLow"
+        return [
+            _alert(
+                name,
+                expr,
+                throughput.for_,
+                throughput.severity,
+                "LUN {{ $labels.lun }}" + _OWNER + ' moves {{ printf "%.0f" $value }} MiB/s, below its floor',
+                f'{_where()} moved {{{{ printf "%.1f" $value }}}} MiB/s over the last {throughput.window}, '
+                f"below its floor of {floor} MiB/s, while at least {_promql_number(throughput.queue_min)} I/O "
+                "waited on it on average the whole time: the workload asked for more than the storage "
+                "gave. Throughput is what a DSS scan is judged by, not its latency.",
+                f"{self.goals.runbook_base_url}/throughput-low.md#{name.lower()}",
+            )
+        ]
 
     def burn_alerts(self) -> list[dict[str, Any]]:
         slo = self.goals.slo
@@ -748,12 +957,16 @@ class RuleSet:
                     *self.rates(),
                     *self.engines(),
                     *self.goal_series(),
+                    *self.floor_series(),
+                    *self.judged_latency(),
                     *self.above_goal(),
                     *self.io_histogram(),
                     *self.ratios(),
                     # No array in the goals: no array rule (no array metric is written in the code).
                     *self.array_rules(),
                     *self.breach_alerts(),
+                    *self.average_alerts(),
+                    *self.throughput_alerts(),
                     *self.tail_alerts(),
                     *self.burn_alerts(),
                 ],
@@ -783,6 +996,19 @@ class RuleSet:
 
     def alert_names(self) -> list[str]:
         return [r["alert"] for g in self.groups() for r in g["rules"] if "alert" in r]
+
+
+def _judged_words(op: str) -> str:
+    """Which I/Os a judged-latency alert judged, from its `judged` label (JUDGED_KINDS) and, for
+    `all`, whether the LUN's goal asked for the small ones (then the host has no histogram of it)."""
+    small_max = contract.BIO_SMALL_MAX // 1024
+    wanted_small = _series_query(GOAL, f'{JUDGE_LABEL.format(op=op)}="small"')
+    return (
+        f'{{{{ if eq $labels.judged "small" }}}}its small {op}s (up to {small_max} KiB, from the per-I/O '
+        f'histogram){{{{ else if eq $labels.judged "database" }}}}the {op}s the database counts as its own'
+        f"{{{{ else }}}}every {op}{{{{ with {wanted_small} | query }}}} (no per-I/O histogram of this LUN to "
+        f"judge its small {op}s by){{{{ end }}}}{{{{ end }}}}"
+    )
 
 
 # " (PROD data)" when the LUN is labelled with a database (and role), else nothing.

@@ -21,6 +21,11 @@ Severity = Literal["page", "warning"]
 TailSeverity = Literal["page", "warning", "ticket"]
 # Labels of a judged latency series an override can match on.
 MatchLabel = Literal["workload", "database", "role"]
+# Which I/Os of a LUN's host layer its goal judges, per op (docs/alerting.md, "What is judged"):
+# `small`, the I/Os of the per-I/O histogram's small size class (contract.BIO_SIZES: up to 16 KiB, the
+# database's one- and two-page transactional I/O), or `all` of them (the LUN's average). Without the
+# histogram on a host, every I/O is judged whatever this says, and the alert says so.
+Judged = Literal["small", "all"]
 
 # Prometheus durations: one or more <number><unit>, largest unit first ("1h30m").
 _DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
@@ -88,18 +93,49 @@ def _duration(text: str) -> str:
     return text
 
 
+class JudgedOps(Strict):
+    """Which I/Os the goal judges, per op (Judged); an override's unset op keeps the default's."""
+
+    read: Judged | None = None
+    write: Judged | None = None
+
+    def of(self, op: str) -> Judged | None:
+        return self.read if op == "read" else self.write
+
+
 class Tier(Strict):
     """What the default sets and an override may change."""
 
     goal_ms: float | None = Field(default=None, gt=0, description="Average latency objective, ms.")
     severity: Severity | None = None
     min_iops: float | None = Field(default=None, ge=0, description="Idle guard, operations per second.")
+    judge: JudgedOps | None = Field(default=None, description="Which I/Os the goal judges, per op.")
+    throughput_floor_mib_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Throughput a busy LUN must reach, MiB/s (reads and writes together): DSS scans.",
+    )
+
+
+# OLTP reads are judged on the small I/Os the database waits for one page at a time; writes on every
+# write, since a log writer's commit-sized writes grow with group commit and each is waited for.
+DEFAULT_JUDGE = JudgedOps(read="small", write="all")
 
 
 class DefaultTier(Tier):
     goal_ms: float = Field(default=1.0, gt=0)
     severity: Severity = "page"
     min_iops: float = Field(default=10.0, ge=0)
+    judge: JudgedOps = Field(default_factory=lambda: DEFAULT_JUDGE)
+
+    @field_validator("judge")
+    @classmethod
+    def _every_op(cls, value: JudgedOps) -> JudgedOps:
+        return JudgedOps(read=value.read or DEFAULT_JUDGE.read, write=value.write or DEFAULT_JUDGE.write)
+
+    def judged_io(self, op: str) -> Judged:
+        """Which of the LUN's `op` I/Os this tier judges."""
+        return self.judge.of(op) or "all"
 
 
 class Override(Tier):
@@ -116,8 +152,13 @@ class Override(Tier):
 
     @model_validator(mode="after")
     def _changes_something(self) -> Override:
-        if self.goal_ms is None and self.severity is None and self.min_iops is None:
-            raise ValueError("an override must set goal_ms, severity or min_iops")
+        if all(
+            value is None
+            for value in (self.goal_ms, self.severity, self.min_iops, self.judge, self.throughput_floor_mib_s)
+        ):
+            raise ValueError(
+                "an override must set goal_ms, severity, min_iops, judge or throughput_floor_mib_s"
+            )
         return self
 
 
@@ -162,6 +203,25 @@ class Tail(Strict):
     @classmethod
     def _for(cls, value: str) -> str:
         duration_seconds(value)  # 0s is allowed, as for the breach alert
+        return value
+
+
+class Throughput(Strict):
+    """The throughput floor's ticket (a tier's `throughput_floor_mib_s`): a LUN moving fewer MiB/s than
+    its floor over `window` while I/O waited on it the whole time (an average of at least `queue_min`
+    I/Os in flight: the workload wanted more than it got), for `for`."""
+
+    window: str = "5m"
+    queue_min: float = Field(default=1.0, gt=0, description="Average I/Os in flight that mark a busy LUN.")
+    for_: str = Field(default="10m", alias="for")
+    severity: TailSeverity = "ticket"
+
+    _window = field_validator("window")(_duration)
+
+    @field_validator("for_")
+    @classmethod
+    def _for(cls, value: str) -> str:
+        duration_seconds(value)
         return value
 
 
@@ -428,6 +488,7 @@ class Goals(Strict):
     unowned: Unowned = Field(default_factory=Unowned)
     breach: Breach = Field(default_factory=Breach)
     tail: Tail = Field(default_factory=Tail)
+    throughput: Throughput = Field(default_factory=Throughput)
     slo: Slo = Field(default_factory=Slo)
     health: Health = Field(default_factory=Health)
     paths: Paths = Field(default_factory=Paths)
@@ -474,10 +535,17 @@ class Goals(Strict):
         return None if unowned is None else (unowned[0], unowned[2])
 
     def resolve(self, override: Override) -> DefaultTier:
+        default, judge = self.default, override.judge or JudgedOps()
         return DefaultTier(
-            goal_ms=override.goal_ms if override.goal_ms is not None else self.default.goal_ms,
-            severity=override.severity or self.default.severity,
-            min_iops=override.min_iops if override.min_iops is not None else self.default.min_iops,
+            goal_ms=override.goal_ms if override.goal_ms is not None else default.goal_ms,
+            severity=override.severity or default.severity,
+            min_iops=override.min_iops if override.min_iops is not None else default.min_iops,
+            judge=JudgedOps(read=judge.read or default.judge.read, write=judge.write or default.judge.write),
+            throughput_floor_mib_s=(
+                override.throughput_floor_mib_s
+                if override.throughput_floor_mib_s is not None
+                else default.throughput_floor_mib_s
+            ),
         )
 
     def unowned_tier(self) -> tuple[float, str, float] | None:

@@ -45,6 +45,10 @@ class HostLayer:
         spec = contract.DEVICE_READ_BYTES if op == "read" else contract.DEVICE_WRITE_BYTES
         return self._per_lun(spec.name, window)
 
+    def queue(self, window: str) -> str | None:
+        """The LUN's average I/Os in flight (diskstats' weighted time per second)."""
+        return self._per_lun(contract.DEVICE_IO_WEIGHTED_TIME.name, window)
+
 
 # The label both sides of an exporter's join carry for the host (added by label_replace, then summed away).
 JOIN_HOST = "lunlat_host"
@@ -97,6 +101,11 @@ class ExporterHostLayer:
     def bytes(self, op: str, window: str) -> str | None:
         return self._per_lun(self.counters[f"{op}_bytes"], window)
 
+    def queue(self, window: str) -> str | None:
+        """The LUN's average I/Os in flight, where the exporter counts diskstats' weighted time."""
+        counter = self.counters.get("queue")
+        return None if counter is None else self._per_lun(counter, window)
+
 
 # node_exporter's diskstats collector (prometheus/node_exporter collector/diskstats_common.go, the
 # descriptors; collector/diskstats_linux.go: times are the kernel's milliseconds * secondsPerTick =
@@ -109,6 +118,9 @@ NODE_EXPORTER_DISKSTATS: dict[str, str] = {
     "write_time": "node_disk_write_time_seconds_total",
     "read_bytes": "node_disk_read_bytes_total",
     "write_bytes": "node_disk_written_bytes_total",
+    # diskstats field 11 in seconds, HELP "The weighted # of seconds spent doing I/Os." (node_exporter's
+    # own exposition; collector/diskstats_linux.go): its rate is the average I/Os in flight.
+    "queue": "node_disk_io_time_weighted_seconds_total",
 }
 
 # windows_exporter's logical_disk collector (prometheus-community/windows_exporter
@@ -118,7 +130,8 @@ NODE_EXPORTER_DISKSTATS: dict[str, str] = {
 # AvgDiskSecPerRead * TicksToSecondScaleFactor = 1e-7, internal/pdh/const.go; collected as raw
 # counters, pdh.CounterTypeRaw), so Δtime / Δreads is the average read latency, as
 # Windows' own counter is; since v0.8.2 ("Add logical_disk latency metrics"). Not
-# read_seconds_total: that is "% Disk Read Time", the disk's busy time.
+# read_seconds_total: that is "% Disk Read Time", the disk's busy time. No "queue": the throughput
+# floor (goals throughput_floor_mib_s) is not judged on Windows volumes (docs/alerting.md).
 WINDOWS_LOGICAL_DISK: dict[str, str] = {
     "reads": "windows_logical_disk_reads_total",
     "writes": "windows_logical_disk_writes_total",

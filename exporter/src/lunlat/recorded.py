@@ -9,14 +9,23 @@ Names follow Prometheus' `level:metric:operation` convention; `{window}` and `{o
 from __future__ import annotations
 
 OPS: tuple[str, ...] = ("read", "write")
-RATE_WINDOWS: tuple[str, ...] = ("1m", "5m")
+# One window: a 5-minute family was recorded once and read by no alert or dashboard.
+RATE_WINDOWS: tuple[str, ...] = ("1m",)
 # The window of the averages that alerts judge and dashboards draw.
 BREACH_WINDOW = "1m"
 
 IOPS = "lunlat:iops:rate{window}"
 THROUGHPUT = "lunlat:throughput_bytes:rate{window}"
 LATENCY = "lunlat:{op}_latency_seconds:avg{window}"
+# The latency the goal judges, per LUN, op and layer (docs/alerting.md, "What is judged"): label
+# `judged` says which I/Os: `small` (the per-I/O histogram's small size class), `all` (every I/O: the
+# LUN's average), `database` (the database layer: the I/Os its engine counts as the database's own).
+# Absent while those I/Os are fewer than the idle guard.
+JUDGED_LATENCY = "lunlat:judged_{op}_latency_seconds:avg{window}"
+JUDGED_KINDS: tuple[str, ...] = ("small", "all", "database")
 GOAL = "lunlat:latency_goal_seconds"
+# The throughput floor of the LUNs whose tier sets one (goals throughput_floor_mib_s), bytes per second.
+THROUGHPUT_FLOOR = "lunlat:throughput_floor_bytes"
 GOAL_MIN_IOPS = "lunlat:latency_goal_min_iops"
 ABOVE_GOAL = "lunlat:latency_above_goal:bool"
 ABOVE_GOAL_RATIO = "lunlat:latency_above_goal:ratio{window}"

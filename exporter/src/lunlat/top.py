@@ -96,10 +96,8 @@ _FIELDS: dict[str, str] = {
 }
 _BUCKET = contract.DEVICE_IO_LATENCY.name + "_bucket"
 
-# node_exporter's diskstats counters as lunlat names them (the rules' names, lunlat.layers), plus
-# the weighted I/O time for aqu-sz: node_disk_io_time_weighted_seconds_total, the kernel's weighted
-# milliseconds x secondsPerTick (prometheus/node_exporter collector/diskstats_linux.go). Both in
-# seconds and bytes, as lunlat's own.
+# node_exporter's diskstats counters as lunlat names them (the rules' names, lunlat.layers), with
+# the weighted I/O time for aqu-sz. Both in seconds and bytes, as lunlat's own.
 _FROM_NODE_EXPORTER: dict[str, str] = {
     **{
         NODE_EXPORTER_DISKSTATS[key]: spec.name
@@ -110,7 +108,7 @@ _FROM_NODE_EXPORTER: dict[str, str] = {
             (f"{op}_bytes", averages.bytes_counter(op)),
         )
     },
-    "node_disk_io_time_weighted_seconds_total": contract.DEVICE_IO_WEIGHTED_TIME.name,
+    NODE_EXPORTER_DISKSTATS["queue"]: contract.DEVICE_IO_WEIGHTED_TIME.name,
 }
 
 

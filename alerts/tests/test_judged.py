@@ -1,0 +1,83 @@
+"""What the goal judges (docs/alerting.md, "What is judged"): the throughput floor, whose promtool
+tests (alerts/tests/judged/) run against rules generated from the goals file beside them; the
+size-aware latency judgement runs on the shipped rules (alerts/tests/judged.test.yml, run with
+every *.test.yml by test_rules.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lunlat.goals import load_goals, parse_goals
+from lunlat_rules.rules import RuleSet, render
+
+JUDGED = Path(__file__).resolve().parent / "judged"
+TESTS = Path(__file__).resolve().parent
+
+
+def _promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.skip("promtool not installed (Debian: prometheus)")
+    return path
+
+
+def _run(tmp_path: Path, goals_text: str) -> subprocess.CompletedProcess[str]:
+    goals = tmp_path / "dss.goals.yaml"
+    goals.write_text(goals_text, encoding="utf-8")
+    (tmp_path / "dss.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
+    shutil.copy(JUDGED / "dss.test.yml", tmp_path)
+    return subprocess.run(
+        [_promtool(), "test", "rules", "dss.test.yml"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+
+
+def test_a_dss_lun_held_under_its_floor_opens_a_ticket(tmp_path: Path) -> None:
+    result = _run(tmp_path, (JUDGED / "dss.goals.yaml").read_text(encoding="utf-8"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_without_a_floor_no_throughput_rule_and_the_test_fails(tmp_path: Path) -> None:
+    """The test bites: the same series with no floor in the goals record no floor and open nothing."""
+    result = _run(tmp_path, "selector: 'job=\"lunlat\"'\n")
+    assert result.returncode != 0
+    assert "LunLatencyThroughputLow" in result.stdout + result.stderr
+    assert "LunLatencyThroughputLow" not in RuleSet(parse_goals("selector: 'job=\"lunlat\"'\n")).alert_names()
+
+
+def test_judging_every_read_pages_on_healthy_large_reads(tmp_path: Path) -> None:
+    """The size-aware test bites: the same scenario with reads judged on every I/O (the old blended
+    average) pages on the OLTP LUN whose small reads are within goal, and judged.test.yml fails."""
+    goals = tmp_path / "all.goals.yaml"
+    goals.write_text("default:\n  judge: {read: all}\n", encoding="utf-8")
+    (tmp_path / "lunlat.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    shutil.copy(TESTS / "judged.test.yml", tmp_path / "tests")
+    result = subprocess.run(
+        [_promtool(), "test", "rules", "judged.test.yml"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path / "tests",
+    )
+    assert result.returncode != 0
+    failures = result.stdout + result.stderr
+    assert "alertname: LunLatencyDataReadHigh, time: 5m" in failures
+
+
+def test_an_override_judges_its_own_way_and_keeps_the_default_for_the_other_op() -> None:
+    goals = parse_goals(
+        "default: {judge: {read: small, write: all}}\n"
+        "overrides:\n  - match: {role: log}\n    judge: {write: small}\n"
+    )
+    log = goals.tier({"role": "log"})
+    assert (log.judged_io("read"), log.judged_io("write")) == ("small", "small")
+    data = goals.tier({"role": "data"})
+    assert (data.judged_io("read"), data.judged_io("write")) == ("small", "all")
