@@ -81,3 +81,27 @@ def test_an_override_judges_its_own_way_and_keeps_the_default_for_the_other_op()
     assert (log.judged_io("read"), log.judged_io("write")) == ("small", "small")
     data = goals.tier({"role": "data"})
     assert (data.judged_io("read"), data.judged_io("write")) == ("small", "all")
+
+
+def test_the_log_writes_objective_is_what_pages_a_two_percent_burn(tmp_path: Path) -> None:
+    """slo_io.test.yml bites: with the one default objective (99 %) for log writes too, 2 % of them
+    over goal is a 2x burn, under every fast pair, and the test's page does not come."""
+    shipped = (TESTS.parent / "goals.yaml").read_text(encoding="utf-8")
+    goals_text = shipped.replace(
+        "  objectives:\n    - {match: {role: log, op: write}, objective: 0.999}\n", "  objectives: []\n"
+    )
+    assert goals_text != shipped
+    goals = tmp_path / "goals.yaml"
+    goals.write_text(goals_text, encoding="utf-8")
+    (tmp_path / "lunlat.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    shutil.copy(TESTS / "slo_io.test.yml", tmp_path / "tests")
+    result = subprocess.run(
+        [_promtool(), "test", "rules", "slo_io.test.yml"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path / "tests",
+    )
+    assert result.returncode != 0
+    assert "alertname: LunLatencyBudgetBurnFast, time: 35m" in result.stdout + result.stderr

@@ -236,8 +236,11 @@ def test_every_alert_is_complete_and_its_runbook_exists() -> None:
         annotations = alert["annotations"]
         assert {"summary", "description", "runbook_url"} <= set(annotations), alert["alert"]
         severity = alert.get("labels", {}).get("severity")
+        # Or the severity of the goal: joined from the goal series, or carried by the SLO's series.
         assert (
-            severity in ("page", "warning", "ticket") or "group_left (severity, engine)" in alert["expr"]
+            severity in ("page", "warning", "ticket")
+            or "group_left (severity, engine)" in alert["expr"]
+            or recorded.SLO_ERROR_RATIO.format(window="") in alert["expr"]
         ), alert
         url = annotations["runbook_url"]
         assert url.startswith(base + "/"), url
@@ -360,7 +363,7 @@ def test_alertmanager_inhibits_latency_when_blind_and_warnings_under_a_page() ->
     # Every latency alert (breach and burn), none of the health alerts.
     assert sorted(targets) == sorted(n for n in names if re.search("High|Low|BudgetBurn", n))
     assert blind["equal"] == ["instance"]
-    assert rules[1]["equal"] == ["instance", "lun", "op"]
+    assert rules[1]["equal"] == ["instance", "lun", "database", "role", "op"]
 
 
 def test_override_regexes_are_quoted_for_promql(tmp_path: Path) -> None:

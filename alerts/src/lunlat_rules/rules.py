@@ -37,7 +37,6 @@ from lunlat.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Overri
 from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer, physical_disk_layer
 from lunlat.recorded import (
     ABOVE_GOAL,
-    ABOVE_GOAL_RATIO,
     ARRAY_LATENCY,
     BREACH_WINDOW,
     GOAL,
@@ -47,22 +46,23 @@ from lunlat.recorded import (
     IO_LATENCY_QUANTILE,
     IOPS,
     JUDGED_LATENCY,
-    JUDGED_SINCE,
     LATENCY,
     OPS,
     PHYSICAL_DISK_IOPS,
     PHYSICAL_DISK_LATENCY,
     QUANTILES,
     RATE_WINDOWS,
+    SLO_BAD_EVENTS,
+    SLO_BAD_EVENTS_SUM,
+    SLO_ERROR_RATIO,
+    SLO_EVENTS,
+    SLO_EVENTS_SUM,
+    SLO_JUDGED_SINCE,
+    SLO_LABELS,
+    SLO_SUM_WINDOW,
     THROUGHPUT,
     THROUGHPUT_FLOOR,
 )
-
-# Burn windows longer than this are averaged from the 5-minute ratio instead of from the 15-second
-# indicator: 288 points a day per series instead of 5760, for the same answer within edge effects.
-DIRECT_RATIO_MAX = "2h"
-RATIO_BASE = "5m"
-LONG_RATIO_STEP = "1m"
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.
@@ -136,12 +136,19 @@ class IoHistogram:
 
     selector: str
     bounds: tuple[float, ...] = contract.BIO_BUCKETS
+    # Only this size class's I/Os (contract.BIO_SIZES), this op's; every one when None.
+    size: str | None = None
+    op: str | None = None
 
     def buckets(self, window: str, le: str | None = None, info: str = "", by_le: bool = False) -> str:
         """Rate of the LUN's bucket `le` (every bucket, by le, with `by_le`), for LUNs whose
         lunlat_lun_info also matches `info` (an override's matchers)."""
         by = ", ".join((*HISTOGRAM_LABELS, "le") if by_le else HISTOGRAM_LABELS)
         le_matcher = f', le="{le}"' if le is not None else ""
+        if self.size is not None:
+            le_matcher += f', size="{self.size}"'
+        if self.op is not None:
+            le_matcher += f', op="{self.op}"'
         info_matchers = f', kind="lun", {info}' if info else ', kind="lun"'
         return (
             f"sum by ({by}) (\n"
@@ -207,6 +214,14 @@ class IoHistogram:
             f"  ({_indent(self.total(window), 2)} > 0)\n"
             ")"
         )
+
+
+def _bad(histogram: IoHistogram, goal: float, window: str, info: str) -> str:
+    """Rate of the I/Os slower than `goal` seconds (IoHistogram.at_or_below for between edges)."""
+    return (
+        f"(\n  {_indent(histogram.total(window, info), 2)}\n"
+        f"- {_indent(histogram.at_or_below(goal, window, info), 2)}\n)"
+    )
 
 
 def _labelled(vector: str, **labels: str) -> str:
@@ -449,27 +464,73 @@ class RuleSet:
             rules.append(_record(ABOVE_GOAL, f"{judged} > bool {_on()} {GOAL}", op=op))
         return rules
 
-    def ratios(self) -> list[dict[str, Any]]:
-        windows = [RATIO_BASE] + [w for w in self.goals.slo.windows() if w != RATIO_BASE]
-        limit = duration_seconds(DIRECT_RATIO_MAX)
-        # When a series was first judged: its own previous value while it lasts (a gap longer than
-        # Prometheus' 5-minute lookback starts it again), else now.
-        rules = [_record(JUDGED_SINCE, f"{JUDGED_SINCE}\nor\ntimestamp({ABOVE_GOAL})")]
-        for window in windows:
-            source = (
-                ABOVE_GOAL
-                if duration_seconds(window) <= limit
-                else ABOVE_GOAL_RATIO.format(window=RATIO_BASE)
-            )
-            # The long windows read the 5-minute ratio once a minute (a subquery), as many points
-            # as when they ran in a group of their own once a minute: they now run in the latency
-            # group at its interval (groups(), why), and a 3-day window of a 15-second record
-            # would be four times the samples at each of four times the evaluations.
-            step = "" if source == ABOVE_GOAL else f":{LONG_RATIO_STEP}"
-            rules.append(
-                _record(ABOVE_GOAL_RATIO.format(window=window), f"avg_over_time({source}[{window}{step}])")
-            )
+    def io_events(self, op: str, bad: bool) -> str:
+        """The judged I/Os per second of each LUN with a per-I/O histogram (`bad`: those slower than
+        its goal), for the host layer: one branch per goal tier, first match wins as for the goal;
+        within a tier, the small size class or every size as the goal series' judge label says."""
+        judge = JUDGE_LABEL.format(op=op)
+        window = BREACH_WINDOW
+        tiers = []
+        for tier, matchers in self.goal_tiers():
+            kinds = []
+            for kind, size in (("small", contract.BIO_SIZES[0]), ("all", None)):
+                histogram = IoHistogram(self.goals.selector, size=size, op=op)
+                events = (
+                    histogram.total(window, matchers)
+                    if not bad
+                    else _bad(histogram, tier.goal_ms / 1000, window, matchers)
+                )
+                kinds.append(
+                    f"(\n  {_indent(events, 2)}\n  and {_on(LUN_LABELS)}\n"
+                    f'    {GOAL}{{layer="{HOST_LAYER}", {judge}="{kind}"}}\n)'
+                )
+            tiers.append(f"\nor {_on(LUN_LABELS)}\n".join(kinds))
+        chained = f"\nor {_on(LUN_LABELS)}\n".join(f"(\n  {_indent(t, 2)}\n)" for t in tiers)
+        return _labelled(chained, layer=HOST_LAYER, indicator="io")
+
+    def slo_events(self) -> list[dict[str, Any]]:
+        """SLO_EVENTS and SLO_BAD_EVENTS per LUN, op and layer: judged I/Os from the per-I/O histogram
+        (indicator io) where the host has one, else judged evaluations (indicator minute: 1 each, bad
+        when the judged average was above goal); only while judged (ABOVE_GOAL exists), with the
+        goal's severity and engine."""
+        rules = []
+        weight = f"{_on()} group_left (severity, engine)\n  ({GOAL} * 0 + 1)"
+        for op in OPS:
+            judged = f'{ABOVE_GOAL}{{op="{op}"}}'
+            for name, bad in ((SLO_EVENTS, False), (SLO_BAD_EVENTS, True)):
+                minute = f"{judged}" if bad else f"({judged} * 0 + 1)"
+                expr = (
+                    "(\n"
+                    f"    {_indent(self.io_events(op, bad), 4)}\n"
+                    f"  and {_on()}\n"
+                    f"    {judged}\n"
+                    f"  or {_on()}\n"
+                    f"    {_indent(_labelled(minute, indicator='minute'), 4)}\n"
+                    ")\n"
+                    f"* {weight}"
+                )
+                rules.append(_record(name, expr, op=op))
         return rules
+
+    def slo_ratios(self) -> list[dict[str, Any]]:
+        """Per database and role (SLO_LABELS, with severity and engine): the events summed over
+        SLO_SUM_WINDOW, since when judged, and the error ratio over each burn window."""
+        by = f"sum by ({', '.join(SLO_LABELS)}, severity, engine)"
+        sums = [
+            _record(SLO_EVENTS_SUM, f"{by} (sum_over_time({SLO_EVENTS}[{SLO_SUM_WINDOW}]))"),
+            _record(SLO_BAD_EVENTS_SUM, f"{by} (sum_over_time({SLO_BAD_EVENTS}[{SLO_SUM_WINDOW}]))"),
+            # Its own previous value while it lasts (a gap longer than Prometheus' 5-minute lookback
+            # starts it again), else now.
+            _record(SLO_JUDGED_SINCE, f"{SLO_JUDGED_SINCE}\nor\ntimestamp({SLO_EVENTS_SUM})"),
+        ]
+        # Every burn window sums the per-minute sums once a minute (a subquery, per database and role,
+        # not per LUN): 60 points an hour instead of 240 per LUN.
+        ratios = []
+        for window in self.goals.slo.windows():
+            bad = f"sum_over_time({SLO_BAD_EVENTS_SUM}[{window}:{SLO_SUM_WINDOW}])"
+            events = f"sum_over_time({SLO_EVENTS_SUM}[{window}:{SLO_SUM_WINDOW}])"
+            ratios.append(_record(SLO_ERROR_RATIO.format(window=window), f"{bad}\n/\n({events} > 0)"))
+        return [*sums, *ratios]
 
     def tiers(self) -> list[tuple[float, str]]:
         """The goal (ms) of each tier and the lunlat_lun_info matchers of its LUNs, in order, the
@@ -634,47 +695,78 @@ class RuleSet:
             )
         ]
 
-    def burn_alerts(self) -> list[dict[str, Any]]:
+    def objective_branches(self) -> list[tuple[float, str]]:
+        """(error budget, PromQL `unless`/matcher suffix) per objective, first match wins: each
+        `slo.objectives` entry's series, less those an earlier entry took, then every other series at
+        `slo.objective`."""
         slo = self.goals.slo
-        budget = slo.error_budget
+        branches: list[tuple[float, str]] = []
+        taken: list[str] = []
+        for entry in slo.objectives:
+            matchers = ", ".join(f"{label}=~{json.dumps(pattern)}" for label, pattern in entry.match.items())
+            branches.append((entry.error_budget, matchers + "".join(f"\x00{t}" for t in taken)))
+            taken.append(matchers)
+        branches.append((slo.error_budget, "".join(f"\x00{t}" for t in taken)))
+        return branches
+
+    def burn_alerts(self) -> list[dict[str, Any]]:
+        """Multiwindow, multi-burn-rate alerts per database and role (SLO_LABELS): the error ratio of
+        both windows of a pair above burn_rate x the budget of the series' objective, half the long
+        window judged."""
+        slo = self.goals.slo
         rules = []
         for speed, pairs in (("Fast", slo.fast), ("Slow", slo.slow)):
             branches = []
-            for pair in pairs:
-                threshold = _promql_number(pair.burn_rate * budget)
-                long = ABOVE_GOAL_RATIO.format(window=pair.long)
-                short = ABOVE_GOAL_RATIO.format(window=pair.short)
-                branches.append(
-                    f"  ({long} > {threshold}\n  and\n   {short} > {threshold}\n  and\n   {self.covered(pair.long)})"
-                )
+            for budget, spec in self.objective_branches():
+                matchers, *excluded = spec.split("\x00")
+                for pair in pairs:
+                    threshold = _promql_number(pair.burn_rate * budget)
+                    long = (
+                        f"{SLO_ERROR_RATIO.format(window=pair.long)}{{{matchers}}}"
+                        if matchers
+                        else SLO_ERROR_RATIO.format(window=pair.long)
+                    )
+                    short = SLO_ERROR_RATIO.format(window=pair.short)
+                    unless = "".join(
+                        f"\n  unless\n   {SLO_ERROR_RATIO.format(window=pair.long)}{{{m}}}" for m in excluded
+                    )
+                    branches.append(
+                        f"  ({long} > {threshold}\n  and\n   {short} > {threshold}\n  and\n"
+                        f"   {self.covered(pair.long)}{unless})"
+                    )
             expr = "(\n" + "\nor\n".join(branches) + "\n)"
-            labels: dict[str, str] = {}
-            if speed == "Fast":
-                # A fast burn pages like the LUN's own breach alert would (snapshot copies only warn).
-                expr += f"\n+ {_on()} group_left (severity, engine)\n  (0 * {GOAL})"
-            else:
-                # The engine for routing, as the fast burn's; the severity is the rules' own.
-                expr += f"\n+ {_on()} group_left (engine)\n  (0 * {GOAL})"
-                labels["severity"] = "ticket"
+            # A fast burn pages like the breach alert of the database's LUNs (snapshot copies only
+            # warn): its `severity` is the goal's; a slow burn opens a ticket.
+            labels = {} if speed == "Fast" else {"severity": "ticket"}
             windows = " or ".join(f"{p.long}/{p.short} above {_promql_number(p.burn_rate)}x" for p in pairs)
             name = f"LunLatencyBudgetBurn{speed}"
-            rules.append(
-                {
-                    "alert": name,
-                    "expr": expr,
-                    "labels": {**labels},
-                    "annotations": {
-                        "summary": f"LUN {{{{ $labels.lun }}}} is burning its {{{{ $labels.op }}}} latency "
-                        f"error budget {speed.lower()}",
-                        "description": f"{{{{ $value | humanizePercentage }}}} of the judged minutes of "
-                        f"{_where()} were above goal for {{{{ $labels.op }}}}s (burn windows {windows}; "
-                        f"objective {_promql_number(slo.objective * 100)}% of minutes at or below goal over {slo.period}).",
-                        "runbook_url": f"{self.goals.runbook_base_url}/budget-burn.md#{name.lower()}",
-                    },
-                }
+            events = '{{ if eq $labels.indicator "io" }}I/Os{{ else }}minutes{{ end }}'
+            objectives = "; ".join(
+                [
+                    *(
+                        f"{_promql_number(o.objective * 100)}% for "
+                        + ", ".join(f"{k} {v}" for k, v in o.match.items())
+                        for o in slo.objectives
+                    ),
+                    f"{_promql_number(slo.objective * 100)}%" + (" otherwise" if slo.objectives else ""),
+                ]
             )
-            if not labels:
-                del rules[-1]["labels"]
+            rule: dict[str, Any] = {"alert": name, "expr": expr}
+            if labels:
+                rule["labels"] = labels
+            rule["annotations"] = {
+                "summary": f"{{{{ $labels.database }}}} {{{{ $labels.role }}}} is burning its "
+                f"{{{{ $labels.op }}}} latency error budget {speed.lower()}",
+                "description": f"{{{{ $value | humanizePercentage }}}} of the judged {events} of the "
+                "{{ $labels.role }} LUNs of database {{ $labels.database }} on {{ $labels.instance }} "
+                "(workload {{ $labels.workload }}, layer {{ $labels.layer }}) were slower than goal for "
+                f"{{{{ $labels.op }}}}s (burn windows {windows}; objective over {slo.period}: {objectives}, "
+                f"of the judged {events} at or below goal)."
+                '{{ if eq $labels.indicator "minute" }} Judged per minute: no per-I/O histogram of these '
+                "LUNs (--collector.biolatency), or the database layer.{{ end }}",
+                "runbook_url": f"{self.goals.runbook_base_url}/budget-burn.md#{name.lower()}",
+            }
+            rules.append(rule)
         return rules
 
     def tail_alerts(self) -> list[dict[str, Any]]:
@@ -731,10 +823,10 @@ class RuleSet:
         young Prometheus or a new LUN the ratio averages only the minutes there are, and a few slow
         ones would read as an hour's or a day's burn (the partial-window false positive Kibana's
         burn-rate rule also guards against, there by counting missing slices as good:
-        github.com/elastic/kibana/pull/203279). JUDGED_SINCE keeps its own previous value, so a
+        github.com/elastic/kibana/pull/203279). SLO_JUDGED_SINCE keeps its own previous value, so a
         LUN idle for a while keeps its history; only a gap in the rules' evaluation longer than
         Prometheus' 5-minute lookback starts it again."""
-        return f"(time() - {JUDGED_SINCE}) >= {_promql_number(duration_seconds(window) / 2)}"
+        return f"(time() - {SLO_JUDGED_SINCE}) >= {_promql_number(duration_seconds(window) / 2)}"
 
     def host_exporter_alerts(self) -> list[dict[str, Any]]:
         """The exporter the host layer is read from (goals host_layer), when it is not lunlat:
@@ -961,7 +1053,8 @@ class RuleSet:
                     *self.judged_latency(),
                     *self.above_goal(),
                     *self.io_histogram(),
-                    *self.ratios(),
+                    *self.slo_events(),
+                    *self.slo_ratios(),
                     # No array in the goals: no array rule (no array metric is written in the code).
                     *self.array_rules(),
                     *self.breach_alerts(),

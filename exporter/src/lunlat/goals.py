@@ -239,10 +239,39 @@ class BurnWindow(Strict):
         return self
 
 
+# Labels of an SLO series (recorded.SLO_LABELS) an objective can match on.
+SloMatchLabel = Literal["workload", "database", "role", "op"]
+
+
+class SloObjective(Strict):
+    """An objective for the SLOs whose labels match (PromQL regexes, fully anchored; first match
+    wins, `slo.objective` otherwise)."""
+
+    match: dict[SloMatchLabel, str]
+    objective: float = Field(gt=0, lt=1)
+
+    @field_validator("match")
+    @classmethod
+    def _match(cls, value: dict[SloMatchLabel, str]) -> dict[SloMatchLabel, str]:
+        if not value:
+            raise ValueError("name at least one of workload, database, role, op")
+        for pattern in value.values():
+            check_regex(pattern)
+        return value
+
+    @property
+    def error_budget(self) -> float:
+        return round(1 - self.objective, 12)
+
+
 class Slo(Strict):
     objective: float = Field(
-        default=0.99, gt=0, lt=1, description="Fraction of judged minutes at or below goal."
+        default=0.99,
+        gt=0,
+        lt=1,
+        description="Fraction of judged I/Os (judged minutes where no per-I/O histogram exists) at or below goal.",
     )
+    objectives: list[SloObjective] = Field(default_factory=list)
     period: str = "30d"
     fast: list[BurnWindow] = Field(
         default_factory=lambda: [

@@ -28,18 +28,20 @@ GOAL = "lunlat:latency_goal_seconds"
 THROUGHPUT_FLOOR = "lunlat:throughput_floor_bytes"
 GOAL_MIN_IOPS = "lunlat:latency_goal_min_iops"
 ABOVE_GOAL = "lunlat:latency_above_goal:bool"
-ABOVE_GOAL_RATIO = "lunlat:latency_above_goal:ratio{window}"
 # SLOs per I/O (docs/alerting.md, "SLOs per I/O"). Per LUN, op and layer, the events the objective
 # counts, per second, with `indicator`: `io` where the host's per-I/O histogram exists (each judged I/O
 # an event, bad when slower than the LUN's goal, from the buckets) or `minute` elsewhere (each judged
 # evaluation an event, bad when the judged 1-minute average is above goal: the SLO counts minutes, and
 # says so). `severity` and `engine` are the goal's. Then per database and role (SLO_LABELS, with
-# `severity` and `engine`): the events summed over 5 minutes, the error ratio over each burn window,
+# `severity` and `engine`): the events summed over SLO_SUM_WINDOW, the error ratio over each burn window,
 # and since when it is judged (the burn alerts' coverage guard).
 SLO_EVENTS = "lunlat:slo_events:rate1m"
 SLO_BAD_EVENTS = "lunlat:slo_bad_events:rate1m"
-SLO_EVENTS_SUM = "lunlat:slo_events:sum5m"
-SLO_BAD_EVENTS_SUM = "lunlat:slo_bad_events:sum5m"
+SLO_EVENTS_SUM = "lunlat:slo_events:sum1m"
+SLO_BAD_EVENTS_SUM = "lunlat:slo_bad_events:sum1m"
+# The window of those sums, and the step every burn window reads them at (a subquery): one point per
+# minute partitions the time, so each event counts once, and the newest minute is at most one step late.
+SLO_SUM_WINDOW = "1m"
 SLO_ERROR_RATIO = "lunlat:slo_error:ratio{window}"
 SLO_JUDGED_SINCE = "lunlat:slo_judged_since:timestamp"
 SLO_LABELS: tuple[str, ...] = ("job", "instance", "database", "role", "workload", "layer", "op", "indicator")

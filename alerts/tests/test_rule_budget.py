@@ -1,0 +1,83 @@
+"""What the rules record per LUN stays within budget: the judgement by size, kind and I/O replaced
+what it outgrew instead of stacking on it. Issue 41 measured 32 recorded series per LUN (host layer,
+no per-I/O histogram) with a real Prometheus; that is the ceiling here, with the histogram on too.
+Per database and role the SLO records its sums, coverage and one ratio per burn window, shared by
+the role's LUNs. Counted by promtool on one LUN with reads, writes and, optionally, the histogram."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lunlat import contract, recorded
+from lunlat.exposition import format_value
+from lunlat.goals import load_goals
+
+ALERTS = Path(__file__).resolve().parents[1]
+PER_LUN_BUDGET = 32
+LUN = 'job="lunlat",instance="h:1",lun="x",device="sdb"'
+
+
+def _series(histogram: bool) -> str:
+    lines = [f'lunlat_lun_info{{{LUN},kind="lun",database="D",role="data",workload="oltp"}}|1x40']
+    for op in recorded.OPS:
+        lines += [
+            f"lunlat_device_{op}s_completed_total{{{LUN}}}|0+1500x40",
+            f"lunlat_device_{op}_time_seconds_total{{{LUN}}}|0+0.6x40",
+            f"lunlat_device_{op}_bytes_total{{{LUN}}}|0+12288000x40",
+        ]
+        if histogram:
+            name, labels = contract.DEVICE_IO_LATENCY.name, f'{LUN},op="{op}",size="small"'
+            for bound in (*contract.BIO_BUCKETS, float("inf")):
+                le = "+Inf" if bound == float("inf") else format_value(bound)
+                lines.append(f'{name}_bucket{{{labels},le="{le}"}}|0+{1500 if bound >= 0.0005 else 0}x40')
+            lines += [f"{name}_count{{{labels}}}|0+1500x40", f"{name}_sum{{{labels}}}|0+0.6x40"]
+    return "\n".join(
+        f"      - series: '{series}'\n        values: '{values}'"
+        for series, values in (line.split("|") for line in lines)
+    )
+
+
+@pytest.mark.parametrize("histogram", [False, True], ids=["diskstats", "histogram"])
+def test_recorded_series_per_lun_and_per_database_role_stay_within_budget(
+    tmp_path: Path, histogram: bool
+) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (Debian: prometheus)")
+    windows = load_goals(ALERTS / "goals.yaml").slo.windows()
+    # Per database and role and op: two sums, the coverage timestamp, one ratio per window.
+    per_role = len(recorded.OPS) * (3 + len(windows))
+    shutil.copy(ALERTS / "lunlat.rules.yml", tmp_path)
+    (tmp_path / "budget.test.yml").write_text(
+        f"""rule_files: [lunlat.rules.yml]
+evaluation_interval: 15s
+tests:
+  - interval: 15s
+    input_series:
+{_series(histogram)}
+    promql_expr_test:
+      - expr: count({{__name__=~"lunlat:.+", lun="x"}}) <= bool {PER_LUN_BUDGET}
+        eval_time: 9m
+        exp_samples: [{{labels: '{{}}', value: 1}}]
+      # every series recorded for the LUN's database and role, not per LUN: the SLO's
+      - expr: count({{__name__=~"lunlat:.+", lun=""}})
+        eval_time: 9m
+        exp_samples: [{{labels: '{{}}', value: {per_role}}}]
+      - expr: count({{__name__=~"lunlat:.+", lun="", database="D", role="data"}})
+        eval_time: 9m
+        exp_samples: [{{labels: '{{}}', value: {per_role}}}]
+""",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [promtool, "test", "rules", "budget.test.yml"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
