@@ -45,7 +45,9 @@ POSTGRES_FILE_READS = MetricSpec(
     "counter",
     "Read operations (pg_stat_io.reads, 16+: relation data for role data, WAL for role log (18+), temporary "
     "relations for role temp; pg_stat_database.blks_read before 16). Reads the kernel's page cache "
-    "served are counted too: PostgreSQL reads through it.",
+    "served are counted too: PostgreSQL reads through it. From 16 role data is split by kind (client, "
+    "bulkread, bulkwrite, vacuum, checkpointer, bgwriter, worker, other; every series of this family too); "
+    "the database layer judges kind client.",
     POSTGRES_FILE_LABELS,
 )
 POSTGRES_FILE_READ_TIME = MetricSpec(
