@@ -32,6 +32,7 @@ LOGIN_PASSWORD = "lunlat-test-password"  # noqa: S105 - the throwaway cluster's
 ROLE = pm.POSTGRES_FILE_LABELS.index("role")
 FILE = pm.POSTGRES_FILE_LABELS.index("file")
 LUN = pm.POSTGRES_FILE_LABELS.index("lun")
+KIND = pm.POSTGRES_FILE_LABELS.index("kind")
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +80,11 @@ def family(result: SourceResult, spec: object) -> dict[tuple[str, ...], float]:
 
 
 def by_role(values: dict[tuple[str, ...], float], role: str) -> tuple[tuple[str, ...], float]:
-    [(labels, value)] = [(k, v) for k, v in values.items() if k[ROLE] == role]
-    return labels, value
+    """The role's series (one per kind from 16 for role data, else one: all with the same other labels)
+    and its total over the kinds."""
+    found = [(k, v) for k, v in values.items() if k[ROLE] == role]
+    assert found and len({k[:KIND] + k[KIND + 1 :] for k, _ in found}) == 1, found
+    return found[0][0], sum(v for _, v in found)
 
 
 def capability(result: SourceResult, name: str) -> float | None:
@@ -380,7 +384,9 @@ def test_lunlat_serve_keeps_the_luns_through_a_revoked_grant_and_reads_a_restore
         (found,) = [
             dict(labels)
             for (name, labels) in values
-            if name == pm.POSTGRES_FILE_READS.name and dict(labels)["role"] == "data"
+            if name == pm.POSTGRES_FILE_READS.name
+            and dict(labels)["role"] == "data"
+            and dict(labels).get("kind", "") in ("client", "")  # one kind from 16, none before
         ]
         return found
 

@@ -22,6 +22,7 @@ from lunlat.sources.base import SourceResult
 DATA_DIR = "/srv/pg/data"
 ROLE = pm.POSTGRES_FILE_LABELS.index("role")
 DB = pm.POSTGRES_FILE_LABELS.index("db")
+KIND = pm.POSTGRES_FILE_LABELS.index("kind")
 
 
 class RefusedError(Exception):
@@ -65,13 +66,16 @@ def answers(version: int, wal_timing: str | None = "on") -> dict[str, list[tuple
         "stat_database": [("app", 100, 5.5), ("", 3, 0.25)],
     }
     io = [
-        ("relation", 100, 5.5, 819200, 50, 1.0, 409600, 0, 0.0),
-        ("wal", 0, 0.0, 0, 40, 0.4, 327680, 20, 30.5),
+        ("relation", "client", 100, 5.5, 819200, 50, 1.0, 409600, 0, 0.0),
+        ("relation", "bulkread", 300, 30.0, 2457600, 0, 0.0, 0, 0, 0.0),
+        ("relation", "checkpointer", 0, 0.0, 0, 70, 2.5, 573440, 9, 4.5),
+        ("temp relation", "", 4, 0.5, 32768, 4, 0.25, 32768, 0, 0.0),
+        ("wal", "", 0, 0.0, 0, 40, 0.4, 327680, 20, 30.5),
     ]
     if version >= sql.BYTES_AND_WAL_IO_SINCE:
         found["stat_io"] = io
     elif version >= sql.PG_STAT_IO_SINCE:
-        found["stat_io_op_bytes"] = io[:1]  # no object wal before 18
+        found["stat_io_op_bytes"] = io[:4]  # no object wal before 18
     if sql.PG_STAT_WAL_SINCE <= version < sql.BYTES_AND_WAL_IO_SINCE:
         found["stat_wal"] = [(40, 0.4, 20, 30.5)]
     return found
@@ -131,3 +135,53 @@ def test_wal_timing_off_publishes_no_wal_times() -> None:
     result, _ = collect(170000, "off")
     assert series(result, pm.POSTGRES_FILE_SYNC_TIME) == {}
     assert series(result, pm.POSTGRES_FILE_SYNCS) != {}
+
+
+@pytest.mark.parametrize("version", [160000, 180000])
+def test_from_16_the_data_series_are_split_by_kind_and_the_rest_are_not(version: int) -> None:
+    result, _ = collect(version)
+    assert not result.errors, result.errors
+    reads = {(k[ROLE], k[KIND]): v for k, v in series(result, pm.POSTGRES_FILE_READS).items()}
+    expected = {
+        ("data", "client"): 100,
+        ("data", "bulkread"): 300,
+        ("data", "checkpointer"): 0,
+        ("temp", ""): 4,
+    }
+    assert reads == (expected | {("log", ""): 0} if version >= sql.BYTES_AND_WAL_IO_SINCE else expected)
+    writes = {(k[ROLE], k[KIND]): v for k, v in series(result, pm.POSTGRES_FILE_WRITES).items()}
+    assert writes[("data", "checkpointer")] == 70
+    times = {(k[ROLE], k[KIND]): v for k, v in series(result, pm.POSTGRES_FILE_READ_TIME).items()}
+    assert times[("data", "client")] == 0.0055 and times[("data", "bulkread")] == 0.03
+
+
+@pytest.mark.parametrize("version", [130000, 150000])
+def test_before_16_no_series_has_a_kind(version: int) -> None:
+    result, _ = collect(version, None if version < sql.PG_STAT_WAL_SINCE else "on")
+    for family in result.families:
+        if family.spec in pm.POSTGRES_METRICS:
+            assert {k[KIND] for k in family.by_labels()} <= {""}
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ("relation", "sometimes", 1, 0.1, 8192, 0, 0.0, 0, 0, 0.0),  # a kind the statement never gives
+        ("wal", "client", 1, 0.1, 8192, 0, 0.0, 0, 0, 0.0),  # only permanent relations are split
+        ("relation", "", 1, 0.1, 8192, 0, 0.0, 0, 0, 0.0),  # and every one of their rows is
+    ],
+)
+def test_a_row_of_a_kind_the_statement_never_gives_is_skipped_and_counted(row: tuple[Any, ...]) -> None:
+    conn = Connection(answers(180000))
+    conn.answers["stat_io"] = [*conn.answers["stat_io"], row]
+    target = PostgresTarget(name="pg", host="db1", user="lunlat", password_env="PW")  # noqa: S106 - a variable name
+    result = PostgresSource(target, lambda: conn).collect()
+    assert result.errors == {"bad_row": 1}
+    # Nothing of it is published: the series are the good rows' alone.
+    assert {(k[ROLE], k[KIND]) for k in series(result, pm.POSTGRES_FILE_READS)} == {
+        ("data", "client"),
+        ("data", "bulkread"),
+        ("data", "checkpointer"),
+        ("temp", ""),
+        ("log", ""),
+    }

@@ -260,7 +260,8 @@ class DbLayer:
     database and role.
 
     Files whose LUN the exporter could not find (lun="") still form one series per database and
-    role: the database's latency matters even when the mapping is unknown.
+    role: the database's latency matters even when the mapping is unknown. Only the series the
+    engine judges (FileLayer.judged) are summed.
     """
 
     selector: str
@@ -271,9 +272,14 @@ class DbLayer:
     # so Alertmanager routes a page by what the database is, never by how it is named.
     engine: str = ""
 
+    @property
+    def _selector(self) -> str:
+        """The goals' selector and the engine's judged matchers (FileLayer.judged)."""
+        return f"{self.selector}, {self.files.judged}" if self.files.judged else self.selector
+
     def _per_lun(self, counter: str, window: str) -> str:
         by = ", ".join(label for label in SERIES_LABELS if label != "layer")
-        return f"sum by ({by}) (\n    rate({counter}{{{self.selector}}}[{window}])\n)"
+        return f"sum by ({by}) (\n    rate({counter}{{{self._selector}}}[{window}])\n)"
 
     def operations(self, op: str, window: str) -> str:
         return self._per_lun((self.files.reads if op == "read" else self.files.writes).name, window)
@@ -285,7 +291,7 @@ class DbLayer:
             return self._per_lun(spent, window)
         # A file without the queued series (an engine release without it) keeps its stall as is: `or` fills a
         # zero for it, so the subtraction never drops the file.
-        selector, by = self.selector, ", ".join(label for label in SERIES_LABELS if label != "layer")
+        selector, by = self._selector, ", ".join(label for label in SERIES_LABELS if label != "layer")
         return (
             f"sum by ({by}) (\n"
             f"    rate({spent}{{{selector}}}[{window}])\n"

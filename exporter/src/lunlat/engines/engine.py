@@ -30,7 +30,10 @@ class FileLayer:
     """The per-file counters from which the rules, the report and the dashboards compute a database's
     own latency per LUN (the `db` layer): time / operations per direction, summed per LUN, database
     and role. `*_queued`: time inside `*_time` that is not the device's (a throttle's queue): left out
-    of the layer's latency, which is the device's share."""
+    of the layer's latency, which is the device's share. `judged`: PromQL label matchers the layer adds
+    to every selector of these counters, so the layer (and what the rules judge) is the part of the I/O
+    the engine's clients wait for, where the engine's series split it (PostgreSQL's `kind`); the
+    other series stay published and drawn, unjudged. Empty: every series of the counters."""
 
     reads: MetricSpec
     writes: MetricSpec
@@ -40,6 +43,7 @@ class FileLayer:
     write_bytes: MetricSpec | None = None
     read_queued: MetricSpec | None = None
     write_queued: MetricSpec | None = None
+    judged: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,8 @@ ENGINE = Engine(
     capabilities=m.CAPABILITIES,
     # The write direction is the WAL's sync, its per-I/O write latency; the data files' writes are copies
     # into the page cache (metrics.py). No wait layer: PostgreSQL keeps no per-wait counters (pg_stat_activity
-    # shows the wait of the moment only).
+    # shows the wait of the moment only). The data reads judged are the sessions' own (kind client, 16+):
+    # bulk reads, vacuum's and the workers' stay published beside them (metrics.JUDGED_KINDS).
     files=FileLayer(
         m.POSTGRES_FILE_READS,
         m.POSTGRES_FILE_SYNCS,
@@ -39,6 +40,7 @@ ENGINE = Engine(
         m.POSTGRES_FILE_SYNC_TIME,
         m.POSTGRES_FILE_READ_BYTES,
         m.POSTGRES_FILE_WRITE_BYTES,
+        judged=m.JUDGED_KINDS,
     ),
     waits=None,
     source_module="lunlat.engines.postgres.source",

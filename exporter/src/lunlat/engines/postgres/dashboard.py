@@ -3,7 +3,7 @@ generator draws it)."""
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile
+from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile, PerWait, SumRate
 from lunlat.engines.postgres import metrics as m
 
 ROWS: tuple[DashboardRow, ...] = (
@@ -23,6 +23,40 @@ ROWS: tuple[DashboardRow, ...] = (
                         "{{database}} {{role}} {{file}}",
                     ),
                 ),
+            ),
+            Panel(
+                "PostgreSQL data read time per read, by kind (16+)",
+                "The data directory's reads split by whose they are (the `kind` label, from pg_stat_io's "
+                "context and backend_type): client (the sessions' own reads, what an OLTP query waits for, "
+                "and the only kind the database layer judges), bulkread (sequential scans of tables larger "
+                "than a quarter of shared_buffers, through a ring buffer), bulkwrite (COPY, CREATE TABLE AS), "
+                "vacuum, worker (parallel query, logical replication and extensions' workers), other. "
+                "Before 16 PostgreSQL does not split them: one series without a kind.",
+                (
+                    PanelQuery(
+                        PerWait(
+                            m.POSTGRES_FILE_READ_TIME,
+                            m.POSTGRES_FILE_READS,
+                            "database, kind",
+                            (("role", "data"),),
+                        ),
+                        "{{database}} {{kind}}",
+                    ),
+                ),
+                span=12,
+            ),
+            Panel(
+                "PostgreSQL data reads per second, by kind (16+)",
+                "The data directory's reads per second per kind (see the panel beside): how much of the "
+                "read load is the sessions' own and how much bulk reads, vacuum and workers add.",
+                (
+                    PanelQuery(
+                        SumRate(m.POSTGRES_FILE_READS, "database, kind", (("role", "data"),)),
+                        "{{database}} {{kind}}",
+                    ),
+                ),
+                kind="rate",
+                span=12,
             ),
             Panel(
                 "PostgreSQL WAL sync latency (what commits wait for)",

@@ -8,6 +8,14 @@ pg_stat_io), with no tablespace or file column. So each series is one directory 
 tablespace's directory (role temp), `lun` its LUN, `db` empty (the whole cluster). Before 16 the data
 reads come from pg_stat_database, one row per database (`db` is the database).
 
+`kind` (16+, role data only) says whose I/O it is, from pg_stat_io's context and backend_type
+(sql.py, KINDS): `client` (the sessions' own reads and writes, context normal), `bulkread`,
+`bulkwrite`, `vacuum`, `checkpointer`, `bgwriter`, `worker`, `other`. Each pg_stat_io row is in one
+kind, so `sum without (kind)` is the old, unsplit series. Before 16 nothing tells the kinds apart,
+and the WAL and temporary relations are not split: their `kind` is empty, which Prometheus stores
+as no label at all. No series is a total of others (a `kind="all"` beside the split ones would count
+every I/O twice in a `sum`).
+
 Which number is a per-I/O latency (docs/postgres.md): PostgreSQL reads and writes its files
 through the kernel's page cache, so a `write` is a copy into the kernel, not a device write, and a
 read the page cache served counts as a read. The WAL reaches the device when it is synced: "fsyncs"
@@ -23,14 +31,23 @@ from __future__ import annotations
 from lunlat.engines.engine import DB_FILE_LABELS
 from lunlat.metricspec import Capability, MetricSpec
 
-POSTGRES_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
+POSTGRES_FILE_LABELS: tuple[str, ...] = (*DB_FILE_LABELS, "kind")
+# The db layer the rules judge for PostgreSQL (engine.FileLayer.judged): the sessions' own data reads
+# where pg_stat_io splits them, and every series it does not split (the WAL, temporary relations, the
+# data reads before 16), which carry no `kind`: a matcher whose regex matches the empty value
+# matches a series without the label (prometheus.io/docs/prometheus/latest/querying/basics/, "Label
+# matchers that match empty label values also select all time series that do not have the specific
+# label set at all").
+JUDGED_KINDS = 'kind=~"client|"'
 
 POSTGRES_FILE_READS = MetricSpec(
     "lunlat_postgres_file_reads_total",
     "counter",
     "Read operations (pg_stat_io.reads, 16+: relation data for role data, WAL for role log (18+), temporary "
     "relations for role temp; pg_stat_database.blks_read before 16). Reads the kernel's page cache "
-    "served are counted too: PostgreSQL reads through it.",
+    "served are counted too: PostgreSQL reads through it. From 16 role data is split by kind (client, "
+    "bulkread, bulkwrite, vacuum, checkpointer, bgwriter, worker, other; every series of this family too); "
+    "the database layer judges kind client.",
     POSTGRES_FILE_LABELS,
 )
 POSTGRES_FILE_READ_TIME = MetricSpec(

@@ -138,6 +138,10 @@ def ms_value(value: object, column: str) -> int:
     return round(value * 1000)
 
 
+# What one row gives: (role, db, kind, {spec: value}).
+Found = tuple[str, str, str, dict[Any, int]]
+
+
 @dataclass(frozen=True, slots=True)
 class Directory:
     path: str
@@ -316,8 +320,8 @@ class PostgresSource(DbSource[Connection]):
             pm.POSTGRES_FILE_SYNC_TIME,
         )
         families = {s: Family(s, exponent=MICROS if s.name.endswith("_seconds_total") else 0) for s in specs}
-        # (role, db) -> {spec: value}; a spec left out is not published (a time whose timing is off).
-        found: list[tuple[str, str, dict[Any, int]]] = []
+        # (role, db, kind) -> {spec: value}; a spec left out is not published (a time whose timing is off).
+        found: list[Found] = []
         if settings.version >= sql.PG_STAT_IO_SINCE:
             query = sql.IO if settings.version >= sql.BYTES_AND_WAL_IO_SINCE else sql.IO_OP_BYTES
             found += self._io(self._query(conn, query, errors) or [], query, settings, errors)
@@ -326,12 +330,12 @@ class PostgresSource(DbSource[Connection]):
         if sql.PG_STAT_WAL_SINCE <= settings.version < sql.BYTES_AND_WAL_IO_SINCE:
             found += self._wal(self._query(conn, sql.WAL, errors) or [], settings, errors)
         parsed = []
-        for role, db, values in found:
+        for role, db, kind, values in found:
             where = self._dirs.get(role)
             path, lun = (where.path, where.location.lun) if where is not None else ("", "")
             labels = self._label_set(
                 pm.POSTGRES_FILE_LABELS,
-                (self._target.name, self._target.workload or "", db, settings.cluster, path, role, lun),
+                (self._target.name, self._target.workload or "", db, settings.cluster, path, role, lun, kind),
             )
             parsed.append((labels, values))
         for labels, values in parsed:
@@ -339,43 +343,44 @@ class PostgresSource(DbSource[Connection]):
                 families[spec].add(labels, value)
         return list(families.values())
 
-    def _io(
-        self, rows: Sequence[Any], query: Any, settings: Settings, errors: Counter[str]
-    ) -> list[tuple[str, str, dict[Any, int]]]:
-        def parse(row: Any) -> tuple[str, str, dict[Any, int]]:
+    def _io(self, rows: Sequence[Any], query: Any, settings: Settings, errors: Counter[str]) -> list[Found]:
+        def parse(row: Any) -> Found:
             role = sql.ROLE_OF_OBJECT.get(text_value(row[0], "object"))
             if role is None:
                 raise BadRowError(f"object {row[0]!r} is not one the source asked for")
+            kind = text_value(row[1], "kind")
+            # Only permanent relations are split (sql.KINDS): another object's kind is '' or the query is
+            # not the one the source asked.
+            if kind not in sql.KINDS or (kind != "") != (role == "data"):
+                raise BadRowError(f"kind {kind!r} of object {row[0]!r} is not one the source asked for")
             timed = settings.wal_io_timing if role == "log" else settings.io_timing
             values: dict[Any, int] = {
-                pm.POSTGRES_FILE_READS: count_value(row[1], "reads"),
-                pm.POSTGRES_FILE_READ_BYTES: count_value(row[3], "read_bytes"),
-                pm.POSTGRES_FILE_WRITES: count_value(row[4], "writes"),
-                pm.POSTGRES_FILE_WRITE_BYTES: count_value(row[6], "write_bytes"),
+                pm.POSTGRES_FILE_READS: count_value(row[2], "reads"),
+                pm.POSTGRES_FILE_READ_BYTES: count_value(row[4], "read_bytes"),
+                pm.POSTGRES_FILE_WRITES: count_value(row[5], "writes"),
+                pm.POSTGRES_FILE_WRITE_BYTES: count_value(row[7], "write_bytes"),
             }
             # The WAL's times are track_wal_io_timing's, the rest track_io_timing's (runtime-config-statistics.html,
             # PostgreSQL 18: track_io_timing's times are shown in pg_stat_io "if object is not wal").
             if timed:
-                values[pm.POSTGRES_FILE_READ_TIME] = ms_value(row[2], "read_time")
-                values[pm.POSTGRES_FILE_WRITE_TIME] = ms_value(row[5], "write_time")
+                values[pm.POSTGRES_FILE_READ_TIME] = ms_value(row[3], "read_time")
+                values[pm.POSTGRES_FILE_WRITE_TIME] = ms_value(row[6], "write_time")
             if role == "log":
-                self._wal_syncs(values, (row[4], row[5], row[7], row[8]), settings, bool(timed))
-            return role, "", values
+                self._wal_syncs(values, (row[5], row[6], row[8], row[9]), settings, bool(timed))
+            return role, "", kind, values
 
         return self._rows(rows, query, errors, parse)
 
-    def _wal(
-        self, rows: Sequence[Any], settings: Settings, errors: Counter[str]
-    ) -> list[tuple[str, str, dict[Any, int]]]:
+    def _wal(self, rows: Sequence[Any], settings: Settings, errors: Counter[str]) -> list[Found]:
         """pg_stat_wal (14-17): the WAL's writes and syncs, no reads, no bytes."""
 
-        def parse(row: Any) -> tuple[str, str, dict[Any, int]]:
+        def parse(row: Any) -> Found:
             timed = bool(settings.wal_io_timing)
             values: dict[Any, int] = {pm.POSTGRES_FILE_WRITES: count_value(row[0], "wal_write")}
             if timed:
                 values[pm.POSTGRES_FILE_WRITE_TIME] = ms_value(row[1], "wal_write_time")
             self._wal_syncs(values, (row[0], row[1], row[2], row[3]), settings, timed)
-            return "log", "", values
+            return "log", "", "", values
 
         return self._rows(rows, sql.WAL, errors, parse)
 
@@ -387,16 +392,15 @@ class PostgresSource(DbSource[Connection]):
         if timed:
             values[pm.POSTGRES_FILE_SYNC_TIME] = ms_value(spent, "fsync_time")
 
-    def _databases(
-        self, rows: Sequence[Any], settings: Settings, errors: Counter[str]
-    ) -> list[tuple[str, str, dict[Any, int]]]:
-        """pg_stat_database (before 16): data reads per database."""
+    def _databases(self, rows: Sequence[Any], settings: Settings, errors: Counter[str]) -> list[Found]:
+        """pg_stat_database (before 16): data reads per database, of every kind (no pg_stat_io to tell
+        them apart): kind '', as the WAL's and the temporary relations'."""
 
-        def parse(row: Any) -> tuple[str, str, dict[Any, int]]:
+        def parse(row: Any) -> Found:
             values: dict[Any, int] = {pm.POSTGRES_FILE_READS: count_value(row[1], "blks_read")}
             if settings.io_timing:
                 values[pm.POSTGRES_FILE_READ_TIME] = ms_value(row[2], "blk_read_time")
-            return "data", text_value(row[0], "datname"), values
+            return "data", text_value(row[0], "datname"), "", values
 
         return self._rows(rows, sql.DATABASES, errors, parse)
 

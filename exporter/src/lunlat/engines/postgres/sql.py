@@ -70,15 +70,54 @@ TABLESPACES = Query(
     per_scrape=False,
 )
 
+# The kinds of permanent-relation I/O (the `kind` label), from pg_stat_io's two columns that say whose
+# and what I/O a row is (https://www.postgresql.org/docs/18/monitoring-stats.html, pg_stat_io,
+# "context" and "backend_type"; the same values on the 16 and 17 pages):
+# - context `bulkread` ("Certain large read I/O operations done outside of shared buffers, for example,
+#   a sequential scan of a large table": a heap scan takes the bulk-read ring when the table has more
+#   than a quarter of shared_buffers' blocks, postgres/postgres src/backend/access/heap/heapam.c
+#   initscan), `bulkwrite` ("such as COPY") and `vacuum` ("while vacuuming and analyzing permanent
+#   relations") are their own kinds, whichever backend did them: a client's big scan is a bulkread;
+# - in the other contexts (`normal`, "The default or standard context for a type of I/O operation"),
+#   the backend type: `client backend` and `standalone backend` (single-user mode) are the sessions'
+#   own reads, kind `client`, what an OLTP query waits for, and the kind the rules judge
+#   (metrics.JUDGED_KINDS); `autovacuum worker` and `autovacuum launcher` are vacuum's;
+#   `checkpointer` and `background writer` write dirty buffers for everyone (kinds `checkpointer`,
+#   `bgwriter`); `background worker` is every worker started through the background worker API, a
+#   parallel query's workers included (measured on 18.6: a parallel sequential scan's workers are
+#   counted as "background worker"), and logical replication's and extensions' workers with them
+#   (kind `worker`); the rest (startup's recovery, walsender, an 18 io worker, and a session's I/O in
+#   a context a later release may add) is `other`: `client` stays the sessions' `normal` I/O only.
+# Every row lands in one kind, so a sum over `kind` is pg_stat_io's total for the object
+# (tests/postgres/test_kinds.py). Temporary relations ("temp relation", local buffers of one session)
+# and the WAL are not split: kind '' (no label for Prometheus).
+KINDS: frozenset[str] = frozenset(
+    {"client", "bulkread", "bulkwrite", "vacuum", "checkpointer", "bgwriter", "worker", "other", ""}
+)
+KIND_SQL = """CASE
+         WHEN object <> 'relation' THEN ''
+         WHEN context IN ('bulkread', 'bulkwrite', 'vacuum') THEN context
+         WHEN backend_type IN ('client backend', 'standalone backend') AND context = 'normal' THEN 'client'
+         WHEN backend_type IN ('autovacuum worker', 'autovacuum launcher') THEN 'vacuum'
+         WHEN backend_type = 'checkpointer' THEN 'checkpointer'
+         WHEN backend_type = 'background writer' THEN 'bgwriter'
+         WHEN backend_type = 'background worker' THEN 'worker'
+         ELSE 'other'
+       END"""
+
 # The WAL's `normal` context only: its `init` context is the zero-filling of new segments
 # (monitoring-stats.html, PostgreSQL 18, pg_stat_io context), not a commit's write.
-_IO_SQL = """SELECT object,
+_IO_SQL = (
+    """SELECT object, """
+    + KIND_SQL
+    + """ AS kind,
        coalesce(sum(reads), 0)::bigint, coalesce(sum(read_time), 0)::float8, {read_bytes},
        coalesce(sum(writes), 0)::bigint, coalesce(sum(write_time), 0)::float8, {write_bytes},
        coalesce(sum(fsyncs), 0)::bigint, coalesce(sum(fsync_time), 0)::float8
 FROM pg_stat_io
 WHERE object IN ('relation', 'temp relation') OR (object = 'wal' AND context = 'normal')
-GROUP BY object"""
+GROUP BY object, kind"""
+)
 
 IO = Query(
     "stat_io",
