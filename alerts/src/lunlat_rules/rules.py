@@ -588,6 +588,14 @@ class RuleSet:
                 average = _template_value(
                     _series_query(LATENCY.format(op=op, window=BREACH_WINDOW), scale="1000 * "), '"%.2f"'
                 )
+                # The I/O size the average is made of, where the layer counts bytes (diskstats, SQL
+                # Server's file stats, PostgreSQL 16+; not Oracle's whole megabytes): the hint where
+                # the layer cannot split by size.
+                size_query = _ratio_query(THROUGHPUT, IOPS, f'op="{op}"', scale="1 / 1024 * ")
+                size = (
+                    f"{{{{ with {size_query} | query }}}}"
+                    f', {{{{ . | first | value | printf "%.0f" }}}} KiB each on average{{{{ end }}}}'
+                )
                 where = _where()
                 rules.append(
                     {
@@ -600,7 +608,7 @@ class RuleSet:
                             '{{ printf "%.2f" $value }} ms',
                             "description": f"The {BREACH_WINDOW} average latency of {_judged_words(op)} of {where} is "
                             f'{{{{ printf "%.2f" $value }}}} ms, above its goal of {goal_ms} ms ({op}s of every size: '
-                            f"{average} ms at {iops} {op}s/s).{_ROLE_HINT[role_anchor][op]}{_LAYER_HINT}",
+                            f"{average} ms at {iops} {op}s/s{size}).{_ROLE_HINT[role_anchor][op]}{_LAYER_HINT}",
                             "runbook_url": f"{self.goals.runbook_base_url}/latency-high.md#{name.lower()}",
                         },
                     }
