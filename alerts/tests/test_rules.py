@@ -184,8 +184,12 @@ def test_unowned_luns_get_their_own_tier_after_the_overrides() -> None:
     assert goal.index('lunlat:iops:rate1m{role=""}') < goal.index("lunlat:iops:rate1m\n")
     assert "0.02 *" in goal and '"severity", "ticket"' in goal
     assert "5 * group by" in guard and 'role!=""' not in guard
-    # the tail alert's share above goal reads the unowned LUNs' own goal too
-    assert ruleset.tiers() == [(1.0, 'workload=~"backup.*"'), (20.0, 'role=""'), (1.0, "")]
+    # the SLO's events (and the tail alert's share) read the unowned LUNs' own goal too
+    assert [(t.goal_ms, m) for t, m in ruleset.goal_tiers()] == [
+        (1.0, 'workload=~"backup.*"'),
+        (20.0, 'role=""'),
+        (1.0, ""),
+    ]
 
 
 def test_rules_read_only_contract_metrics() -> None:
@@ -391,9 +395,8 @@ def test_the_tail_alert_takes_its_share_duration_and_severity_from_the_goals() -
             f'100 * lunlat:io_latency_above_goal:ratio1m{{op="{rule["labels"]["op"]}"}} > 2.5\n'
         )
         assert (rule["for"], rule["labels"]["severity"]) == ("30m", "warning")
-        # the complement of the breach alert, and the same idle guard
-        assert f"lunlat:{rule['labels']['op']}_latency_seconds:avg1m <= on (" in rule["expr"]
-        assert RuleSet.judged(rule["labels"]["op"]) in rule["expr"]
+        # the complement of the breach alert, on the judged latency (the idle guard is in it)
+        assert f"lunlat:judged_{rule['labels']['op']}_latency_seconds:avg1m <= on (" in rule["expr"]
 
 
 def _histogram_test(
@@ -412,10 +415,21 @@ def _histogram_test(
             {"series": f'lunlat_lun_info{{{labels},kind="lun",database="D",role="data",workload="{workload}"}}',
              "values": "1x40"}
         )  # fmt: skip
+        # What the rules judge the share on: the LUN's judged (small) reads, busy enough for the
+        # idle guard, with its diskstats counters for the goal series.
+        seconds = 900 * 0.0004 + 100 * min(float(slow_le), 1.0)
+        series += [
+            {"series": f"lunlat_device_reads_completed_total{{{labels}}}", "values": "0+1000x40"},
+            {"series": f"lunlat_device_read_time_seconds_total{{{labels}}}", "values": f"0+{seconds}x40"},
+            {"series": f'lunlat_device_io_latency_seconds_count{{{labels},op="read",size="small"}}',
+             "values": "0+1000x40"},
+            {"series": f'lunlat_device_io_latency_seconds_sum{{{labels},op="read",size="small"}}',
+             "values": f"0+{seconds}x40"},
+        ]  # fmt: skip
         for le in bounds:
             per_step = (900 if float(le) >= 0.0005 else 0) + (100 if float(le) >= float(slow_le) else 0)
             series.append(
-                {"series": f'lunlat_device_io_latency_seconds_bucket{{{labels},op="read",le="{le}"}}',
+                {"series": f'lunlat_device_io_latency_seconds_bucket{{{labels},op="read",size="small",le="{le}"}}',
                  "values": f"0+{per_step}x40"}
             )  # fmt: skip
         checks.append(

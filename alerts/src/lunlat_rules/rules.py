@@ -198,13 +198,6 @@ class IoHistogram:
             ")"
         )
 
-    def share_above(self, goal: float, window: str, info: str = "") -> str:
-        total = self.total(window, info)
-        return (
-            f"(\n    {_indent(total, 4)}\n  - {_indent(self.at_or_below(goal, window, info), 4)}\n)\n"
-            f"/ {_on(HISTOGRAM_LABELS)}\n  ({_indent(total, 2)} > 0)"
-        )
-
     def quantile(self, q: str, window: str) -> str:
         """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN)."""
         return (
@@ -532,27 +525,18 @@ class RuleSet:
             ratios.append(_record(SLO_ERROR_RATIO.format(window=window), f"{bad}\n/\n({events} > 0)"))
         return [*sums, *ratios]
 
-    def tiers(self) -> list[tuple[float, str]]:
-        """The goal (ms) of each tier and the lunlat_lun_info matchers of its LUNs, in order, the
-        default's last with none. Trailing tiers with the default's goal are left out: a LUN they
-        match falls through to a tier with the same goal anyway."""
-        tiers = [(t.goal_ms, m) for t, m in self.goal_tiers()[:-1]]
-        while tiers and tiers[-1][0] == self.goals.default.goal_ms:
-            tiers.pop()
-        return [*tiers, (self.goals.default.goal_ms, "")]
-
     def io_histogram(self) -> list[dict[str, Any]]:
-        """Share of I/Os above each LUN's goal (one `or` branch per goal tier, first match wins, as
-        the goal series) and the quantiles, from the per-I/O histogram of the host layer."""
+        """The share of the judged I/Os above each LUN's goal (the SLO's own events, indicator io: the
+        small class or every size, as the goal judges; only while judged) and the quantiles of every
+        I/O, from the per-I/O histogram of the host layer."""
         histogram = IoHistogram(self.goals.selector)
         window = BREACH_WINDOW
-        branches = [
-            histogram.share_above(goal_ms / 1000, window, matchers) for goal_ms, matchers in self.tiers()
-        ]
-        share = f"\nor {_on(HISTOGRAM_LABELS)}\n".join(
-            f"(\n  {_indent(b)}\n)" if len(branches) > 1 else b for b in branches
+        io = '{indicator="io"}'
+        # Without the SLO's own labels: one share per LUN and op, as the tail alert and dashboards read it.
+        share = (
+            f"sum without (indicator, severity) (\n  {SLO_BAD_EVENTS}{io}\n  /\n  ({SLO_EVENTS}{io} > 0)\n)"
         )
-        rules = [_record(IO_ABOVE_GOAL_RATIO.format(window=window), share, layer=HOST_LAYER)]
+        rules = [_record(IO_ABOVE_GOAL_RATIO.format(window=window), share)]
         for q in QUANTILES:
             rules.append(
                 _record(
@@ -784,12 +768,11 @@ class RuleSet:
         share = IO_ABOVE_GOAL_RATIO.format(window=BREACH_WINDOW)
         rules = []
         for op in OPS:
-            latency = LATENCY.format(op=op, window=BREACH_WINDOW)
+            latency = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
             expr = (
                 f'100 * {share}{{op="{op}"}} > {_promql_number(tail.above_percent)}\n'
                 f"and {_on()}\n"
-                f"  ({latency} <= {_on()} {GOAL})\n"
-                f"{self.judged(op)}"
+                f"  ({latency} <= {_on()} {GOAL})"
             )
             goal_ms = _template_value(_series_query(GOAL, scale="1000 * "), '"%.2f"')
             average = _template_value(_series_query(latency, scale="1000 * "), '"%.2f"')
@@ -813,10 +796,10 @@ class RuleSet:
                     "annotations": {
                         "summary": f'{{{{ printf "%.1f" $value }}}}% of the {op}s of LUN {{{{ $labels.lun }}}}{_OWNER} '
                         "slower than goal, the average within it",
-                        "description": f'{{{{ printf "%.1f" $value }}}}% of the {op}s of {_where()} took longer '
+                        "description": f'{{{{ printf "%.1f" $value }}}}% of the judged {op}s of {_where()} took longer '
                         f"than its goal of {goal_ms} ms in the last {BREACH_WINDOW} (more than "
                         f"{_promql_number(tail.above_percent)}% for {tail.for_}), while their average, {average} ms, "
-                        f"stayed within it: a tail the average hides. p99 {p99} ms at {iops} {op}s/s. Per-I/O "
+                        f"stayed within it: a tail the average hides. p99 of every {op} {p99} ms at {iops} {op}s/s. Per-I/O "
                         "latency from the block layer (lunlat_device_io_latency_seconds): a slow path, a slow "
                         "disk behind the LUN or bursts of queueing show here before they move the average.",
                         "runbook_url": f"{self.goals.runbook_base_url}/tail-latency.md#{name.lower()}",
@@ -1060,8 +1043,8 @@ class RuleSet:
                     *self.floor_series(),
                     *self.judged_latency(),
                     *self.above_goal(),
-                    *self.io_histogram(),
                     *self.slo_events(),
+                    *self.io_histogram(),
                     *self.slo_ratios(),
                     # No array in the goals: no array rule (no array metric is written in the code).
                     *self.array_rules(),
