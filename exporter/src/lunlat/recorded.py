@@ -29,6 +29,9 @@ THROUGHPUT_FLOOR = "lunlat:throughput_floor_bytes"
 GOAL_MIN_IOPS = "lunlat:latency_goal_min_iops"
 ABOVE_GOAL = "lunlat:latency_above_goal:bool"
 ABOVE_GOAL_RATIO = "lunlat:latency_above_goal:ratio{window}"
+# Since when a LUN's minute indicator is judged: the minute-based burn alerts' coverage guard, which
+# lunlat_rules still records and reads until the per-I/O SLO series (below) replace them.
+JUDGED_SINCE = "lunlat:latency_judged_since:timestamp"
 # SLOs per I/O (docs/alerting.md, "SLOs per I/O"). Per LUN, op and layer, the events the objective
 # counts, per second, with `indicator`: `io` where the host's per-I/O histogram exists (each judged I/O
 # an event, bad when slower than the LUN's goal, from the buckets) or `minute` elsewhere (each judged
