@@ -99,10 +99,10 @@ def _latency_panel(role_title: str, role: str, op: str, goals: Goals) -> timeser
             f"{role_title} LUNs: {op} latency",
             f"1-minute average {op} latency (Δ time / Δ operations, kernel counters) of each {role_title.lower()} "
             f"LUN; the red line is the goal ({goals.default.goal_ms:g} ms unless an override in "
-            f"alerts/goals.yaml sets another). {hint}. This is the average of every {op}; the breach alerts judge the I/Os the goal "
-            "judges ('What is judged' above) and flag an average alone above the line. Minutes with fewer operations "
-            "than the idle guard are drawn but not judged. Above the line: compare IOPS and throughput below, then the "
-            "Workload interference dashboard for a neighbour's load.",
+            f"alerts/goals.yaml sets another). {hint}. This is the average of every {op}; the breach alerts "
+            "judge the I/Os the goal judges ('What is judged' above) and flag an average alone above the line. "
+            "Minutes with fewer operations than the idle guard are drawn but not judged. Above the line: "
+            "compare IOPS and throughput below, then the Workload interference dashboard for a neighbour's load.",
             goals,
             [
                 p.query(_lun_latency(op, **fixed), LUN_LEGEND, "A"),
@@ -301,13 +301,14 @@ def _judged_beside_average(op: str, goals: Goals) -> timeseries.Panel:
         p.latency_timeseries(
             f"Judged {op} latency beside the LUN's average",
             f"Per LUN (host layer), solid: the 1-minute average of the {op}s its goal judges, the legend "
-            "naming which (label `judged`): `small` = the I/Os of up to 16 KiB (the per-I/O histogram's small "
-            "class, --collector.biolatency), `all` = every I/O (the goal judges every one, or the host has no "
-            f"histogram for the LUN). Dotted: the LUN's average of every {op} (kernel counters), whatever its "
-            "size. The red line is the goal. Judged above it: the LUN latency alert of its role fires at the "
-            "tier's severity. The average alone above it, the judged within it or too few to judge: "
-            "LunLatencyAverageHigh, a warning, never a page (bigger I/Os take longer each without anything "
-            "being broken; the average I/O size below says how big). No judged line: fewer judged I/Os than "
+            f"naming which (label `judged`): `small` = the I/Os of up to {contract.BIO_SMALL_MAX // 1024} KiB "
+            "(the per-I/O histogram's small class, --collector.biolatency), `all` = every I/O (the goal judges "
+            f"every one, or the host has no histogram for the LUN). Dotted: the LUN's average of every {op} "
+            "(kernel counters), whatever its size. The red line is the goal. Judged above it: the LUN latency "
+            "alert of its role fires at the tier's severity. The average alone above it, the judged within it "
+            "or too few to judge: LunLatencyAverageHigh, a warning (a ticket for a ticket tier), never a page "
+            "(bigger I/Os take longer each without anything being broken; the average I/O size below says "
+            "how big). No judged line: fewer judged I/Os than "
             f"the idle guard ({goals.default.min_iops:g}/s unless an override sets another).",
             goals,
             [
@@ -345,8 +346,9 @@ def _flagged_stat(goals: Goals) -> stat.Panel:
         "LUNs (and directions) whose 1-minute average of every I/O is above their goal now while the I/Os "
         "the goal judges are within it, or too few to judge (e.g. small OLTP reads fine beside 1 MiB scan "
         "reads, or a LUN of scans alone), busy enough to be judged. Flagged, never paged: "
-        f"LunLatencyAverageHigh warns after {goals.breach.for_}. Above zero: see 'Judged latency beside the "
-        "LUN's average' and the average I/O size below; the database did not wait on slow I/O.",
+        f"LunLatencyAverageHigh warns (a ticket for a ticket tier) after {goals.breach.for_}. Above zero: see "
+        "'Judged latency beside the LUN's average' and the average I/O size below: the I/Os the goal judges "
+        "were not the slow ones.",
         counts,
         p.COUNT,
         # Orange, not red: a warning (LunLatencyAverageHigh), the breach stat beside it is the page.
