@@ -570,3 +570,12 @@ def test_the_budget_row_is_drawn_where_the_rules_record_the_sums() -> None:
     goals = load_goals(boards.REPO / "alerts" / "goals.yaml")
     assert f"[{goals.slo.period}:{overview.SLO_SUM_STEP}]" in expr  # the goals' period, the sums' step
     assert expr.endswith(f") / {goals.slo.error_budget:g}")
+
+
+def test_the_floor_row_passes_the_lint_against_the_rules_of_the_same_goals() -> None:
+    board = _dss_boards()[INTERFERENCE]
+    problems = [
+        *lint.panel_problems(INTERFERENCE, board),
+        *lint.query_problems(INTERFERENCE, board, lint.known_metrics(render(_dss_goals()))),
+    ]
+    assert not problems, "\n".join(problems)
