@@ -167,6 +167,8 @@ _LATENCY_NAMES = re.compile(r"latency_seconds|_duration_seconds|goal_seconds")
 # Summed time counters are a latency once divided by their operations; alone, their rate is time
 # spent per second (Oracle's batched wait events), a count of waiters, not a latency.
 _TIME_COUNTERS = re.compile(r"_time_seconds_total|_stall_seconds_total")
+_HISTOGRAM_COUNT = re.compile(r"\b\w*_seconds_count\b")
+_COUNT_OF_SERIES = re.compile(r"[(\s]*count\s*\(")
 
 
 def _shows_latency(panel: Mapping[str, Any]) -> bool:
@@ -174,7 +176,11 @@ def _shows_latency(panel: Mapping[str, Any]) -> bool:
     targets = panel.get("targets", [])
     if not targets or panel.get("type") == "xychart":
         return False
-    expr = targets[0].get("expr", "")
+    # A latency histogram's _count alone is a count of I/Os (IOPS by size class), not a latency; a
+    # count() of series is a count of LUNs, whatever latency selected them.
+    expr = _HISTOGRAM_COUNT.sub("", targets[0].get("expr", ""))
+    if _COUNT_OF_SERIES.match(expr):
+        return False
     return bool(_LATENCY_NAMES.search(expr)) or (bool(_TIME_COUNTERS.search(expr)) and "/" in expr)
 
 

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dashboards.tests import boards
 from dashboards.tests.datastack import (
     BREACH_LUN,
     INTERVAL_SECONDS,
+    LAB_CONFIG,
     DashboardData,
     dashboard_data,
 )
@@ -281,3 +283,58 @@ def test_the_breaching_lun_s_histogram_puts_its_reads_above_the_goal(data: Dashb
     assert quantile and quantile[lun] > contract.DEFAULT_GOAL_SECONDS, quantile
     buckets = data.api.query(f'{contract.DEVICE_IO_LATENCY.name}_bucket{{lun="{lun}", op="read"}}')
     assert {b["metric"]["le"] for b in buckets} >= {"0.001", "+Inf"}
+
+
+def _lab_workloads(kind: str) -> list[dict[str, Any]]:
+    lab = yaml.safe_load(LAB_CONFIG.read_text(encoding="utf-8"))
+    return [workload for workload in lab["workloads"].values() if workload["kind"] == kind]
+
+
+def _lab_workload_luns(kind: str) -> set[str]:
+    return {lun for workload in _lab_workloads(kind) for lun in workload["luns"]}
+
+
+def _lab_block_bytes(kind: str) -> int:
+    """The one block size of the lab's workloads of `kind` ("8k": KiB, as lab.yaml writes fio's)."""
+    (size,) = {str(workload["block_size"]) for workload in _lab_workloads(kind)}
+    assert size.endswith("k"), size
+    return int(size[:-1]) * 1024
+
+
+def test_the_scans_move_the_average_and_the_size_not_the_judged_small_reads(data: DashboardData) -> None:
+    """The lab's DSS reads (512 KiB) share OLTP data LUNs (8 KiB reads) in this phase (lab.yaml): on
+    such a LUN the size classes show both, the large ones slower each; its average read size lies
+    between the two, while an OLTP data LUN without scans reads about a page; its reads are judged
+    on the small ones (judged="small"), below the LUN's average of every read. The raised LUN (every
+    I/O at 2 ms) is left out: its small reads are as slow as its scans."""
+    overview = "lunlat-overview.json"
+    shared = _lab_workload_luns("dss") & _lab_workload_luns("oltp") - {BREACH_LUN}
+    alone = _lab_workload_luns("oltp") - _lab_workload_luns("dss")
+    assert shared and alone, "the lab no longer runs scans beside OLTP on a data LUN"
+    by_size = {
+        (r["metric"]["lun"], r["metric"]["size"]): float(r["value"][1])
+        for r in _instant(data, overview, "Latency by I/O size class")
+        if r["metric"]["op"] == "read"
+    }
+    sizes = {
+        r["metric"]["lun"]: float(r["value"][1])
+        for r in _instant(data, overview, "Average I/O size per LUN")
+        if r["metric"]["op"] == "read"
+    }
+    judged = {
+        r["metric"]["lun"]: (r["metric"]["judged"], float(r["value"][1]))
+        for r in _instant(data, overview, "Judged read latency beside the LUN's average", "A")
+    }
+    average = {
+        r["metric"]["lun"]: float(r["value"][1])
+        for r in _instant(data, overview, "Judged read latency beside the LUN's average", "B")
+    }
+    for name in shared:
+        lun = data.devices[name]
+        small, large = by_size[(lun, contract.BIO_SIZES[0])], by_size[(lun, contract.BIO_SIZES[2])]
+        assert large > small, (name, by_size)
+        assert _lab_block_bytes("oltp") < sizes[lun] < _lab_block_bytes("dss"), (name, sizes)
+        kind, latency = judged[lun]
+        assert kind == "small" and latency < average[lun], (name, judged, average)
+    for name in alone:
+        assert sizes[data.devices[name]] <= contract.BIO_SMALL_MAX, (name, sizes)

@@ -21,12 +21,15 @@ from typing import Any
 import pytest
 
 from dashboards.tests import boards
+from lunlat import recorded
 from lunlat.goals import load_goals
-from lunlat_dashboards import render_all
+from lunlat_dashboards import interference, overview, panels, render_all, to_json
 
 TYPECHECK = boards.DASHBOARDS / "typecheck"
 CHECK = TYPECHECK / "check.mjs"
 GOALS = boards.REPO / "alerts" / "goals.yaml"
+# Goals whose DSS tier sets a throughput floor (the floor row of the interference dashboard).
+DSS_GOALS = boards.REPO / "alerts" / "tests" / "judged" / "dss.goals.yaml"
 SDK = "@grafana/grafana-foundation-sdk"
 # check.mjs: "<file>:<line>:<col>: error <code>: at <json path>[ (panel "<title>")]: <message>"
 _ERROR = re.compile(r'^(?P<file>.+?):\d+:\d+: error (?P<code>\S+): at (?P<path>\S+)(?: \(panel ".*?"\))?: ')
@@ -82,6 +85,27 @@ def test_the_generated_dashboards_pass(tmp_path: Path) -> None:
     checked = _check(node, files)
     assert checked.returncode == 0, checked.output
     assert f"ok: {len(files)} dashboard(s) against {SDK}" in checked.output
+
+
+def test_the_rows_drawn_for_some_rules_only_pass(tmp_path: Path) -> None:
+    """The rows drawn only where the rules record their series: the DSS floor (goals with a floor)
+    and the error budget (rules recording the per-I/O SLO sums), which the committed files may lack."""
+    node = _node_or_skip()
+    dss = load_goals(DSS_GOALS)
+    assert recorded.THROUGHPUT_FLOOR in panels.rules_record(dss)
+    goals = load_goals(GOALS)
+    with_sums = panels.rules_record(goals) | {recorded.SLO_EVENTS_SUM, recorded.SLO_BAD_EVENTS_SUM}
+    drawn = {
+        "floor.json": (to_json(interference.build(dss).build()), interference.FLOOR_ROW),
+        "budget.json": (to_json(overview.build(goals, with_sums).build()), overview.BUDGET_ROW),
+    }
+    files = []
+    for name, (board, row) in drawn.items():
+        assert row in [p["title"] for p in board["panels"] if p["type"] == "row"], name
+        files.append(tmp_path / name)
+        files[-1].write_text(json.dumps(board, indent=2), encoding="utf-8")
+    checked = _check(node, files)
+    assert checked.returncode == 0, checked.output
 
 
 def test_the_npm_build_is_the_python_pin() -> None:

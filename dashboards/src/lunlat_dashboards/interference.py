@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dash
-from grafana_foundation_sdk.builders import xychart
+from grafana_foundation_sdk.builders import timeseries, xychart
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import xychart as xychart_model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
+from lunlat import recorded
 from lunlat.goals import Goals
+from lunlat.layers import SERIES_LABELS
 from lunlat_dashboards import panels as p
 
 UID = "lunlat-workload-interference"
@@ -27,6 +29,7 @@ HOST = {"layer": "host"}
 # reads single blocks of 8-16 KiB; a multiblock read is 128 KiB and more (Oracle's default
 # db_file_multiblock_read_count x 8 KiB = 1 MiB; SQL Server read-ahead up to 512 KiB).
 SCAN_READ_BYTES = 128 * 1024
+FLOOR_ROW = "DSS throughput against its floor"
 
 
 def _victim_variable() -> dash.QueryVariable:
@@ -130,7 +133,50 @@ def _petal(goals: Goals, op: str) -> xychart.Panel:
     )
 
 
-def build(goals: Goals) -> dash.Dashboard:
+def _floor_panel(goals: Goals) -> timeseries.Panel:
+    """Throughput of each LUN whose goal tier sets a floor (recorded.THROUGHPUT_FLOOR), reads and
+    writes together as LunLatencyThroughputLow adds them, with its floor beside it."""
+    floor = p.selector(recorded.THROUGHPUT_FLOOR, (p.DATABASE,), **HOST)
+    moved = p.selector(p.THROUGHPUT_RECORDED, (p.DATABASE,), **HOST)
+    on = f"on ({', '.join(SERIES_LABELS)})"
+    throughput = goals.throughput
+    return (
+        p.rate_timeseries(
+            "Throughput against its floor",
+            "Bytes per second each LUN with a throughput floor moved (reads and writes together, 1-minute "
+            "rate), solid, and its floor, dashed: the floor of the first goal tier matching the LUN that sets "
+            "throughput_floor_mib_s (alerts/goals.yaml; DSS: 'throughput is the key performance metric'). "
+            "LUNs without a floor are not drawn. LunLatencyThroughputLow "
+            f"({throughput.severity}) opens when a LUN's {throughput.window} average stays below its floor for "
+            f"{throughput.for_} while at least {throughput.queue_min:g} I/O waited on it on average (the scan "
+            "asked for more): below the floor with no queue is a workload that asked for less, not judged. "
+            "Below it while OLTP latency rises above: the array is shared; look at who loads it.",
+            p.BYTES_PER_SECOND,
+            [
+                p.query(
+                    f"sum without (op) ({moved})\nand {on}\n{floor}",
+                    "{{lun}} {{database}} moved · {{instance}}",
+                    "A",
+                ),
+                p.query(floor, "{{lun}} {{database}} floor · {{instance}}", "B"),
+            ],
+        )
+        .override_by_query(
+            "B",
+            [
+                model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
+                model.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
+            ],
+        )
+        .span(24)
+        .height(9)
+    )
+
+
+def build(goals: Goals, records: frozenset[str] | None = None) -> dash.Dashboard:
+    """The interference dashboard for `goals`; `records`: the series the rules record (default: those
+    of the rules generated from the same goals): the floor row only where a tier sets a floor."""
+    records = p.rules_record(goals) if records is None else records
     victim_legend = "{{lun}} {{database}} {{role}} · {{instance}}"
     combined = (
         p.latency_timeseries(
@@ -172,7 +218,7 @@ def build(goals: Goals) -> dash.Dashboard:
         .span(24)
         .height(10)
     )
-    return (
+    board = (
         p.dashboard(
             UID,
             "lunlat / Workload interference",
@@ -246,3 +292,6 @@ def build(goals: Goals) -> dash.Dashboard:
         .with_panel(_petal(goals, "read"))
         .with_panel(_petal(goals, "write"))
     )
+    if recorded.THROUGHPUT_FLOOR in records:
+        board = board.with_row(dash.Row(FLOOR_ROW)).with_panel(_floor_panel(goals))
+    return board

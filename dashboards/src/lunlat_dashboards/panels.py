@@ -21,6 +21,7 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from lunlat import contract, recorded
 from lunlat.goals import Goals
+from lunlat_rules.rules import RuleSet
 
 DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
 # Grafana's $__rate_interval: max(4 x scrape interval, $__interval + scrape interval), so a rate
@@ -85,8 +86,23 @@ def latency(op: str, window: str = recorded.BREACH_WINDOW) -> str:
     return recorded.LATENCY.format(op=op, window=window)
 
 
+def judged_latency(op: str, window: str = recorded.BREACH_WINDOW) -> str:
+    """The latency the goal judges for `op` (label `judged`: which I/Os, recorded.JUDGED_KINDS)."""
+    return recorded.JUDGED_LATENCY.format(op=op, window=window)
+
+
 IOPS_RECORDED = recorded.IOPS.format(window=recorded.BREACH_WINDOW)
 THROUGHPUT_RECORDED = recorded.THROUGHPUT.format(window=recorded.BREACH_WINDOW)
+
+
+def rules_record(goals: Goals) -> frozenset[str]:
+    """The series the rules generated from the same goals record. Some are recorded only for some
+    goals (the throughput floor where a tier sets one) or only once their rules exist: a panel
+    reading one is drawn where it is recorded, never as a panel that can only stay empty, and the
+    dashboards' lint holds every drawn query to the rules of the same goals."""
+    return frozenset(
+        rule["record"] for group in RuleSet(goals).groups() for rule in group["rules"] if "record" in rule
+    )
 
 
 # --- variables ----------------------------------------------------------------------------------
