@@ -34,7 +34,7 @@ from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.exposition import format_value
 from lunlat.goals import PER_SECOND, Array, ArrayNaa, DefaultTier, Goals, Override, duration_seconds
-from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer, physical_disk_layer
+from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer, physical_disk_layer, small_ios
 from lunlat.recorded import (
     ABOVE_GOAL,
     ARRAY_LATENCY,
@@ -160,16 +160,8 @@ class IoHistogram:
 
     def small(self, op: str, part: str, window: str) -> str:
         """Rate of the `part` (sum, count) of the LUN's small `op` I/Os (contract.BIO_SIZES' first
-        class), by its labels without `op`."""
-        by = ", ".join(label for label in HISTOGRAM_LABELS if label != "op")
-        matchers = f'{self.selector}, op="{op}", size="{contract.BIO_SIZES[0]}"'
-        return (
-            f"sum by ({by}) (\n"
-            f"    rate({contract.DEVICE_IO_LATENCY.name}_{part}{{{matchers}}}[{window}])\n"
-            "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
-            f'    {contract.LUN_INFO.name}{{{self.selector}, kind="lun"}}\n'
-            ")"
-        )
+        class), by its labels without `op`: lunlat.layers.small_ios, which `lunlat report` reads too."""
+        return small_ios(self.selector, op, part, window)
 
     def total(self, window: str, info: str = "") -> str:
         return self.buckets(window, "+Inf", info)

@@ -50,6 +50,23 @@ class HostLayer:
         return self._per_lun(contract.DEVICE_IO_WEIGHTED_TIME.name, window)
 
 
+def small_ios(selector: str, op: str, part: str, window: str) -> str:
+    """Rate of the `part` (sum, count) of a LUN's small `op` I/Os (contract.BIO_SIZES' first class,
+    the per-I/O histogram contract.DEVICE_IO_LATENCY), labelled with roles through lunlat_lun_info
+    like the host layer's counters. The rules' judged latency (`judge: small`) and `lunlat report`'s
+    judged figure are both this expression, so the two never disagree on which I/Os were judged.
+    Whatever the host layer's source: the histogram is lunlat's own (biolatency), beside any of them."""
+    by = ", ".join(label for label in SERIES_LABELS if label != "layer")
+    matchers = f'{selector}, op="{op}", size="{contract.BIO_SIZES[0]}"'
+    return (
+        f"sum by ({by}) (\n"
+        f"    rate({contract.DEVICE_IO_LATENCY.name}_{part}{{{matchers}}}[{window}])\n"
+        "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
+        f'    {contract.LUN_INFO.name}{{{selector}, kind="lun"}}\n'
+        ")"
+    )
+
+
 # The label both sides of an exporter's join carry for the host (added by label_replace, then summed away).
 JOIN_HOST = "lunlat_host"
 _BY = ", ".join(label for label in SERIES_LABELS if label != "layer")
