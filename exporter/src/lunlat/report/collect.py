@@ -13,11 +13,21 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from lunlat import averages, contract
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
-from lunlat.layers import SERIES_LABELS, ExporterHostLayer, HostLayer, Layer, db_layers, host_layer
+from lunlat.layers import (
+    SERIES_LABELS,
+    DbLayer,
+    ExporterHostLayer,
+    HostLayer,
+    Layer,
+    db_layers,
+    host_layer,
+    small_ios,
+)
 from lunlat.report.api import Prometheus, ReportError
 
 # About this many points per plotted curve, whatever the range: the step grows with it.
@@ -42,7 +52,16 @@ CSV_COLUMNS: tuple[str, ...] = (
     "operations",
     "goal_seconds",
     "breach",
+    # Added with the judged figure (issue 37), after the older columns so readers of those keep working.
+    "judged_io",
+    "judged_latency_seconds",
+    "judged_iops",
+    "average_above_goal",
 )
+# Which I/Os a row's goal judges, as the rules' `judged` label says (docs/alerting.md, "What is judged"):
+# the per-I/O histogram's small size class, every I/O of the LUN, or the database layer's own I/O;
+# `mixed` only for a page's table cell summing LUNs judged on different I/Os (some without histogram).
+JudgedKind = Literal["small", "all", "database", "mixed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +136,12 @@ class Row:
     bytes_total: float | None
     goal_seconds: float | None  # None: not judged (a LUN no database uses, goals `unowned`)
     min_iops: float
+    # The I/Os the goal judges (None: not judged, no goal) and their Δ time and Δ operations over the
+    # phase: the small ones' from the per-I/O histogram, or the row's own for `all` and `database`.
+    # Defaults: a row built without them judges every I/O it counts, as a host without the histogram.
+    judged_kind: JudgedKind | None = "all"
+    judged_time: float | None = None
+    judged_operations: float | None = None
 
     @property
     def avg(self) -> float | None:
@@ -126,16 +151,53 @@ class Row:
     def iops(self) -> float:
         return self.operations / self.phase.seconds
 
+    def judged_totals(self) -> tuple[float, float] | None:
+        """(Δ time, Δ operations) of the judged I/Os; None when the row is not judged."""
+        if self.judged_kind is None or self.goal_seconds is None:
+            return None
+        if self.judged_time is None or self.judged_operations is None:
+            return self.time_total, self.operations
+        return self.judged_time, self.judged_operations
+
+    @property
+    def judged_avg(self) -> float | None:
+        """The average of the judged I/Os over the phase: what the alerts judge."""
+        judged = self.judged_totals()
+        return None if judged is None or judged[1] <= 0 else judged[0] / judged[1]
+
+    @property
+    def judged_iops(self) -> float | None:
+        judged = self.judged_totals()
+        return None if judged is None else judged[1] / self.phase.seconds
+
     @property
     def breach(self) -> bool | None:
-        """Above the goal; None when not judged (no goal, no operation, or below the idle guard)."""
+        """The judged I/Os' average above the goal, as the breach alerts judge it; None when not
+        judged (no goal, no judged operation, or the judged I/Os below the idle guard: the rules
+        count the guard on the judged I/Os, so a LUN busy with scans but few small reads is idle)."""
+        avg, iops = self.judged_avg, self.judged_iops
+        if avg is None or iops is None or self.goal_seconds is None or iops < self.min_iops:
+            return None
+        return avg > self.goal_seconds
+
+    @property
+    def average_above_goal(self) -> bool | None:
+        """The LUN's average (every I/O) above the goal, idle guard on every I/O: what
+        LunLatencyAverageHigh flags; None when not judged."""
         avg = self.avg
         if avg is None or self.goal_seconds is None or self.iops < self.min_iops:
             return None
         return avg > self.goal_seconds
 
+    @property
+    def flagged(self) -> bool:
+        """The average above the goal while the judged I/Os are not (within it, or too few to judge):
+        shown and warned about, never paged (LunLatencyAverageHigh)."""
+        return bool(self.average_above_goal) and not self.breach
+
     def csv(self) -> dict[str, str]:
         avg, throughput = self.avg, self.bytes_total
+        judged, judged_iops = self.judged_avg, self.judged_iops
         return {
             "phase": self.phase.name,
             "phase_start": _iso(self.phase.start),
@@ -153,12 +215,28 @@ class Row:
             "throughput_bytes": "" if throughput is None else repr(throughput / self.phase.seconds),
             "operations": repr(self.operations),
             "goal_seconds": "" if self.goal_seconds is None else repr(self.goal_seconds),
-            "breach": {None: "", True: "yes", False: "no"}[self.breach],
+            "breach": _yes_no(self.breach),
+            "judged_io": (self.judged_kind or "") if self.goal_seconds is not None else "",
+            "judged_latency_seconds": "" if judged is None else repr(judged),
+            "judged_iops": "" if judged_iops is None else repr(judged_iops),
+            "average_above_goal": _yes_no(self.average_above_goal),
         }
+
+
+def _yes_no(verdict: bool | None) -> str:
+    return {None: "", True: "yes", False: "no"}[verdict]
 
 
 def _iso(at: float) -> str:
     return datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedIos:
+    """One phase's small I/Os per LUN from the per-I/O histogram (Collector.judged_ios)."""
+
+    with_histogram: set[tuple[str, ...]]  # (job, instance, lun) of the LUNs with the histogram
+    small: dict[tuple[str, str], dict[tuple[str, ...], float]]  # (op, sum|count) -> LUN key -> rate
 
 
 @dataclass
@@ -218,8 +296,13 @@ class Collector:
         """How many queries collect() runs, for the progress bar."""
         check = 1 if isinstance(self.host, HostLayer) else 2
         layers: tuple[Layer, ...] = (self.host, *db_layers(self.goals.selector))
-        per_phase = 1 + sum(
-            2 + (layer.bytes(op, "1s") is not None) for layer in layers for op in averages.OPS
+        # Per phase: the devices, each layer's operations, time and bytes per op, and the judged
+        # small I/Os (judged_ios: which LUNs have the histogram, then its small sum and count per op).
+        per_phase = (
+            1
+            + sum(2 + (layer.bytes(op, "1s") is not None) for layer in layers for op in averages.OPS)
+            + 1
+            + 2 * len(averages.OPS)
         )
         histograms = 1 + sum(1 for e in ENGINES if e.waits is not None and e.waits.histogram is not None)
         return check + len(phases) * per_phase + 2 * len(averages.OPS) + histograms
@@ -263,6 +346,30 @@ class Collector:
         tier = self.goals.judged(labels)
         return (None, 0.0) if tier is None else (tier[0] / 1000, tier[1])
 
+    def _judge(self, labels: dict[str, str], op: str) -> JudgedKind:
+        """Which of a host-layer LUN's `op` I/Os its tier judges (goals `judge`). A LUN no database
+        uses takes the default's, as its goal series in the rules does (RuleSet.goal_tiers)."""
+        tier = self.goals.tier(labels) if labels.get("role") else self.goals.default
+        return tier.judged_io(op)
+
+    def judged_ios(self, phase: Phase) -> JudgedIos:
+        """The small I/Os of `phase` per LUN and op, from the per-I/O histogram, as the rules' judged
+        latency reads them (lunlat.layers.small_ios), and which LUNs have the histogram at all."""
+        # As the rules' `has_histogram`: any of the LUN's histogram series, whatever op and size. A LUN
+        # with it but without small I/Os has nothing judged (idle), never its average instead.
+        promql = (
+            f"group by (job, instance, lun) "
+            f"(last_over_time({self.selector(contract.DEVICE_IO_LATENCY.name + '_count')}[{phase.window}]))"
+        )
+        with_histogram = set(self._vector(promql, phase.end, ("job", "instance", "lun")))
+        small: dict[tuple[str, str], dict[tuple[str, ...], float]] = {}
+        for op in averages.OPS:
+            for part in ("sum", "count"):
+                small[(op, part)] = self._vector(
+                    small_ios(self.goals.selector, op, part, phase.window), phase.end, _DB_LABELS
+                )
+        return JudgedIos(with_histogram, small)
+
     def devices(self, phase: Phase) -> dict[tuple[str, str], str]:
         """(instance, lun) -> the LUN's device, from lunlat_lun_info (none for windows_exporter's
         volumes: lunlat publishes no device there)."""
@@ -270,9 +377,16 @@ class Collector:
         found = self._vector(promql, phase.end, ("instance", "lun", "device"))
         return {(instance, lun): device for instance, lun, device in found}
 
-    def layer_rows(self, layer: Layer, phase: Phase, devices: dict[tuple[str, str], str]) -> list[Row]:
+    def layer_rows(
+        self,
+        layer: Layer,
+        phase: Phase,
+        devices: dict[tuple[str, str], str],
+        judged: JudgedIos | None = None,
+    ) -> list[Row]:
         """A layer's rows of `phase`: the rules' per-LUN rates over the whole phase, times its
-        seconds (the phase's increase)."""
+        seconds (the phase's increase). A host layer's rows judge what `judged` holds where the
+        tier judges small I/Os; a database layer's judge their own average, as the rules do."""
         rows = []
         for op in averages.OPS:
             ops = self._vector(layer.operations(op, phase.window), phase.end, _DB_LABELS)
@@ -284,6 +398,17 @@ class Collector:
                 labels["device"] = devices.get((labels["instance"], labels["lun"]), "")
                 goal, min_iops = self._goal(labels)
                 throughput = moved.get(key)
+                kind: JudgedKind = "database" if isinstance(layer, DbLayer) else self._judge(labels, op)
+                judged_time = judged_operations = None
+                if kind == "small":
+                    if (
+                        judged is None
+                        or (labels["job"], labels["instance"], labels["lun"]) not in judged.with_histogram
+                    ):
+                        kind = "all"  # no histogram of this LUN: every I/O, as the rules fall back
+                    else:
+                        judged_time = judged.small[(op, "sum")].get(key, 0.0) * phase.seconds
+                        judged_operations = judged.small[(op, "count")].get(key, 0.0) * phase.seconds
                 rows.append(
                     Row(
                         phase,
@@ -295,6 +420,9 @@ class Collector:
                         None if throughput is None else throughput * phase.seconds,
                         goal,
                         min_iops,
+                        kind,
+                        judged_time,
+                        judged_operations,
                     )
                 )
         return rows
@@ -351,7 +479,8 @@ class Collector:
         rows: list[Row] = []
         for phase in phases:
             devices = self.devices(phase)
-            for layer in (self.host, *db_layers(self.goals.selector)):
+            rows += self.layer_rows(self.host, phase, devices, self.judged_ios(phase))
+            for layer in db_layers(self.goals.selector):
                 rows += self.layer_rows(layer, phase, devices)
         step = choose_step(end - start)
         latency, iops = self.curves(start, end, step)

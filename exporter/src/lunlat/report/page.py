@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 
+from lunlat import contract
 from lunlat.reference import TOLERANCE_MS, TOLERANCE_SHARE, Comparison
 from lunlat.reference import rows as reference_rows
 from lunlat.report import svg
-from lunlat.report.collect import Collected, Phase, Row
+from lunlat.report.collect import Collected, JudgedKind, Phase, Row
 
 ROLES: tuple[str, ...] = ("data", "log")
 OPS: tuple[str, ...] = ("read", "write")
@@ -44,6 +45,8 @@ table{border-collapse:collapse;margin:.5em 1em 1em 0;display:inline-table;vertic
 th,td{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#f4f4f4}
 td.name,th.name{text-align:left}caption{font-weight:600;text-align:left;padding:2px 0}
 td.within{background:#d9f0d3}td.above{background:#f7c6c6;font-weight:600}td.idle{color:#888}
+td.flagged{background:#fde9c4}.flag{font-size:.8em;color:#8a5a00;margin-left:.3em}th.judged,td.judged{border-left:none}
+.legend{color:#555;font-size:.92em;margin:.2em 0 1em}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}
 .card{border:1px solid #ddd;border-radius:6px;padding:6px}.card h3{font-size:1em;margin:.2em 0}
 svg.plot{width:100%;height:auto;font:10px sans-serif}svg .axis{stroke:#444}svg .grid{stroke:#e4e4e4}
@@ -62,29 +65,72 @@ def _time(at: float) -> str:
     return datetime.fromtimestamp(at).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
+SMALL_KIB = contract.BIO_SMALL_MAX // 1024
+
+
+def judged_words(kind: JudgedKind | None, op: str) -> str:
+    """Which I/Os a row of kind `kind` judges, in words."""
+    return {
+        "small": f"its small {op}s (up to {SMALL_KIB} KiB, from the per-I/O histogram)",
+        "all": f"every {op} (the LUN's average)",
+        "database": f"the {op}s the database counts as its own",
+        "mixed": f"the small {op}s of its LUNs with the per-I/O histogram, every {op} of the others",
+        None: "nothing (not judged)",
+    }[kind]
+
+
 def _cell(row: Row | None) -> str:
+    """The average of every I/O: above the goal while the judged I/Os are not, it is flagged (shown
+    and warned about, never paged, as LunLatencyAverageHigh), coloured and marked apart from a breach."""
     if row is None or row.avg is None:
         return '<td class="idle">&ndash;</td>'
-    verdict = row.breach
-    css = "idle" if verdict is None else "above" if verdict else "within"
+    above = row.average_above_goal
+    flagged = row.flagged
+    css = "idle" if above is None else "flagged" if flagged else "above" if above else "within"
     if row.goal_seconds is None:
         note = f"not judged (no database uses this LUN), {row.iops:.0f} IOPS"
     else:
-        note = f"goal {_ms(row.goal_seconds)} ms, {row.iops:.0f} IOPS" + (
-            " (idle: not judged)" if verdict is None else ""
+        note = f"average of every {row.op}: goal {_ms(row.goal_seconds)} ms, {row.iops:.0f} IOPS" + (
+            " (idle: not judged)" if above is None else ""
         )
-    return f'<td class="{css}" title="{escape(note)}">{_ms(row.avg)}</td>'
+        if flagged:
+            note += (
+                f"; flagged: above the goal while {judged_words(row.judged_kind, row.op)} "
+                + ("are within it" if row.breach is False else "are too few to judge")
+                + ": warned about, not paged"
+            )
+    mark = '<span class="flag">flagged</span>' if flagged else ""
+    return f'<td class="{css}" title="{escape(note)}">{_ms(row.avg)}{mark}</td>'
+
+
+def _judged_cell(row: Row | None) -> str:
+    """The judged figure beside the average: what the breach alerts judge, coloured by their verdict."""
+    if row is None or row.avg is None:
+        return '<td class="judged idle">&ndash;</td>'
+    if row.goal_seconds is None:
+        return '<td class="judged idle" title="not judged (no database uses this LUN)">&ndash;</td>'
+    verdict, judged, iops = row.breach, row.judged_avg, row.judged_iops or 0.0
+    css = "idle" if verdict is None else "above" if verdict else "within"
+    note = (
+        f"judged: {judged_words(row.judged_kind, row.op)}, goal {_ms(row.goal_seconds)} ms, {iops:.0f} IOPS"
+        + (" (below the idle guard: not judged)" if verdict is None else "")
+    )
+    text = "&ndash;" if judged is None else _ms(judged)
+    return f'<td class="judged {css}" title="{escape(note)}">{text}</td>'
 
 
 def cells(rows: Iterable[Row]) -> dict[tuple[str, str, str, str, str], Row]:
     """The reference's cells from the host layer's LUN rows: (phase, workload, database, role, op) ->
-    one Row whose Δ time and Δ operations are its LUNs' sums (Δ time / Δ operations again, weighted)."""
+    one Row whose Δ time and Δ operations are its LUNs' sums (Δ time / Δ operations again, weighted),
+    and so are those of its judged I/Os (each LUN's own: its small I/Os, or every I/O without the
+    histogram; `mixed` when its LUNs differ)."""
     out: dict[tuple[str, str, str, str, str], Row] = {}
     for row in rows:
         labels = row.labels
         if row.layer != "host" or not labels.get("database") or labels.get("role") not in ROLES:
             continue
         key = (row.phase.name, labels.get("workload", ""), labels["database"], labels["role"], row.op)
+        judged = row.judged_totals() or (0.0, 0.0)
         found = out.get(key)
         if found is None:
             cell_labels = {k: labels.get(k, "") for k in ("workload", "database", "role")}
@@ -98,10 +144,17 @@ def cells(rows: Iterable[Row]) -> dict[tuple[str, str, str, str, str], Row]:
                 row.bytes_total,
                 row.goal_seconds,
                 row.min_iops,
+                row.judged_kind,
+                judged[0],
+                judged[1],
             )
         else:
             found.time_total += row.time_total
             found.operations += row.operations
+            found.judged_time = (found.judged_time or 0.0) + judged[0]
+            found.judged_operations = (found.judged_operations or 0.0) + judged[1]
+            if found.judged_kind != row.judged_kind:
+                found.judged_kind = "mixed"
     return out
 
 
@@ -111,18 +164,46 @@ def _reference_tables(phase: Phase, table: dict[tuple[str, str, str, str, str], 
         return "<p>No data or log LUN of a database had I/O in this phase.</p>"
     out = []
     for op in OPS:
-        head = "".join(f"<th>{role} LUNs</th>" for role in ROLES)
+        head = "".join(f'<th>{role} LUNs</th><th class="judged">{role} judged</th>' for role in ROLES)
         body = "".join(
             f'<tr><td class="name">{escape(w)} · {escape(d)}</td>'
-            + "".join(_cell(table.get((phase.name, w, d, role, op))) for role in ROLES)
+            + "".join(
+                _cell(table.get((phase.name, w, d, role, op)))
+                + _judged_cell(table.get((phase.name, w, d, role, op)))
+                for role in ROLES
+            )
             + "</tr>"
             for w, d in keys
         )
         out.append(
-            f'<table class="reference"><caption>Average {op} latency (ms)</caption>'
+            f'<table class="reference"><caption>Average {op} latency (ms), and of the judged {op}s</caption>'
             f'<tr><th class="name">Workload · database</th>{head}</tr>{body}</table>'
         )
     return "".join(out)
+
+
+def legend(phase: Phase, rows: list[Row]) -> str:
+    """What the judged columns of `phase` judge, per op: how many of its host-layer LUNs are judged
+    on which I/Os (the goals' `judge`, and whether the host has the per-I/O histogram)."""
+    parts = []
+    for op in OPS:
+        kinds: dict[JudgedKind | None, int] = {}
+        for row in rows:
+            if row.phase.name == phase.name and row.layer == "host" and row.op == op and row.goal_seconds is not None:
+                kinds[row.judged_kind] = kinds.get(row.judged_kind, 0) + 1
+        if kinds:
+            counted = ", ".join(
+                f"{judged_words(kind, op).removeprefix('its ')} of {n} LUN{'s' if n != 1 else ''}"
+                for kind, n in sorted(kinds.items(), key=lambda k: str(k[0]))
+            )
+            parts.append(f"{op}s: {counted}")
+    if not parts:
+        return ""
+    return (
+        f'<p class="legend">Judged, as the alerts judge it (goals <code>judge</code>): {"; ".join(parts)}. '
+        "Database layers: their own average. An average above its goal while the judged I/Os are within "
+        'it is <span class="flag">flagged</span>: warned about, never paged.</p>'
+    )
 
 
 def _raised(phases: list[Phase], table: dict[tuple[str, str, str, str, str], Row]) -> str:
@@ -158,31 +239,70 @@ def _goal(row: Row) -> float:
     return row.goal_seconds
 
 
+def _where(row: Row) -> str:
+    return (
+        f"{escape(row.phase.name)} · {row.layer} · LUN {escape(row.labels.get('lun', ''))} "
+        f"({escape(row.labels.get('database', '') or 'no database')}, "
+        f"{escape(row.labels.get('role', '') or 'no role')}) · {row.op}"
+    )
+
+
+def _flagged(rows: list[Row], table: dict[tuple[str, str, str, str, str], Row]) -> str:
+    """The averages above their goal whose judged I/Os are not: listed apart from the breaches, since
+    the alerts warn about them and page for none."""
+    cells_ = [c for c in table.values() if c.flagged]
+    luns = [r for r in rows if r.flagged]
+    if not cells_ and not luns:
+        return ""
+    items = [
+        f"<li>{escape(c.phase.name)} · {escape(c.labels['workload'])} · {escape(c.labels['database'])} · "
+        f"{c.labels['role']} LUNs · {c.op}: average {_ms(c.avg)} ms, judged {_ms(c.judged_avg) or '&ndash;'} ms "
+        f"(goal {_ms(_goal(c))} ms)</li>"
+        for c in cells_
+    ]
+    items += [
+        f"<li>{_where(r)}: average {_ms(r.avg)} ms, judged {_ms(r.judged_avg) or '&ndash;'} ms "
+        f"({escape(judged_words(r.judged_kind, r.op))}; goal {_ms(_goal(r))} ms)</li>"
+        for r in sorted(luns, key=lambda r: -(r.avg or 0) / _goal(r))[:30]
+    ]
+    more = len(luns) - 30
+    return (
+        f'<p id="flagged"><span class="flag">flagged</span> {len(cells_)} table cells and {len(luns)} LUN '
+        "averages are above their goal while the I/Os the goal judges are within it (or too few to judge): "
+        "bigger I/Os take longer each; warned about, not paged:</p>"
+        f"<ul>{''.join(items)}</ul>{f'<p>… and {more} more (tables.csv).</p>' if more > 0 else ''}"
+    )
+
+
 def _verdict(rows: list[Row], table: dict[tuple[str, str, str, str, str], Row]) -> str:
+    # The verdict is the alerts' breach: on the judged I/Os (the LUN's small reads where the goal says
+    # so and the host has the per-I/O histogram), the flagged averages listed beside it.
     bad_cells = [c for c in table.values() if c.breach]
     bad_rows = [r for r in rows if r.breach]
+    flagged = _flagged(rows, table)
     if not bad_cells and not bad_rows:
         judged = sum(1 for r in rows if r.breach is not None)
         return (
-            '<div class="verdict ok" id="verdict"><strong>Every average is within its goal: yes.</strong> '
-            f"({judged} LUN averages and {len(table)} table cells; idle ones are not judged.)</div>"
+            '<div class="verdict ok" id="verdict"><strong>Every judged latency is within its goal: yes.</strong> '
+            f"({judged} LUN rows and {len(table)} table cells; idle ones are not judged.){flagged}</div>"
         )
     items = [
         f"<li>{escape(c.phase.name)} · {escape(c.labels['workload'])} · {escape(c.labels['database'])} · "
-        f"{c.labels['role']} LUNs · {c.op}: {_ms(c.avg)} ms (goal {_ms(_goal(c))} ms)</li>"
+        f"{c.labels['role']} LUNs · {c.op}: {_ms(c.judged_avg)} ms (goal {_ms(_goal(c))} ms; "
+        f"{escape(judged_words(c.judged_kind, c.op))})</li>"
         for c in bad_cells
     ]
     items += [
-        f"<li>{escape(r.phase.name)} · {r.layer} · LUN {escape(r.labels.get('lun', ''))} "
-        f"({escape(r.labels.get('database', '') or 'no database')}, {escape(r.labels.get('role', '') or 'no role')}) · "
-        f"{r.op}: {_ms(r.avg)} ms (goal {_ms(_goal(r))} ms)</li>"
-        for r in sorted(bad_rows, key=lambda r: -(r.avg or 0) / _goal(r))[:30]
+        f"<li>{_where(r)}: {_ms(r.judged_avg)} ms (goal {_ms(_goal(r))} ms; "
+        f"{escape(judged_words(r.judged_kind, r.op))})</li>"
+        for r in sorted(bad_rows, key=lambda r: -(r.judged_avg or 0) / _goal(r))[:30]
     ]
     more = len(bad_rows) - 30
     return (
-        '<div class="verdict bad" id="verdict"><strong>Every average is within its goal: no.</strong> '
-        f"{len(bad_cells)} table cells and {len(bad_rows)} LUN averages are above their goal:"
-        f"<ul>{''.join(items)}</ul>{f'<p>… and {more} more LUN averages (tables.csv).</p>' if more > 0 else ''}</div>"
+        '<div class="verdict bad" id="verdict"><strong>Every judged latency is within its goal: no.</strong> '
+        f"{len(bad_cells)} table cells and {len(bad_rows)} LUN rows are above their goal on the I/Os it judges:"
+        f"<ul>{''.join(items)}</ul>{f'<p>… and {more} more LUN rows (tables.csv).</p>' if more > 0 else ''}"
+        f"{flagged}</div>"
     )
 
 
@@ -191,14 +311,16 @@ def _lun_key(row: Row) -> tuple[str, str]:
 
 
 def worst_first(rows: list[Row]) -> list[tuple[str, str]]:
-    """The host layer's LUNs, worst first: highest average / goal in any phase."""
-    score: dict[tuple[str, str], float] = {}
+    """The host layer's LUNs, worst first: highest judged latency / goal in any phase (what pages
+    first), then highest average / goal (what is flagged)."""
+    score: dict[tuple[str, str], tuple[float, float]] = {}
     for row in rows:
         if row.layer == "host":
             # A LUN no goal judges sorts after every judged one.
-            ratio = 0.0 if row.goal_seconds is None else (row.avg or 0.0) / row.goal_seconds
-            score[_lun_key(row)] = max(ratio, score.get(_lun_key(row), 0.0))
-    return sorted(score, key=lambda k: (-score[k], k))
+            goal = row.goal_seconds
+            ratio = (0.0, 0.0) if goal is None else ((row.judged_avg or 0.0) / goal, (row.avg or 0.0) / goal)
+            score[_lun_key(row)] = max(ratio, score.get(_lun_key(row), (0.0, 0.0)))
+    return sorted(score, key=lambda k: (-score[k][0], -score[k][1], k))
 
 
 def _lun_table(order: list[tuple[str, str]], rows: list[Row], phases: list[Phase]) -> str:
@@ -209,7 +331,9 @@ def _lun_table(order: list[tuple[str, str]], rows: list[Row], phases: list[Phase
     head = (
         '<tr><th class="name">LUN</th><th class="name">device</th><th class="name">instance</th>'
         '<th class="name">database</th><th class="name">role</th><th class="name">workload</th>'
-        + "".join(f"<th>{escape(p.name)} {op}</th>" for p in phases for op in OPS)
+        + "".join(
+            f'<th>{escape(p.name)} {op}</th><th class="judged">judged</th>' for p in phases for op in OPS
+        )
         + "</tr>"
     )
 
@@ -220,10 +344,15 @@ def _lun_table(order: list[tuple[str, str]], rows: list[Row], phases: list[Phase
             f'<td class="name">{escape(labels.get(k, ""))}</td>'
             for k in ("lun", "device", "instance", "database", "role", "workload")
         )
-        return f"<tr>{names}{''.join(_cell(found.get((p.name, op))) for p in phases for op in OPS)}</tr>"
+        tds = "".join(
+            _cell(found.get((p.name, op))) + _judged_cell(found.get((p.name, op)))
+            for p in phases
+            for op in OPS
+        )
+        return f"<tr>{names}{tds}</tr>"
 
     shown, rest = order[:LUN_ROWS_OPEN], order[LUN_ROWS_OPEN:]
-    out = f'<table class="luns"><caption>Host layer, average latency (ms), worst first</caption>{head}{"".join(line(k) for k in shown)}</table>'
+    out = f'<table class="luns"><caption>Host layer, average and judged latency (ms), worst first</caption>{head}{"".join(line(k) for k in shown)}</table>'
     if rest:
         out += (
             f"<details><summary>{len(rest)} more LUNs</summary>"
@@ -286,6 +415,7 @@ def render(data: Collected, title: str, source: str, comparisons: list[Compariso
             f'<h2 class="phase">{escape(phase.name)}: {_time(phase.start)} &ndash; {_time(phase.end)}</h2>'
         )
         parts.append(_reference_tables(phase, table))
+        parts.append(legend(phase, data.rows))
         if comparisons is not None:
             parts.append(_versus_reference(phase, comparisons))
     if len(data.phases) > 1:
