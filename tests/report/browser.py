@@ -82,9 +82,35 @@ class Page:
 
     @property
     def phase_sections(self) -> list[dict[str, dict[tuple[str, str, str], str]]]:
-        """Per phase heading, in order: op -> (workload, database, role) -> the cell's text (ms)."""
+        """Per phase heading, in order: op -> (workload, database, role) -> the average cell's own
+        text (ms, without its "flagged" mark)."""
+        return [
+            {op: {k: _own_text(td) for k, td in c.items()} for op, c in s.items()} for s in self._cells(False)
+        ]
+
+    @property
+    def judged_sections(self) -> list[dict[str, dict[tuple[str, str, str], str]]]:
+        """Per phase heading, in order: op -> (workload, database, role) -> the judged cell's text (ms)."""
+        return [
+            {op: {k: _own_text(td) for k, td in c.items()} for op, c in s.items()} for s in self._cells(True)
+        ]
+
+    def cell_classes(self, judged: bool) -> list[dict[str, dict[tuple[str, str, str], set[str]]]]:
+        """As phase_sections (judged: judged_sections), each cell's CSS classes (within, above,
+        flagged, idle)."""
+        return [
+            {op: {k: td.classes for k, td in c.items()} for op, c in s.items()} for s in self._cells(judged)
+        ]
+
+    @property
+    def legends(self) -> list[str]:
+        return [p.all_text() for p in self.root.find("p", "legend")]
+
+    def _cells(self, judged: bool) -> list[dict[str, dict[tuple[str, str, str], Node]]]:
+        """Per phase heading: op -> (workload, database, role) -> the <td> of its average (or, with
+        `judged`, of its judged figure); cells without a figure left out."""
         body = self.root.find("body")[0]
-        sections: list[dict[str, dict[tuple[str, str, str], str]]] = []
+        sections: list[dict[str, dict[tuple[str, str, str], Node]]] = []
         for node in body.children:
             if node.tag == "h2":
                 if "phase" in node.classes:
@@ -94,14 +120,15 @@ class Page:
                     break
             if sections and node.tag == "table" and "reference" in node.classes:
                 op = node.find("caption")[0].all_text().split()[1]
-                roles = [th.all_text().split()[0] for th in node.find("th")[1:]]
-                cells: dict[tuple[str, str, str], str] = {}
+                # Each role's average column, then its judged one (class "judged").
+                columns = [(th.all_text().split()[0], "judged" in th.classes) for th in node.find("th")[1:]]
+                cells: dict[tuple[str, str, str], Node] = {}
                 for tr in node.find("tr")[1:]:
                     tds = tr.find("td")
                     workload, database = tds[0].all_text().split(" · ", 1)
-                    for role, td in zip(roles, tds[1:], strict=True):
-                        if td.all_text() != "\u2013":
-                            cells[(workload, database, role)] = td.all_text()
+                    for (role, is_judged), td in zip(columns, tds[1:], strict=True):
+                        if is_judged == judged and _own_text(td) != "\u2013":
+                            cells[(workload, database, role)] = td
                 sections[-1][op] = cells
         return sections
 
@@ -109,6 +136,11 @@ class Page:
     def first_lun(self) -> str:
         table = self.root.find("table", "luns")[0]
         return table.find("tr")[1].find("td")[0].all_text()
+
+
+def _own_text(node: Node) -> str:
+    """A cell's own text: its number, without the marks in its children (the "flagged" span)."""
+    return "".join(node.text).strip()
 
 
 def open_page(path: Path) -> Page:

@@ -95,6 +95,9 @@ LUNS: tuple[Lun, ...] = (
         ((20, 0.002, 20, 0.0008), (20, 0.002, 20, 0.0008), (20, 0.002, 20, 0.0008)),
     ),
 )
+# The one LUN with the per-I/O histogram (its reads, with lunlat's own host layer): the others have none,
+# so their judged figure is their average whatever the goals' `judge` says.
+HISTOGRAM_LUN = LUNS[0]
 # What the database layer adds to the host's latency (its own view includes more of the stack).
 DB_EXTRA_SECONDS = 0.0001
 # The per-I/O histogram of ora_data reads: share of I/Os per bucket bound, the same in each phase.
@@ -308,14 +311,16 @@ def openmetrics(start: int, host: str = "lunlat") -> str:
                 if lun.engine == engine
             ]
             family(spec.name, "counter", series)
-    # The per-I/O histogram of ora_data's reads (host layer).
-    lun = LUNS[0]
+    # The per-I/O histogram of ora_data's reads (host layer): every read is IO_BYTES (8 KiB), so all
+    # are in the small size class, their sum the LUN's read time (the judged reads are every read).
+    lun = HISTOGRAM_LUN
     reads = counter(lun, start, "reads")
     if host == "lunlat":
         name = contract.DEVICE_IO_LATENCY.name
         out.append(f"# TYPE {name} histogram")
-        base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read")
-        out.extend(_histogram(name, base, HISTOGRAM_SHARES, reads))
+        size = contract.BIO_SIZES[0] if IO_BYTES <= contract.BIO_SMALL_MAX else contract.BIO_SIZES[-1]
+        base = _labels(job=JOB, instance=INSTANCE, lun=lun.lun, device=lun.device, op="read", size=size)
+        out.extend(_histogram(name, base, HISTOGRAM_SHARES, reads, counter(lun, start, "read_time")))
     # Oracle's wait-event histogram ('db file sequential read', µs power-of-two buckets in seconds).
     name = oracle_metrics.ORACLE_WAIT_DURATION.name
     out.append(f"# TYPE {name} histogram")
@@ -335,10 +340,14 @@ def openmetrics(start: int, host: str = "lunlat") -> str:
 
 
 def _histogram(
-    name: str, base: str, shares: Sequence[tuple[float, float]], counts: Sequence[tuple[int, float]]
+    name: str,
+    base: str,
+    shares: Sequence[tuple[float, float]],
+    counts: Sequence[tuple[int, float]],
+    sums: Sequence[tuple[int, float]] | None = None,
 ) -> list[str]:
-    """A histogram's samples over time: each bucket its cumulative share of the count, _sum at
-    0.5 ms per observation."""
+    """A histogram's samples over time: each bucket its cumulative share of the count, _sum `sums`
+    (at the same times), 0.5 ms per observation without them."""
     lines: list[str] = []
     cumulative = 0.0
     for bound, share in (*shares, (float("inf"), 0.0)):
@@ -346,5 +355,7 @@ def _histogram(
         le = "+Inf" if bound == float("inf") else repr(bound)
         lines.extend(f'{name}_bucket{{{base},le="{le}"}} {round(v * cumulative)!r} {t}' for t, v in counts)
     lines.extend(f"{name}_count{{{base}}} {v!r} {t}" for t, v in counts)
-    lines.extend(f"{name}_sum{{{base}}} {v * 0.0005!r} {t}" for t, v in counts)
+    if sums is None:
+        sums = [(t, v * 0.0005) for t, v in counts]
+    lines.extend(f"{name}_sum{{{base}}} {v!r} {t}" for t, v in sums)
     return lines

@@ -125,11 +125,31 @@ def test_every_host_row_is_the_injected_latency_and_a_direct_promql_average(
         found = goals.judged({"workload": lun.workload, "database": lun.database, "role": lun.role})
         if found is None:
             assert not lun.role and row["goal_seconds"] == "" and row["breach"] == ""
+            assert row["judged_io"] == row["judged_latency_seconds"] == row["average_above_goal"] == ""
             continue
         goal_ms, min_iops = found
         assert float(row["goal_seconds"]) == goal_ms / 1000
         judged = iops >= min_iops
-        assert row["breach"] == ("" if not judged else "yes" if latency > goal_ms / 1000 else "no")
+        above = "" if not judged else "yes" if latency > goal_ms / 1000 else "no"
+        # Every read of the histogram's LUN is 8 KiB, small, so its judged reads are all its reads;
+        # every other LUN has no histogram: judged on every I/O, the average, whatever the goals ask.
+        wanted = goals.tier({"workload": lun.workload, "database": lun.database, "role": lun.role})
+        with_histogram = lun.lun == synthetic.HISTOGRAM_LUN.lun
+        kind = wanted.judged_io(row["op"]) if with_histogram else "all"
+        assert row["judged_io"] == kind
+        assert float(row["judged_latency_seconds"]) == pytest.approx(latency, rel=1e-9)
+        assert float(row["judged_iops"]) == pytest.approx(iops, rel=1e-9)
+        assert row["breach"] == row["average_above_goal"] == above
+        if kind == "small":  # the histogram's small class over the phase, read directly
+            small = f'{selector[:-1]}, op="{row["op"]}", size="small"}}'
+            name = contract.DEVICE_IO_LATENCY.name
+            direct = stack.api.query(
+                f"increase({name}_sum{small}[{end - begin}s]) / increase({name}_count{small}[{end - begin}s])",
+                at=end,
+            )
+            assert float(direct[0]["value"][1]) == pytest.approx(
+                float(row["judged_latency_seconds"]), rel=1e-12
+            )
 
 
 def test_database_layer_rows(stack: Stack, report: Path) -> None:
@@ -147,6 +167,8 @@ def test_database_layer_rows(stack: Stack, report: Path) -> None:
             latency + synthetic.DB_EXTRA_SECONDS, rel=1e-9
         )
         assert float(row["iops"]) == pytest.approx(iops, rel=1e-9)
+        # A database layer judges its own average (its engine's judged files), as the rules do.
+        assert row["judged_io"] == "database" and row["judged_latency_seconds"] == row["avg_latency_seconds"]
         # Oracle's V$IOSTAT_FILE megabytes are too coarse: no throughput; SQL Server's bytes are there.
         assert (row["throughput_bytes"] == "") == (lun.engine == "oracle")
 
@@ -156,7 +178,9 @@ def test_page_tables_match_the_reference_query(stack: Stack, report: Path) -> No
     LUNs of that workload x database x role), and the injected latency."""
     page = open_page(report / "index.html")
     info = 'lunlat_lun_info{job="lunlat", kind="lun", role=~"data|log"}'
-    for (name, begin, end), section in zip(synthetic.bounds(stack.start), page.phase_sections, strict=True):
+    for (name, begin, end), section, judged_section in zip(
+        synthetic.bounds(stack.start), page.phase_sections, page.judged_sections, strict=True
+    ):
         for op in ("read", "write"):
             promql = averages.average_latency(
                 op, lambda m: f'{m}{{job="lunlat"}}', info, f"{end - begin}s", averages.ROLE_LABELS
@@ -165,10 +189,12 @@ def test_page_tables_match_the_reference_query(stack: Stack, report: Path) -> No
                 (r["metric"]["workload"], r["metric"]["database"], r["metric"]["role"]): float(r["value"][1])
                 for r in stack.api.query(promql, at=end)
             }
-            shown = section[op]
-            assert set(shown) == set(expected), name
+            shown, judged = section[op], judged_section[op]
+            assert set(shown) == set(expected) == set(judged), name
             for key, value in expected.items():
                 assert shown[key] == f"{value * 1000:.2f}", (name, op, key)
+                # No LUN of these mixes sizes: the judged I/Os' average is the average.
+                assert judged[key] == shown[key], (name, op, key)
     # The verdict names the breaching cell: SQL Server 1 data reads at 1.5 ms with DSS and snapshots.
     assert "within its goal: no" in page.verdict
     assert "oltp+dss+snapshot · oltp · SQL Server 1 · data LUNs · read: 1.50 ms" in page.verdict
