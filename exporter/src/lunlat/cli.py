@@ -196,7 +196,8 @@ def _report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         help="the reference tables per phase, as CSV and a self-contained HTML page",
         description=(
             "Read lunlat's series from Prometheus over a time range and write DIR/tables.csv (average "
-            "latency, IOPS, throughput per phase, layer, LUN and op, against the goal) and DIR/index.html "
+            "latency, IOPS, throughput per phase, layer, LUN and op, and the latency of the I/Os the goals "
+            "judge, against the goal, as the alerts judge it) and DIR/index.html "
             "(verdict, the reference's tables per phase, plots). Times: RFC 3339 or Unix seconds."
         ),
     )

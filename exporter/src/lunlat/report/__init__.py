@@ -25,7 +25,7 @@ from lunlat.report.collect import CSV_COLUMNS, Collected, Collector, parse_phase
 from lunlat.report.page import cells, render
 
 EXIT_USAGE = 2
-DEFAULT_TITLE = "lunlat report: average latency per LUN against the goal"
+DEFAULT_TITLE = "lunlat report: average and judged latency per LUN against the goal"
 
 
 class Progress:

@@ -189,7 +189,12 @@ def legend(phase: Phase, rows: list[Row]) -> str:
     for op in OPS:
         kinds: dict[JudgedKind | None, int] = {}
         for row in rows:
-            if row.phase.name == phase.name and row.layer == "host" and row.op == op and row.goal_seconds is not None:
+            if (
+                row.phase.name == phase.name
+                and row.layer == "host"
+                and row.op == op
+                and row.goal_seconds is not None
+            ):
                 kinds[row.judged_kind] = kinds.get(row.judged_kind, 0) + 1
         if kinds:
             counted = ", ".join(
@@ -247,6 +252,14 @@ def _where(row: Row) -> str:
     )
 
 
+def _judged_text(row: Row) -> str:
+    """'judged 0.40 ms', or why nothing was judged (the idle guard counts the judged I/Os only)."""
+    if row.judged_avg is None:
+        return "no judged I/O"
+    idle = " (below the idle guard: not judged)" if row.breach is None else ""
+    return f"judged {_ms(row.judged_avg)} ms{idle}"
+
+
 def _flagged(rows: list[Row], table: dict[tuple[str, str, str, str, str], Row]) -> str:
     """The averages above their goal whose judged I/Os are not: listed apart from the breaches, since
     the alerts warn about them and page for none."""
@@ -256,12 +269,11 @@ def _flagged(rows: list[Row], table: dict[tuple[str, str, str, str, str], Row]) 
         return ""
     items = [
         f"<li>{escape(c.phase.name)} · {escape(c.labels['workload'])} · {escape(c.labels['database'])} · "
-        f"{c.labels['role']} LUNs · {c.op}: average {_ms(c.avg)} ms, judged {_ms(c.judged_avg) or '&ndash;'} ms "
-        f"(goal {_ms(_goal(c))} ms)</li>"
+        f"{c.labels['role']} LUNs · {c.op}: average {_ms(c.avg)} ms, {_judged_text(c)} (goal {_ms(_goal(c))} ms)</li>"
         for c in cells_
     ]
     items += [
-        f"<li>{_where(r)}: average {_ms(r.avg)} ms, judged {_ms(r.judged_avg) or '&ndash;'} ms "
+        f"<li>{_where(r)}: average {_ms(r.avg)} ms, {_judged_text(r)} "
         f"({escape(judged_words(r.judged_kind, r.op))}; goal {_ms(_goal(r))} ms)</li>"
         for r in sorted(luns, key=lambda r: -(r.avg or 0) / _goal(r))[:30]
     ]
