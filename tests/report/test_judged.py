@@ -220,12 +220,24 @@ def test_page_shows_the_judged_figure_beside_the_average(report: Report) -> None
     # The flagged average is marked in words, not by colour alone.
     marks = [n for n in page.root.find("span", "flag") if n.all_text() == "flagged"]
     assert marks
-    # A legend under each phase's tables says what the judged column judges, per op.
+    # A legend under each phase's tables says what the judged column judges, per op: how many LUNs
+    # with I/O of that op on their small I/Os, how many on every I/O.
     assert len(page.legends) == len(mixed_sizes.PHASES)
     small_kib = contract.BIO_SMALL_MAX // 1024
-    for legend in page.legends:
-        assert f"small reads (up to {small_kib} KiB, from the per-I/O histogram) of 2 LUNs" in legend
-        assert "every read (the LUN's average) of 1 LUN" in legend and "every write" in legend
+    words = {
+        "small": f"small {{op}}s (up to {small_kib} KiB, from the per-I/O histogram)",
+        "all": "every {op} (the LUN's average)",
+    }
+    for phase, legend in zip(mixed_sizes.PHASES, page.legends, strict=True):
+        for op in ("read", "write"):
+            kinds = [expected(goals, lun, phase, op).kind for lun in mixed_sizes.LUNS if lun.ios(phase, op)]
+            for kind in set(kinds):
+                n = kinds.count(kind)
+                phrase = f"{words[kind].format(op=op)} of {n} LUN{'s' if n != 1 else ''}"
+                assert phrase in legend, (phase, op, legend)
+        assert {"small", "all"} <= {
+            expected(goals, lun, phase, "read").kind for lun in mixed_sizes.LUNS
+        }  # the data set shows both kinds
     # The verdict: the LUN without histogram breaches; the scans' blend is flagged, not a breach.
     assert "within its goal: no" in page.verdict
     listed = next(n for n in page.root.walk() if n.attrs.get("id") == "flagged").all_text()

@@ -189,11 +189,13 @@ def legend(phase: Phase, rows: list[Row]) -> str:
     for op in OPS:
         kinds: dict[JudgedKind | None, int] = {}
         for row in rows:
+            # LUNs with I/O of this op in the phase only: one without has nothing judged to describe.
             if (
                 row.phase.name == phase.name
                 and row.layer == "host"
                 and row.op == op
                 and row.goal_seconds is not None
+                and row.operations > 0
             ):
                 kinds[row.judged_kind] = kinds.get(row.judged_kind, 0) + 1
         if kinds:
