@@ -51,6 +51,7 @@ import mmap
 import os
 import random
 import re
+import shutil
 import statistics
 import tempfile
 import textwrap
@@ -241,6 +242,7 @@ def blend_lab() -> Iterator[LabState]:
         yield commands.phase(state_dir, "blend")
     finally:
         commands.down(state_dir)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
