@@ -70,6 +70,11 @@ class PromApi:
         vmalert's /api/v1/alerts."""
         return list(self._get("/api/v1/alerts", [])["alerts"] or [])
 
+    def rule_groups(self) -> list[dict[str, Any]]:
+        """The rule groups this server evaluates, each with its rules and `lastEvaluation` (RFC 3339):
+        /api/v1/rules."""
+        return list(self._get("/api/v1/rules", [])["groups"])
+
     def target_metadata(self, metric: str) -> list[dict[str, Any]]:
         """What the targets' scrapes said of `metric` (its HELP, TYPE and UNIT), keyed by the name
         the exposition gave the family: /api/v1/targets/metadata."""

@@ -194,6 +194,8 @@ class AlertingStack:
     workdir: Path
     exporter_config: Path
     webhook_url: str
+    # More flags for `lunlat serve`, e.g. ("--collector.biolatency",).
+    exporter_args: tuple[str, ...] = ()
     processes: list[ExporterProcess] = field(default_factory=list)
     alertmanager: ExporterProcess = field(init=False)
     exporter: ExporterProcess = field(init=False)
@@ -229,6 +231,7 @@ class AlertingStack:
                 "serve",
                 f"--web.listen-address={LOOPBACK}:0",
                 f"--config.file={self.exporter_config}",
+                *self.exporter_args,
             ],
             "lunlat",
             port_pattern=True,
