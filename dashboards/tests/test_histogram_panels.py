@@ -22,13 +22,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dashboards.tests import boards
+from dashboards.tests.stepping import SteppingSource
 from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.model import Family, LabelSet
@@ -63,29 +64,10 @@ SLOW = Lun("slow_lun", "vdy", "DB2", "log", {"read": {0.003: 500}})
 LUNS = (TAIL, SLOW)
 
 
-@dataclass
-class HistogramSource:
+class HistogramSource(SteppingSource):
     """A source publishing LUNS in the contract's families, one step of I/Os more per collection."""
 
-    steps: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def name(self) -> str:
-        return "synthetic"
-
-    @property
-    def error_reasons(self) -> tuple[str, ...]:
-        return ()
-
-    @property
-    def timeout(self) -> float | None:
-        return None
-
-    def collect(self) -> SourceResult:
-        with self._lock:
-            self.steps += 1
-            k = self.steps
+    def families(self, k: int) -> SourceResult:
         info = Family(contract.LUN_INFO)
         counters = {
             spec.name: Family(spec)

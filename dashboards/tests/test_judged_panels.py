@@ -29,13 +29,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dashboards.tests import boards, lint
+from dashboards.tests.stepping import SteppingSource
 from lunlat import contract, recorded
 from lunlat.exposition import format_value
 from lunlat.goals import Goals, duration_seconds, load_goals, parse_goals
@@ -116,29 +117,10 @@ def _total(ios: tuple[Io, ...], what: str) -> float:
     )
 
 
-@dataclass
-class SizedSource:
+class SizedSource(SteppingSource):
     """A source publishing LUNS in the contract's families, one step of I/Os more per collection."""
 
-    steps: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def name(self) -> str:
-        return "synthetic"
-
-    @property
-    def error_reasons(self) -> tuple[str, ...]:
-        return ()
-
-    @property
-    def timeout(self) -> float | None:
-        return None
-
-    def collect(self) -> SourceResult:
-        with self._lock:
-            self.steps += 1
-            k = self.steps
+    def families(self, k: int) -> SourceResult:
         info = Family(contract.LUN_INFO)
         specs = {
             "read": (contract.DEVICE_READS, contract.DEVICE_READ_TIME, contract.DEVICE_READ_BYTES),

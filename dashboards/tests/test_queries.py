@@ -33,6 +33,7 @@ from dashboards.tests.datastack import (
 )
 from lunlat import contract, recorded
 from lunlat.engines.registry import ENGINES
+from lunlat.goals import load_goals
 from lunlat.sources import biolatency
 from tests import prometheus
 from tests.labhost import lab_skip_reason, memory_backed_dir
@@ -273,12 +274,20 @@ def test_db_and_host_layer_meet_on_the_same_lun(data: DashboardData) -> None:
 
 def test_the_breaching_lun_s_histogram_puts_its_reads_above_the_goal(data: DashboardData) -> None:
     """The breaching LUN (2 ms against the 1 ms goal) through the whole chain: kernel tracepoints,
-    bpftrace, the exporter's buckets, the rules' share and p99; a LUN at its baseline stays below."""
+    bpftrace, the exporter's buckets, the rules' share and p99; an OLTP data LUN at its baseline
+    (no scans beside it) stays below the share that opens the tail alert (goals `tail`)."""
     lun = data.devices[BREACH_LUN]
     share = recorded.IO_ABOVE_GOAL_RATIO.format(window=recorded.BREACH_WINDOW)
     p99 = recorded.IO_LATENCY_QUANTILE.format(window=recorded.BREACH_WINDOW)
     got = data.api.values(f'{share}{{lun="{lun}", op="read"}}', "lun")
     assert got and got[lun] > 0.5, got
+    limit = load_goals(boards.REPO / "alerts" / "goals.yaml").tail.above_percent / 100
+    baseline = sorted(_lab_workload_luns("oltp") - _lab_workload_luns("dss") - {BREACH_LUN})
+    assert baseline, "the lab no longer has an OLTP data LUN without scans"
+    for name in baseline:
+        device = data.devices[name]
+        calm = data.api.values(f'{share}{{lun="{device}", op="read"}}', "lun")
+        assert calm and calm[device] < limit, (name, calm)
     quantile = data.api.values(f'{p99}{{lun="{lun}", op="read", quantile="0.99"}}', "lun")
     assert quantile and quantile[lun] > contract.DEFAULT_GOAL_SECONDS, quantile
     buckets = data.api.query(f'{contract.DEVICE_IO_LATENCY.name}_bucket{{lun="{lun}", op="read"}}')

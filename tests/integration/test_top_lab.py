@@ -1,5 +1,5 @@
-"""`lunlat top` on the lab's latency-controlled LUNs: the latency set is the latency shown, on the
-LUN the config labels."""
+"""`lunlat top` on the lab's latency-controlled LUNs: each LUN shows a latency near the one the lab
+sets (3 ms and 0.5 ms, plus what a busy shared host adds), on the LUN the config labels."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def lab_dir(tmp_path: Path) -> Iterator[Path]:
         commands.down(state_dir)
 
 
-def test_top_shows_the_latency_the_lab_sets(tmp_path: Path, lab_dir: Path) -> None:
+def test_top_shows_each_lun_near_the_latency_the_lab_sets(tmp_path: Path, lab_dir: Path) -> None:
     config = tmp_path / "lab.yaml"
     config.write_text(textwrap.dedent(LAB))
     state = commands.up(config, lab_dir)

@@ -107,7 +107,7 @@ def mounted(lab: LabState) -> Iterator[dict[str, Path]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_data_and_wal_on_two_luns_agree_with_their_host_layer(
+def test_data_and_wal_on_two_luns_wait_at_least_what_their_host_layer_shows(
     lab: LabState, mounted: dict[str, Path]
 ) -> None:
     from lunlat.dbfiles import DbLunLabels, FileLocator  # noqa: PLC0415
