@@ -162,6 +162,7 @@ def test_lun_info_labels_of_a_multipath_map(host: FakeHost) -> None:
         "device": "dm-3",
         "wwid": DATA_WWID,
         "naa": DATA_WWID[1:],  # the NAA without scsi_id's type digit 3
+        "array": contract.ARRAY_UNKNOWN,  # a NetApp NAA names no array (arrayid.py)
         "vendor": "NETAPP",
         "model": "LUN C-Mode",
         "paths": "sdb,sdc,sdd,sde",

@@ -30,7 +30,7 @@ def test_device_filter(include: str | None, exclude: str | None, name: str, igno
 
 
 def test_both_host_sources_use_the_one_filter_and_lun_info_shape() -> None:
-    # The copies are gone: neither module compiles the regexes or spells the 11 labels itself.
+    # The copies are gone: neither module compiles the regexes or spells the labels itself.
     for module in (diskstats, psutil_disks):
         text = Path(module.__file__ or "").read_text()
         assert "config.include" not in text and "config.exclude" not in text, module.__name__
@@ -44,6 +44,7 @@ def test_lun_info_names_the_contract_labels() -> None:
     assert value == 1
     assert labels.as_dict() == {
         **dict.fromkeys(contract.LUN_INFO_LABELS, ""),
+        "array": contract.ARRAY_UNKNOWN,  # never empty: no array named is said so
         "lun": "lun1",
         "device": "sdb",
         "database": "ORCL",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, create_model, field_validator, model_validator
 
-from lunlat.contract import Role
+from lunlat.contract import ARRAY_UNKNOWN, Role
 from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.engine import Engine
 from lunlat.engines.registry import ENGINES
@@ -136,11 +136,26 @@ class LunEntry(Strict):
     database: str | None = None
     role: Role | None = None
     workload: str | None = None
+    array: str | None = Field(
+        default=None,
+        max_length=128,
+        description="The array serving the LUN, as you name it (lunlat_lun_info's `array`): wins over "
+        "what the LUN's WWID says (arrayid.py).",
+    )
+
+    @field_validator("array")
+    @classmethod
+    def _array(cls, value: str | None) -> str | None:
+        # "unknown" is what lunlat_lun_info says of a LUN whose array nobody named: a user's array of
+        # that name would be left out by every rule that groups LUNs by array.
+        if value is not None and (not value.strip() or value.strip() == ARRAY_UNKNOWN):
+            raise ValueError(f"must name the array (not empty, not {quote(ARRAY_UNKNOWN)})")
+        return value.strip() if value is not None else None
 
     @model_validator(mode="after")
     def _labels_something(self) -> LunEntry:
-        if self.database is None and self.role is None and self.workload is None:
-            raise ValueError("an entry must set at least one of database, role, workload")
+        if self.database is None and self.role is None and self.workload is None and self.array is None:
+            raise ValueError("an entry must set at least one of database, role, workload, array")
         return self
 
 

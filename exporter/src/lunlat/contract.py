@@ -29,11 +29,16 @@ assert sorted(ROLE_PRIORITY) == sorted(ROLES), "ROLE_PRIORITY must order every r
 KINDS: tuple[str, ...] = ("lun", "path", "partition")
 
 DEVICE_LABELS: tuple[str, ...] = ("lun", "device")
+# lunlat_lun_info's `array` when neither the LUN's `luns:` entry nor its world-wide identifier names
+# the array serving it (arrayid.py): one explicit value, so a rule grouping LUNs by array can leave
+# these out (`array!="unknown"`) instead of lumping every unidentified LUN into one "array".
+ARRAY_UNKNOWN = "unknown"
 LUN_INFO_LABELS: tuple[str, ...] = (
     "lun",
     "device",
     "wwid",
     "naa",
+    "array",
     "vendor",
     "model",
     "paths",
@@ -175,7 +180,8 @@ BIO_METRICS: tuple[MetricSpec, ...] = (DEVICE_IO_LATENCY, DEVICE_IO_QUEUE_TIME)
 LUN_INFO = MetricSpec(
     "lunlat_lun_info",
     "gauge",
-    "Identity and role of a block device: join on (lun, device) with group_left to label its counters.",
+    'Identity and role of a block device, and the array serving it (`array`, "unknown" when neither '
+    "the config nor its WWID names one): join on (lun, device) with group_left to label its counters.",
     LUN_INFO_LABELS,
 )
 

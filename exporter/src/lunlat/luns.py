@@ -16,6 +16,7 @@ class LunLabels:
     database: str = ""
     role: str = ""
     workload: str = ""
+    array: str = ""  # the `luns:` entry's `array:`; lunlat_lun_info's `array` is arrayid.label of it
 
     def fill(self, entry: LunEntry) -> LunLabels:
         """Keep what is set; take from `entry` what is not (first matching entry wins, per label)."""
@@ -23,12 +24,16 @@ class LunLabels:
             self.database or (entry.database or ""),
             self.role or (entry.role or ""),
             self.workload or (entry.workload or ""),
+            self.array or (entry.array or ""),
         )
 
     def merge(self, other: LunLabels) -> LunLabels:
         """Keep what is set; take the rest from `other`."""
         return LunLabels(
-            self.database or other.database, self.role or other.role, self.workload or other.workload
+            self.database or other.database,
+            self.role or other.role,
+            self.workload or other.workload,
+            self.array or other.array,
         )
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from pathlib import Path
 
-from lunlat import contract, logs
+from lunlat import arrayid, contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
@@ -52,6 +52,7 @@ from lunlat.sources.published import PublishedDevice, PublishedDevices
 from lunlat.topology import (
     BlockDevice,
     LunView,
+    lower_chain,
     path_state_file,
     read_block_device,
     read_block_devices,
@@ -629,6 +630,11 @@ class DiskstatsSource:
                 device=view.device,
                 wwid=view.wwid,
                 naa=naa(view.wwid),
+                array=arrayid.label(
+                    extra.array,
+                    view.wwid,
+                    (views[n].wwid for n in lower_chain(devices, name)[1:] if n in views),
+                ),
                 vendor=view.vendor,
                 model=view.model,
                 paths=view.paths,

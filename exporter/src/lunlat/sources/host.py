@@ -66,6 +66,7 @@ class LunInfo(NamedTuple):
     device: str
     wwid: str = ""
     naa: str = ""  # the NAA designator, lowercase hex (luns.naa): joins the array's own exporters
+    array: str = contract.ARRAY_UNKNOWN  # the array serving the LUN: `luns:` entry, else arrayid.from_wwid
     vendor: str = ""
     model: str = ""
     paths: str = ""  # comma-separated path devices of a multipath LUN

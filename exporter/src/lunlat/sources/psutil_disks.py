@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from lunlat import contract, logs
+from lunlat import arrayid, contract, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
@@ -54,13 +54,17 @@ class PsutilDisksSource:
     def _info(self, name: str) -> Sample:
         cached = self._info_cache.get(name)
         if cached is None:
-            database = role = workload = ""
+            database = role = workload = array = ""
             for entry in self._luns:  # first matching entry wins, per label
                 if entry.match.device is not None and entry.match.device.removeprefix("/dev/") == name:
                     database = database or (entry.database or "")
                     role = role or (entry.role or "")
                     workload = workload or (entry.workload or "")
-            cached = LunInfo(name, name, database=database, role=role, workload=workload).sample()
+                    array = array or (entry.array or "")
+            # psutil gives no WWID: the array is the `luns:` entry's or unknown.
+            cached = LunInfo(
+                name, name, database=database, role=role, workload=workload, array=arrayid.label(array, "")
+            ).sample()
             self._info_cache[name] = cached
         return cached
 
