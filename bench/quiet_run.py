@@ -1,7 +1,8 @@
-"""Quiet, proven: a long run of a reference phase at 0.8 ms on every LUN must page nobody.
+"""Quiet, proven: a long run of a reference phase must page nobody.
 
 The real parts as in tests/alerting/test_e2e_paging.py (tests/alerting/stack.py): the lab's loop LUNs
-(the lab's lab.yaml) under a reference phase (`--phase`: oltp, the default; oltp+dss, whose 512 KiB
+(the lab's lab.yaml, every LUN at 0.8 ms or, with `--baselines`, at its own: the reference's
+baselines) under a reference phase (`--phase`: oltp, the default; oltp+dss, whose 512 KiB
 scans share the OLTP data LUNs; oltp+dss+snapshot), the lunlat exporter (with `--biolatency`, its
 per-I/O histogram, so reads are judged on their small I/Os as docs/alerting.md "What is judged"
 says), the Debian Prometheus
@@ -225,7 +226,7 @@ def describe(notification: Notification) -> str:
 # --- the run -----------------------------------------------------------------------------------------
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=1800.0, help="seconds of OLTP (default 1800)")
     parser.add_argument(
@@ -249,7 +250,17 @@ def main() -> int:
         help="run the exporter with --collector.biolatency (root, BPF): reads judged on their small I/Os",
     )
     parser.add_argument("--strict", action="store_true", help="fail on any notification, not only pages")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help=f"keep the lab's own latencies (lab.yaml: the reference's baselines) instead of {LATENCY_MS} ms "
+        "on every LUN",
+    )
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
     engine = parse_engine(args.engine)
     phase = args.phase
     problem = lab_skip_reason() or (
@@ -270,8 +281,13 @@ def main() -> int:
     drain = drain_seconds()
     print(
         f"quiet run ({engine} lab engine{', biolatency' if args.biolatency else ''}): {args.duration:g} s of "
-        f"phase {phase} with every LUN at {LATENCY_MS} ms read and write; "
-        f"idle LUNs {', '.join(idle)}: one {SLOW_MS:g} ms I/O every {args.idle_interval:g} s "
+        f"phase {phase} with "
+        + (
+            "every LUN at the lab's baselines; "
+            if args.baselines
+            else f"every LUN at {LATENCY_MS} ms read and write; "
+        )
+        + f"idle LUNs {', '.join(idle)}: one {SLOW_MS:g} ms I/O every {args.idle_interval:g} s "
         f"({rate:.2f} IOPS, idle guard {', '.join(sorted({f'{g:g}' for g in guards.values()}))} IOPS); "
         f"then {drain:g} s of drain",
         flush=True,
@@ -280,8 +296,10 @@ def main() -> int:
     try:
         commands.up(e2e.LAB_CONFIG, state_dir, engine)
         for lun in lab.luns:
-            ms = SLOW_MS if lun.name in idle else LATENCY_MS
-            commands.set_latency(state_dir, lun.name, ms, ms, None)
+            if lun.name in idle:
+                commands.set_latency(state_dir, lun.name, SLOW_MS, SLOW_MS, None)
+            elif not args.baselines:
+                commands.set_latency(state_dir, lun.name, LATENCY_MS, LATENCY_MS, None)
         commands.phase(state_dir, phase)
         state = LabState.load(state_dir)
         assert state is not None
