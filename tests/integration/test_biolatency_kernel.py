@@ -286,3 +286,51 @@ def test_8k_and_1m_reads_fall_in_their_size_classes(loop_device: str) -> None:
             assert not after.errors.get("unsized_io") and not after.errors.get("unknown_issue_prototype")
     finally:
         source.close()
+
+
+def _in_flight(name: str) -> int:
+    """Requests of the device in flight now (/sys/block/<dev>/inflight: reads and writes,
+    Documentation/ABI/stable/sysfs-block)."""
+    return sum(int(n) for n in Path(f"/sys/block/{name}/inflight").read_text().split())
+
+
+def test_requests_in_flight_when_the_source_starts_are_no_error(slow_lun: str) -> None:
+    """A request issued before its device was published to the programs (in flight when the exporter
+    starts) completes with no size seen at issue: it is classed without one, and is no `unsized_io`
+    error, since its issue was out of sight; requests started afterwards are sized at issue. fio keeps
+    32 requests in flight on the FUSE-delayed LUN (~0.5 ms each) while the source starts."""
+    name = Path(slow_lun).name
+    fio = subprocess.Popen(
+        ["fio", "--name=inflight", f"--filename={slow_lun}", "--rw=randread", "--bs=4k", "--direct=1",
+         "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=6", "--size=64m",
+         "--output-format=json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    errors: Counter[str] = Counter()
+    try:
+        deadline = time.monotonic() + 10
+        while _in_flight(name) == 0:
+            assert time.monotonic() < deadline and fio.poll() is None, "fio put no request in flight"
+            time.sleep(0.05)
+        board = PublishedDevices()
+        host = DiskstatsSource(
+            Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board
+        )
+        host.collect()
+        assert _in_flight(name) > 0  # some of them were issued before the device could be published
+        source = BiolatencySource(Engine(BiolatencyConfig(enabled=True)), board)
+        try:
+            wait_up(source)
+            counted = 0.0
+            while fio.poll() is None:
+                result = source.collect()
+                errors.update(result.errors)
+                counted = histograms(result, name)["read"].get("_count", 0.0)
+                time.sleep(0.5)
+        finally:
+            source.close()
+    finally:
+        fio.wait(30)
+    assert fio.returncode == 0, fio.stderr
+    assert counted > 1000, counted  # the reads were traced, sized at issue
+    assert errors["unsized_io"] == 0, errors

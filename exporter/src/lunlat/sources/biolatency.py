@@ -20,8 +20,10 @@ Counted apart, as `lunlat_source_errors_total{source="biolatency"}` reasons:
   `recursion_misses` in the program fd's /proc/self/fdinfo, kernel/bpf/syscall.c
   bpf_prog_show_fdinfo, where the kernel has it). Such an I/O is in diskstats but not in the histogram.
 - `map_full`: a published device left untraced because `max_devices` slots are in use.
-- `unsized_io`: a completion whose size was not seen at issue (issued before the programs were
-  attached, or more requests in flight than the size map holds): counted in the small class.
+- `unsized_io`: a completion whose size was not seen at issue although the request started after
+  its device was published to the programs (more requests in flight than the size map holds):
+  counted in the small class. A request started before (in flight when the exporter started, or
+  when the device appeared) is classed the same way without an error: its issue was out of sight.
 - `unknown_issue_prototype`: block_rq_issue fired with a prototype the program does not know, so no
   queue time and no size was taken for that request.
 """
@@ -59,6 +61,9 @@ BUCKETS = len(contract.BIO_BUCKETS) + 1  # the last one: at or above the top bou
 # the completions without a start time, all u64. Element ((slot * OPS) + op) * SIZES + size.
 WORDS = BUCKETS + 3
 VALUE_SIZE = 8 * WORDS
+# The `devices` map's value (biolatency.bpf.c struct published): the slot, padding, and since when the
+# device is published in nanoseconds of CLOCK_MONOTONIC (time.monotonic_ns, bpf_ktime_get_ns()'s clock).
+DEVICE_VALUE = struct.Struct("<IIQ")
 NS_AT, QUEUE_AT, UNTIMED_AT = BUCKETS, BUCKETS + 1, BUCKETS + 2  # word indexes
 ELEMENTS_PER_DEVICE = len(OPS) * len(SIZES)
 # Requests of the published devices in flight at once whose size the `sizes` map can hold (libbpf-tools'
@@ -289,11 +294,12 @@ class Engine:
             obj.set_max_entries("devices", size)
             obj.set_max_entries("io", size * ELEMENTS_PER_DEVICE)
             obj.set_max_entries("sizes", SIZES_IN_FLIGHT)
-            if obj.value_size("io") != VALUE_SIZE:
-                raise ValueError(
-                    f"the BPF object's counters are {obj.value_size('io')} bytes, this lunlat reads "
-                    f"{VALUE_SIZE}: the object is from another lunlat build; reinstall lunlat"
-                )
+            for name, size in (("io", VALUE_SIZE), ("devices", DEVICE_VALUE.size)):
+                if obj.value_size(name) != size:
+                    raise ValueError(
+                        f"the BPF object's {name} values are {obj.value_size(name)} bytes, this lunlat "
+                        f"writes {size}: the object is from another lunlat build; reinstall lunlat"
+                    )
             obj.load()
             for program in (completion, ISSUE):
                 obj.attach(program)
@@ -335,7 +341,10 @@ class Engine:
                 # A reused slot starts from zero before the kernel sees it.
                 for index in range(element(slot, 0, 0), element(slot + 1, 0, 0)):
                     libbpf.update(self._io_fd, struct.pack("<I", index), zeros)
-                libbpf.update(self._devices_fd, struct.pack("<I", dev), struct.pack("<I", slot))
+                # Published from now: a request started before was issued out of sight, its size unknown
+                # without a problem (biolatency.bpf.c, struct published).
+                value = DEVICE_VALUE.pack(slot, 0, time.monotonic_ns())
+                libbpf.update(self._devices_fd, struct.pack("<I", dev), value)
                 self._slots[dev] = slot
             return left_out
 

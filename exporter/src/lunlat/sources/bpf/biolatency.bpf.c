@@ -65,12 +65,23 @@ struct counters {
 	__u64 untimed;	/* completions without a start time */
 };
 
-/* Published devices: kernel dev_t -> slot. Only these are counted: the filter runs here. */
+/* A published device: its slot, and since when it is published, on bpf_ktime_get_ns()'s clock
+ * ("See: clock_gettime(CLOCK_MONOTONIC)", include/uapi/linux/bpf.h), the clock rq->start_time_ns is
+ * compared with below: a request that started before it was issued out of the programs' sight (the
+ * device not yet published, or the programs not yet attached), so its size is unknown, and expected
+ * to be. The loader writes both (biolatency.py, DEVICE_VALUE). */
+struct published {
+	__u32 slot;
+	__u32 pad;
+	__u64 since_ns;
+};
+
+/* Published devices: kernel dev_t -> its slot. Only these are counted: the filter runs here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* set by the loader: max_devices */
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct published);
 } devices SEC(".maps");
 
 /* Per CPU, per (slot, op, size class): element ((slot * OPS) + op) * SIZE_CLASSES + class. */
@@ -125,7 +136,7 @@ static __always_inline struct gendisk *disk_of(struct request *rq)
 }
 
 /* The request's device slot, or NULL when its device is not published (or it has no disk). */
-static __always_inline __u32 *slot_of(struct request *rq)
+static __always_inline struct published *device_of(struct request *rq)
 {
 	struct gendisk *disk = disk_of(rq);
 	__u32 dev;
@@ -155,31 +166,34 @@ static __always_inline struct counters *counters_of(__u32 slot, int op, __u32 cl
 static __always_inline void count_completion(struct request *rq, __u32 bytes_left)
 {
 	__u64 key = (__u64)rq, start, now;
-	__u32 *slot, *issued, bytes, b;
+	__u32 *issued, bytes, b;
+	struct published *device;
 	struct counters *c;
 	int op;
 
 	op = op_of(rq);
 	if (op < 0)
 		return;
-	slot = slot_of(rq);
-	if (!slot)
+	device = device_of(rq);
+	if (!device)
 		return;
+	now = bpf_ktime_get_ns();
+	start = rq->start_time_ns;
 	issued = bpf_map_lookup_elem(&sizes, &key);
 	if (issued) {
 		bytes = *issued;
 		bpf_map_delete_elem(&sizes, &key);
 	} else {
-		/* Issued before the programs were attached, or `sizes` was full: what is left of it. */
+		/* Issued before its device was published (or the programs attached), or `sizes` was full:
+		 * what is left of it. Only a request started since the device is published was surely
+		 * issued in sight: its missing size is a problem. (No start: untimed, counted as such.) */
 		bytes = bytes_left;
-		if (!bytes)
+		if (!bytes && start && start >= device->since_ns)
 			count_problem(PROBLEM_UNSIZED);
 	}
-	c = counters_of(*slot, op, size_class(bytes));
+	c = counters_of(device->slot, op, size_class(bytes));
 	if (!c)
 		return;
-	now = bpf_ktime_get_ns();
-	start = rq->start_time_ns;
 	if (!start || start > now) {
 		__sync_fetch_and_add(&c->untimed, 1);
 		return;
@@ -223,21 +237,22 @@ int lunlat_rq_complete(__u64 *ctx)
 /* An issued request of a published device: its bytes kept until it completes, its queue time. */
 static __always_inline int count_issue(struct request *rq)
 {
+	struct published *device;
 	struct counters *c;
 	__u64 key, start, now;
-	__u32 *slot, bytes;
+	__u32 bytes;
 	int op;
 
 	op = op_of(rq);
 	if (op < 0)
 		return 0;
-	slot = slot_of(rq);
-	if (!slot)
+	device = device_of(rq);
+	if (!device)
 		return 0;
 	key = (__u64)rq;
 	bytes = rq->__data_len;
 	bpf_map_update_elem(&sizes, &key, &bytes, BPF_ANY);
-	c = counters_of(*slot, op, size_class(bytes));
+	c = counters_of(device->slot, op, size_class(bytes));
 	if (!c)
 		return 0;
 	now = bpf_ktime_get_ns();
