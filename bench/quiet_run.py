@@ -47,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
 from lunlat.goals import duration_seconds, load_goals
+from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands, measure
 from lunlat_lab.config import LabConfig
 from lunlat_lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
@@ -253,8 +254,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--baselines",
         action="store_true",
-        help=f"keep the lab's own latencies (lab.yaml: the reference's baselines) instead of {LATENCY_MS} ms "
-        "on every LUN",
+        help=f"keep the lab's own latencies (lab.yaml: the reference's baselines, with the lab's spread) "
+        f"instead of {LATENCY_MS} ms on every LUN",
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="every busy LUN at the reference's averages of the phase, as `lunlat-lab scenario --reference` "
+        "sets them (no spread, no queueing in the arrays)",
     )
     return parser.parse_args()
 
@@ -298,8 +305,10 @@ def main() -> int:
         for lun in lab.luns:
             if lun.name in idle:
                 commands.set_latency(state_dir, lun.name, SLOW_MS, SLOW_MS, None)
-            elif not args.baselines:
+            elif not (args.baselines or args.reference):
                 commands.set_latency(state_dir, lun.name, LATENCY_MS, LATENCY_MS, None)
+        if args.reference:
+            commands.reference_phase(state_dir, phase, DEFAULT_REFERENCE_FILE)
         commands.phase(state_dir, phase)
         state = LabState.load(state_dir)
         assert state is not None

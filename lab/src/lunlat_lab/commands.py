@@ -446,7 +446,7 @@ def scenario(
     try:
         for name in order:
             if cells is not None:
-                _set_reference(state, lab, baseline, cells, name)
+                set_reference(state, lab, baseline, cells, name)
             _say(f"phase {name}: {warmup:g}s warm-up, {duration:g}s measured")
             workdir = output / name
             workdir.mkdir(exist_ok=True)
@@ -501,6 +501,13 @@ def _write_results(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
+def reference_phase(state_dir: Path, phase: str, reference: Path) -> None:
+    """Every LUN of the lab at `state_dir` at the reference's averages of `phase`, as `scenario
+    --reference` sets them (set_reference: no spread, the arrays without queueing)."""
+    state, lab = _require_up(state_dir)
+    set_reference(state, lab, Settings.load(state.settings), _reference_cells(reference) or [], phase)
+
+
 def _reference_cells(path: Path | None) -> list[reference_table.ReferenceCell] | None:
     if path is None:
         return None
@@ -530,7 +537,7 @@ def _write_reference(path: Path, comparisons: list[reference_table.Comparison]) 
     _say(reference_table.format_table(comparisons))
 
 
-def _set_reference(
+def set_reference(
     state: LabState,
     lab: LabConfig,
     baseline: Settings,
