@@ -39,6 +39,25 @@ def _run(tmp_path: Path, goals_text: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _shipped_test_on(tmp_path: Path, goals_text: str, test_file: str) -> str:
+    """promtool's output for one of the shipped rule tests (alerts/tests/`test_file`, which reads
+    ../lunlat.rules.yml) run against the rules of `goals_text`; asserts it failed."""
+    goals = tmp_path / "goals.yaml"
+    goals.write_text(goals_text, encoding="utf-8")
+    (tmp_path / "lunlat.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    shutil.copy(TESTS / test_file, tmp_path / "tests")
+    result = subprocess.run(
+        [_promtool(), "test", "rules", test_file],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path / "tests",
+    )
+    assert result.returncode != 0
+    return result.stdout + result.stderr
+
+
 def test_a_dss_lun_held_under_its_floor_opens_a_ticket(tmp_path: Path) -> None:
     result = _run(tmp_path, (JUDGED / "dss.goals.yaml").read_text(encoding="utf-8"))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -55,20 +74,7 @@ def test_without_a_floor_no_throughput_rule_and_the_test_fails(tmp_path: Path) -
 def test_judging_every_read_pages_on_healthy_large_reads(tmp_path: Path) -> None:
     """The size-aware test bites: the same scenario with reads judged on every I/O (the old blended
     average) pages on the OLTP LUN whose small reads are within goal, and judged.test.yml fails."""
-    goals = tmp_path / "all.goals.yaml"
-    goals.write_text("default:\n  judge: {read: all}\n", encoding="utf-8")
-    (tmp_path / "lunlat.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
-    (tmp_path / "tests").mkdir()
-    shutil.copy(TESTS / "judged.test.yml", tmp_path / "tests")
-    result = subprocess.run(
-        [_promtool(), "test", "rules", "judged.test.yml"],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path / "tests",
-    )
-    assert result.returncode != 0
-    failures = result.stdout + result.stderr
+    failures = _shipped_test_on(tmp_path, "default:\n  judge: {read: all}\n", "judged.test.yml")
     assert "alertname: LunLatencyDataReadHigh, time: 5m" in failures
 
 
@@ -91,17 +97,5 @@ def test_the_log_writes_objective_is_what_pages_a_two_percent_burn(tmp_path: Pat
         "  objectives:\n    - {match: {role: log, op: write}, objective: 0.999}\n", "  objectives: []\n"
     )
     assert goals_text != shipped
-    goals = tmp_path / "goals.yaml"
-    goals.write_text(goals_text, encoding="utf-8")
-    (tmp_path / "lunlat.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
-    (tmp_path / "tests").mkdir()
-    shutil.copy(TESTS / "slo_io.test.yml", tmp_path / "tests")
-    result = subprocess.run(
-        [_promtool(), "test", "rules", "slo_io.test.yml"],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path / "tests",
-    )
-    assert result.returncode != 0
-    assert "alertname: LunLatencyBudgetBurnFast, time: 35m" in result.stdout + result.stderr
+    failures = _shipped_test_on(tmp_path, goals_text, "slo_io.test.yml")
+    assert "alertname: LunLatencyBudgetBurnFast, time: 35m" in failures
