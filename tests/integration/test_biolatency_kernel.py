@@ -330,7 +330,7 @@ def test_requests_in_flight_when_the_source_starts_are_no_error(slow_lun: str) -
         finally:
             source.close()
     finally:
-        fio.wait(30)
-    assert fio.returncode == 0, fio.stderr
+        _, stderr = fio.communicate(timeout=30)  # reads and closes its pipe
+    assert fio.returncode == 0, stderr
     assert counted > 1000, counted  # the reads were traced, sized at issue
     assert errors["unsized_io"] == 0, errors
