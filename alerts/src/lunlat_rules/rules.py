@@ -7,16 +7,27 @@ module writes.
 
 Shape of what is generated (names `level:metric:operation`, one series per LUN and `layer`):
 
-- `lunlat:iops:rate{1m,5m}`, `lunlat:throughput_bytes:rate{1m,5m}` with `op` = read | write;
-- `lunlat:{read,write}_latency_seconds:avg{1m,5m}` = Δtime / Δoperations (no operations: no sample);
+- `lunlat:iops:rate1m`, `lunlat:throughput_bytes:rate1m` with `op` = read | write;
+- `lunlat:{read,write}_latency_seconds:avg1m` = Δtime / Δoperations of every I/O (no operations: no
+  sample);
 - `lunlat:latency_goal_seconds` and `lunlat:latency_goal_min_iops`: each LUN's goal and idle guard,
-  from the default and the first matching override, `severity` as a label. The goal is data in
-  Prometheus, so one alert rule serves every tier and dashboards draw each LUN's own goal line;
-- `lunlat:latency_above_goal:bool`: 1 when a judged 1-minute average is above goal, else 0; absent
-  when the LUN is below the idle guard; and its `ratio<window>` averages for the SLO burn alerts;
+  from the default and the first matching override, `severity` and which I/Os each op judges
+  (`judge_read`, `judge_write`) as labels. The goal is data in Prometheus, so one alert rule serves
+  every tier and dashboards draw each LUN's own goal line;
+- `lunlat:judged_{read,write}_latency_seconds:avg1m`: the latency the goal judges (label `judged`: the
+  per-I/O histogram's small I/Os, every I/O, or the database layer's own), read by the breach alerts;
+  the LUN's average above goal while the judged latency is not is flagged (`LunLatencyAverageHigh`);
+- `lunlat:latency_above_goal:bool`: 1 when the judged latency is above goal, else 0; absent when
+  not judged;
+- the SLO per I/O: per LUN the judged events and the bad ones (`lunlat:slo_events:rate1m`,
+  `lunlat:slo_bad_events:rate1m`: I/Os from the histogram's buckets, else judged minutes), summed per
+  database and role each minute, their error ratio over each burn window (`lunlat:slo_error:ratio*`)
+  and since when judged, read by the burn alerts;
 - from the per-I/O histogram (host layer, `op`): `lunlat:io_latency_above_goal:ratio1m`, the share of
-  I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}` (p50, p99),
-  read by the tail alert (`LunLatencyTailHigh`: average within goal, too many I/Os above it).
+  the judged I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}`
+  (p50, p99), read by the tail alert (`LunLatencyTailHigh`: judged average within goal, too many
+  judged I/Os above it);
+- `lunlat:throughput_floor_bytes` where a tier sets a floor (`LunLatencyThroughputLow`).
 """
 
 from __future__ import annotations
