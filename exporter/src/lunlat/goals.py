@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -87,6 +87,24 @@ def _label_name(value: str) -> str:
     return value
 
 
+_Label = TypeVar("_Label", bound=str)
+
+
+def _patterns(value: dict[_Label, str], labels: str) -> dict[_Label, str]:
+    """A `match:` of label regexes: at least one, each one RE2 (Prometheus) accepts."""
+    if not value:
+        raise ValueError(f"name at least one of {labels}")
+    for pattern in value.values():
+        check_regex(pattern)  # RE2 (Prometheus) takes a subset of Python's syntax: the common part
+    return value
+
+
+def _any_duration(text: str) -> str:
+    """A `for`: any Prometheus duration, 0s included (fire on the first evaluation that sees it)."""
+    duration_seconds(text)
+    return text
+
+
 def _duration(text: str) -> str:
     if duration_seconds(text) <= 0:
         raise ValueError(f"must be longer than zero: {text!r}")
@@ -144,11 +162,7 @@ class Override(Tier):
     @field_validator("match")
     @classmethod
     def _match(cls, value: dict[MatchLabel, str]) -> dict[MatchLabel, str]:
-        if not value:
-            raise ValueError("name at least one of workload, database, role")
-        for pattern in value.values():
-            check_regex(pattern)  # RE2 (Prometheus) takes a subset of Python's syntax: the common part
-        return value
+        return _patterns(value, "workload, database, role")
 
     @model_validator(mode="after")
     def _changes_something(self) -> Override:
@@ -181,11 +195,7 @@ class Unowned(Strict):
 class Breach(Strict):
     for_: str = Field(default="15s", alias="for")
 
-    @field_validator("for_")
-    @classmethod
-    def _for(cls, value: str) -> str:
-        duration_seconds(value)  # 0s is allowed: fire on the first evaluation above goal
-        return value
+    _for = field_validator("for_")(_any_duration)
 
 
 class Tail(Strict):
@@ -199,11 +209,7 @@ class Tail(Strict):
     for_: str = Field(default="15m", alias="for")
     severity: TailSeverity = "ticket"
 
-    @field_validator("for_")
-    @classmethod
-    def _for(cls, value: str) -> str:
-        duration_seconds(value)  # 0s is allowed, as for the breach alert
-        return value
+    _for = field_validator("for_")(_any_duration)
 
 
 class Throughput(Strict):
@@ -218,11 +224,7 @@ class Throughput(Strict):
 
     _window = field_validator("window")(_duration)
 
-    @field_validator("for_")
-    @classmethod
-    def _for(cls, value: str) -> str:
-        duration_seconds(value)
-        return value
+    _for = field_validator("for_")(_any_duration)
 
 
 class BurnWindow(Strict):
@@ -253,11 +255,7 @@ class SloObjective(Strict):
     @field_validator("match")
     @classmethod
     def _match(cls, value: dict[SloMatchLabel, str]) -> dict[SloMatchLabel, str]:
-        if not value:
-            raise ValueError("name at least one of workload, database, role, op")
-        for pattern in value.values():
-            check_regex(pattern)
-        return value
+        return _patterns(value, "workload, database, role, op")
 
     @property
     def error_budget(self) -> float:
@@ -331,11 +329,7 @@ class Paths(Strict):
     lookback: str = "1d"
     severity: Severity = "warning"
 
-    @field_validator("for_")
-    @classmethod
-    def _for(cls, value: str) -> str:
-        duration_seconds(value)
-        return value
+    _for = field_validator("for_")(_any_duration)
 
     _lookback = field_validator("lookback")(_duration)
 
