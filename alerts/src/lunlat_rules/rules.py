@@ -56,6 +56,7 @@ from lunlat.recorded import (
     IO_ABOVE_GOAL_RATIO,
     IO_LATENCY_QUANTILE,
     IOPS,
+    JUDGED_KINDS,
     JUDGED_LATENCY,
     LATENCY,
     OPS,
@@ -266,6 +267,8 @@ def _tier(tier: DefaultTier) -> Tier:
 # Labels of the goal series saying which I/Os the LUN's tier judges per op (goals `judge`): read by
 # the judged-latency rules, so the tier that wins for a LUN decides (first match, as for the goal).
 JUDGE_LABEL = "judge_{op}"
+# The `judged` label's values (recorded.JUDGED_KINDS): the small I/Os, every I/O, the database's own.
+SMALL, ALL, DATABASE = JUDGED_KINDS
 # Labels naming a LUN's series in a layer, without the layer: the histogram's side of a join.
 LUN_LABELS: tuple[str, ...] = tuple(label for label in SERIES_LABELS if label != "layer")
 MIB = 1024 * 1024
@@ -424,25 +427,23 @@ class RuleSet:
                 f"  (\n    {_indent(histogram.small(op, 'count', window), 4)}\n"
                 f"  >= {_on(LUN_LABELS)}\n"
                 f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )\n'
-                f'and {_on(LUN_LABELS)}\n  {host_goal}, {judge}="small"}}'
+                f'and {_on(LUN_LABELS)}\n  {host_goal}, {judge}="{SMALL}"}}'
             )
             every = (
                 f'{latency}{{layer="{HOST_LAYER}"}}\n'
                 f"and {_on(LUN_LABELS)}\n"
-                f'  (\n    {host_goal}, {judge}="all"}}\n'
+                f'  (\n    {host_goal}, {judge}="{ALL}"}}\n'
                 f"  or {_on(LUN_LABELS)}\n"
-                f'    ({host_goal}, {judge}="small"}} unless on (job, instance, lun) {has_histogram})\n'
+                f'    ({host_goal}, {judge}="{SMALL}"}} unless on (job, instance, lun) {has_histogram})\n'
                 f"  )\n"
                 f"{self.judged(op)}"
             )
-            host = (
-                f"{_labelled(small, judged='small')}\nor {_on(LUN_LABELS)}\n{_labelled(every, judged='all')}"
-            )
+            host = f"{_labelled(small, judged=SMALL)}\nor {_on(LUN_LABELS)}\n{_labelled(every, judged=ALL)}"
             name = JUDGED_LATENCY.format(op=op, window=window)
             rules.append(_record(name, host, layer=HOST_LAYER, op=op))
             if any(isinstance(layer, DbLayer) for layer in self.layers):
                 database = f'{latency}{{layer!="{HOST_LAYER}"}}\n{self.judged(op)}'
-                rules.append(_record(name, _labelled(database, judged="database"), op=op))
+                rules.append(_record(name, _labelled(database, judged=DATABASE), op=op))
         return rules
 
     @staticmethod
@@ -469,7 +470,7 @@ class RuleSet:
         tiers = []
         for tier, matchers in self.goal_tiers():
             kinds = []
-            for kind, size in (("small", contract.BIO_SIZES[0]), ("all", None)):
+            for kind, size in ((SMALL, contract.BIO_SIZES[0]), (ALL, None)):
                 histogram = IoHistogram(self.goals.selector, size=size, op=op)
                 events = (
                     histogram.total(window, matchers)
