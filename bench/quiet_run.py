@@ -292,6 +292,8 @@ def main() -> int:
         + (
             "every LUN at the lab's baselines; "
             if args.baselines
+            else "every busy LUN at the reference's averages of the phase; "
+            if args.reference
             else f"every LUN at {LATENCY_MS} ms read and write; "
         )
         + f"idle LUNs {', '.join(idle)}: one {SLOW_MS:g} ms I/O every {args.idle_interval:g} s "

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,27 +180,8 @@ class IoHistogram:
 
     def at_or_below(self, goal: float, window: str, info: str = "") -> str:
         """Rate of the I/Os at or below `goal` seconds (see the class for between edges)."""
-        bounds = self.bounds
-        for bound in bounds:
-            if math.isclose(bound, goal, rel_tol=1e-9):
-                return self.buckets(window, bucket_le(bound), info)
-        if goal > bounds[-1]:
-            return self.buckets(window, bucket_le(bounds[-1]), info)
-        upper = next(b for b in bounds if b > goal)
-        lower = max((b for b in bounds if b < goal), default=0.0)
-        fraction = _promql_number((goal - lower) / (upper - lower))
-        upper_rate = self.buckets(window, bucket_le(upper), info)
-        if lower == 0.0:
-            return f"{fraction} * {upper_rate}"
-        lower_rate = self.buckets(window, bucket_le(lower), info)
-        return (
-            f"(\n    {_indent(lower_rate, 4)}\n"
-            f"  + {fraction} * (\n"
-            f"        {_indent(upper_rate, 8)}\n"
-            f"      - {_indent(lower_rate, 8)}\n"
-            "    )\n"
-            ")"
-        )
+        edges = tuple((bound, bucket_le(bound)) for bound in self.bounds)
+        return _at_or_below(goal, edges, lambda le: self.buckets(window, le, info))
 
     def quantile(self, q: str, window: str) -> str:
         """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN)."""
@@ -211,6 +192,52 @@ class IoHistogram:
             f"  ({_indent(self.total(window), 2)} > 0)\n"
             ")"
         )
+
+
+def _at_or_below(goal: float, edges: Sequence[tuple[float, str]], bucket: Callable[[str], str]) -> str:
+    """Rate of the events at or below `goal` seconds from a histogram's finite `edges` (upper bound,
+    `le` label; ascending) and `bucket` (the rate of one bucket by its `le`): the bucket itself where
+    the goal is an edge; inside a bucket, interpolated linearly between its edges, as
+    histogram_quantile interpolates; below the first edge the bucket starts at 0; above the last
+    finite edge the histogram cannot tell, and that edge's bucket is used (the bad share an upper
+    bound)."""
+    for bound, le in edges:
+        if math.isclose(bound, goal, rel_tol=1e-9):
+            return bucket(le)
+    if goal > edges[-1][0]:
+        return bucket(edges[-1][1])
+    upper, upper_le = next((b, le) for b, le in edges if b > goal)
+    lower, lower_le = max(((b, le) for b, le in edges if b < goal), default=(0.0, ""))
+    fraction = _promql_number((goal - lower) / (upper - lower))
+    upper_rate = bucket(upper_le)
+    if lower == 0.0:
+        return f"{fraction} * {upper_rate}"
+    lower_rate = bucket(lower_le)
+    return (
+        f"(\n    {_indent(lower_rate, 4)}\n"
+        f"  + {fraction} * (\n"
+        f"        {_indent(upper_rate, 8)}\n"
+        f"      - {_indent(lower_rate, 8)}\n"
+        "    )\n"
+        ")"
+    )
+
+
+# The database layer's recorded series (layers.DbLayer.name), and the labels a database's wait SLO
+# events are summed by (the waits are per database and role, not per LUN).
+DB = "db"
+WAIT_SLO_BY: tuple[str, ...] = ("job", "instance", "database", "role")
+
+
+def _wait_selector(
+    selector: str, waits: WaitLayer, event: str, role: str, *extra: str, bucket: bool = False
+) -> str:
+    """The selector of one event's wait histogram series (its `_bucket`s with `bucket`, else its
+    `_count`) within the goals' `selector`."""
+    assert waits.histogram is not None
+    suffix = "_bucket" if bucket else "_count"
+    matchers = ", ".join((selector, f'{waits.label}="{event}"', f'role="{role}"', *extra))
+    return f"{waits.histogram.name}{suffix}{{{matchers}}}"
 
 
 def _bad(histogram: IoHistogram, goal: float, window: str, info: str) -> str:
@@ -496,6 +523,19 @@ class RuleSet:
             judged = f'{ABOVE_GOAL}{{op="{op}"}}'
             for name, bad in ((SLO_EVENTS, False), (SLO_BAD_EVENTS, True)):
                 minute = f"{judged}" if bad else f"({judged} * 0 + 1)"
+                # A database whose engine keeps a wait histogram counts its waits there instead
+                # (wait_slo_events): its minutes would count the same I/Os twice.
+                counted = [
+                    _labelled(
+                        f"group by ({', '.join(WAIT_SLO_BY)}) ({_wait_selector(self.goals.selector, waits, event, role)})",
+                        layer=DB,
+                    )
+                    for _, waits, role, event in self.wait_slo_events_of(op)
+                ]
+                if counted:
+                    minute = f"{minute}\nunless on ({', '.join((*WAIT_SLO_BY, 'layer'))})\n  " + _indent(
+                        "\nor\n".join(counted), 2
+                    )
                 expr = (
                     "(\n"
                     f"    {_indent(self.io_events(op, bad), 4)}\n"
@@ -507,6 +547,87 @@ class RuleSet:
                     f"* {weight}"
                 )
                 rules.append(_record(name, expr, op=op))
+        return rules
+
+    def wait_slo_events_of(self, op: str) -> list[tuple[str, WaitLayer, str, str]]:
+        """(engine key, its waits, role, event) of the waits counted per I/O for `op` in the SLO:
+        engines with a wait histogram (and its buckets) among the layers; reads are the data wait a
+        query feels (`data_read`), writes the log's own write (`log_write`), each only where one wait
+        is one I/O (measure per_io: Oracle's 'db file sequential read', 'log file parallel write';
+        events.py)."""
+        engines = {layer.engine for layer in self.layers if isinstance(layer, DbLayer)}
+        found = []
+        for engine in ENGINES:
+            waits = engine.waits
+            if (
+                engine.key not in engines
+                or waits is None
+                or waits.histogram is None
+                or not waits.histogram_buckets
+            ):
+                continue
+            role, event = ("data", waits.data_read) if op == "read" else ("log", waits.log_write)
+            if waits.measure_of(event) == "per_io":
+                found.append((engine.key, waits, role, event))
+        return found
+
+    def _wait_histogram_words(self) -> str:
+        """The burn alerts' sentence for a database layer counted per I/O: which waits, from what."""
+        waits = [
+            (engine, role, event) for op in OPS for engine, _, role, event in self.wait_slo_events_of(op)
+        ]
+        if not waits:
+            return ""
+        named = ", ".join(f"{role} {_named(event)} ({engine})" for engine, role, event in waits)
+        return (
+            '{{ if and (eq $labels.indicator "io") (eq $labels.layer "db") }} Counted from the '
+            f"database's own wait histogram ({named}): its buckets are powers of two, read at the "
+            "goal by linear interpolation.{{ end }}"
+        )
+
+    def wait_slo_events(self) -> list[dict[str, Any]]:
+        """SLO_EVENTS and SLO_BAD_EVENTS of a database layer from its engine's wait histogram
+        (indicator io, layer db, no `lun`: the waits are the database's, not a LUN's), per database
+        and role: the judged waits per second (`bad`: slower than the goal of the role's LUNs at
+        that layer, read from the buckets as IoHistogram reads the host's). Only while that layer is
+        judged for the role (ABOVE_GOAL: the idle guard), with the goal's workload and severity."""
+        rules = []
+        by = ", ".join(WAIT_SLO_BY)
+        for op in OPS:
+            for engine, waits, role, event in self.wait_slo_events_of(op):
+                assert waits.histogram is not None  # wait_slo_events_of keeps only those with one
+                goal = f'{GOAL}{{layer="{DB}", engine="{engine}", role="{role}"}}'
+
+                def bucket(le: str, waits: WaitLayer = waits, event: str = event, role: str = role) -> str:
+                    selector = _wait_selector(
+                        self.goals.selector, waits, event, role, f'le="{le}"', bucket=True
+                    )
+                    return f"sum by ({by}) (\n    rate({selector}[{BREACH_WINDOW}])\n)"
+
+                for name, bad in ((SLO_EVENTS, False), (SLO_BAD_EVENTS, True)):
+                    branches = []
+                    # One branch per goal the tiers set (a number in the expression, as the host's).
+                    for goal_s in sorted({t.goal_ms / 1000 for t, _ in self.goal_tiers()}):
+                        events = bucket("+Inf")
+                        if bad:
+                            below = _at_or_below(goal_s, waits.histogram_buckets, bucket)
+                            events = f"(\n  {_indent(events, 2)}\n- {_indent(below, 2)}\n)"
+                        # One workload and severity per database and role (topk: a database whose
+                        # LUNs of one role sit in tiers of different severities takes one of them,
+                        # where a duplicate on the right of group_left would fail the whole rule).
+                        tier = (
+                            f"topk by ({by}) (1,\n    group by ({by}, workload, severity) "
+                            f"({goal} == {_promql_number(goal_s)})\n  )"
+                        )
+                        branches.append(f"{events}\n* on ({by}) group_left (workload, severity)\n  {tier}")
+                    expr = (
+                        "(\n  "
+                        + _indent("\nor\n".join(f"(\n  {_indent(b, 2)}\n)" for b in branches), 2)
+                        + f'\n)\nand on ({by})\n  {ABOVE_GOAL}{{layer="{DB}", op="{op}"}}'
+                    )
+                    rules.append(
+                        _record(name, _labelled(expr, layer=DB, indicator="io"), op=op, engine=engine)
+                    )
         return rules
 
     def slo_ratios(self) -> list[dict[str, Any]]:
@@ -759,7 +880,8 @@ class RuleSet:
                 f"{{{{ $labels.op }}}}s (burn windows {windows}; objective over {slo.period}: {objectives}, "
                 f"of the judged {events} at or below goal)."
                 '{{ if eq $labels.indicator "minute" }} Judged per minute: no per-I/O histogram of these '
-                "LUNs (--collector.biolatency), or the database layer.{{ end }}",
+                "LUNs (--collector.biolatency), or a database layer without a wait histogram.{{ end }}"
+                + self._wait_histogram_words(),
                 "runbook_url": f"{self.goals.runbook_base_url}/budget-burn.md#{name.lower()}",
             }
             rules.append(rule)
@@ -1048,6 +1170,7 @@ class RuleSet:
                     *self.judged_latency(),
                     *self.above_goal(),
                     *self.slo_events(),
+                    *self.wait_slo_events(),
                     *self.io_histogram(),
                     *self.slo_ratios(),
                     # No array in the goals: no array rule (no array metric is written in the code).

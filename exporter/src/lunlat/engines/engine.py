@@ -68,6 +68,9 @@ class WaitLayer:
     data_read: str
     measure_of: Callable[[str], str]
     histogram: MetricSpec | None = None  # the waits' latency distribution, where the engine keeps one
+    # The histogram's finite buckets, (upper bound in seconds, its `le` label), ascending: the rules
+    # count a database's judged waits at or below its goal from them (the SLO per I/O, layer db).
+    histogram_buckets: tuple[tuple[float, str], ...] = ()
 
     def __post_init__(self) -> None:
         log, replica = self.measure_of(self.log_write), self.measure_of(self.replica)

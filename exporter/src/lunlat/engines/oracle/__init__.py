@@ -55,6 +55,7 @@ ENGINE = Engine(
         data_read="db file sequential read",
         measure_of=events.measure_of,
         histogram=m.ORACLE_WAIT_DURATION,
+        histogram_buckets=m.WAIT_BUCKETS,
     ),
     source_module="lunlat.engines.oracle.source",
     dashboard=dashboard.ROWS,

@@ -17,6 +17,28 @@ ORACLE_EVENT_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "event"
 ORACLE_WAIT_CLASS_LABELS: tuple[str, ...] = ("database", "db", "db_instance", "wait_class")
 ORACLE_ASM_LABELS: tuple[str, ...] = ("database", "db_instance", "diskgroup", "disk", "path", "lun")
 
+# The wait histograms' buckets: Oracle's power-of-two bounds from 1 µs to 2^25 µs (33.6 s), bucket b
+# holding the waits in [b/2, b): WAIT_TIME_MICRO "represents waits of duration < num that are not
+# included in any smaller bucket", buckets "from < 1 us, < 2 us, < 4 us, ..." (Oracle Database
+# Reference, V$EVENT_HISTOGRAM_MICRO,
+# https://docs.oracle.com/en/database/oracle/oracle-database/23/refrn/V-EVENT_HISTOGRAM_MICRO.html;
+# V$CON_EVENT_HISTOGRAM_MICRO the same per container). A fixed set, so every
+# series exists from the first scrape and histogram_quantile sees the same buckets always. 512 µs and
+# 1024 µs bracket the 1 ms goal; Oracle has no finer bounds to offer.
+BUCKET_BOUNDS_MICRO: tuple[int, ...] = tuple(1 << k for k in range(26))
+
+
+def format_le(bound_micro: int) -> str:
+    """`le` label of a bound in µs, in seconds with every digit (0.000512, 1.048576)."""
+    return f"{bound_micro / 1_000_000:.6f}".rstrip("0").rstrip(".")
+
+
+# Each finite bucket's upper bound in seconds and its `le` label, for the rules (the SLO per I/O of
+# the database layer counts the waits at or below a goal from these buckets).
+WAIT_BUCKETS: tuple[tuple[float, str], ...] = tuple(
+    (b / 1_000_000, format_le(b)) for b in BUCKET_BOUNDS_MICRO
+)
+
 ORACLE_FILE_READS = MetricSpec(
     "lunlat_oracle_file_reads_total",
     "counter",

@@ -32,6 +32,7 @@ from lunlat.engines.oracle import events as oracle_events
 from lunlat.engines.oracle import metrics as oracle_metrics
 from lunlat.engines.oracle import sql, targets
 from lunlat.engines.oracle.config import OracleTarget
+from lunlat.engines.oracle.metrics import BUCKET_BOUNDS_MICRO, format_le
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.dbsession import Classified, Connection, Kind
@@ -53,11 +54,6 @@ ROLE_OF_FILETYPE = {"Data File": "data", "Temp File": "temp", "Log File": "log",
 # V$IOSTAT_FILE has one row for all redo logs and one for all control files (FILE_NO 0).
 ALL_REDO = "(all redo logs)"
 ALL_CONTROL = "(all control files)"
-
-# Histogram buckets: Oracle's power-of-two bounds from 1 µs to 2^25 µs (33.6 s). A fixed set, so
-# every series exists from the first scrape and histogram_quantile sees the same buckets always.
-# 512 µs and 1024 µs bracket the 1 ms goal; Oracle has no finer bounds to offer.
-BUCKET_BOUNDS_MICRO: tuple[int, ...] = tuple(1 << k for k in range(26))
 
 # Error codes whose meaning the collector acts on (python-oracledb raises ORA- codes from the
 # server and DPY- codes of its own).
@@ -205,11 +201,6 @@ class Names:
         if role == "control":
             return self.controlfiles
         return ()
-
-
-def format_le(bound_micro: int) -> str:
-    """`le` label of a bound in µs, in seconds with every digit (0.000512, 1.048576)."""
-    return f"{bound_micro / 1_000_000:.6f}".rstrip("0").rstrip(".")
 
 
 class OracleSource(DbSource[OracleConnection]):
