@@ -9,7 +9,7 @@ import re
 import pytest
 
 from lunlat.goals import parse_goals
-from lunlat.top import (
+from lunlat.top.frames import (
     Counters,
     Snapshot,
     exposition_samples,

@@ -1,5 +1,5 @@
 """The `lunlat` command: `serve` the exporter, `check-config` a config file, watch LUNs with `top`
-(top.py), write a `report`. The rules, the dashboards and the lab are their own distributions and
+(the top package), write a `report`. The rules, the dashboards and the lab are their own distributions and
 commands (`lunlat-rules`, `lunlat-dashboards`, `lunlat-lab`).
 
 Flags follow the Prometheus exporter conventions (--web.listen-address, --path.procfs, --log.level …).
@@ -21,7 +21,6 @@ from pathlib import Path
 from types import FrameType
 
 from lunlat import __version__, logs, memtune, pathhealth
-from lunlat import top as top_command
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.engines.registry import ENGINES
@@ -32,6 +31,7 @@ from lunlat.scrape import Scraper, process_registry
 from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.factory import HOST_SOURCES, Settings
 from lunlat.sources.registry import build_sources, close_sources
+from lunlat.top import command as top_command
 from lunlat.webconfig import WebGate
 from lunlat.yamlmodel import key_path
 

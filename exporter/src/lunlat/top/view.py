@@ -18,10 +18,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from lunlat.top import (
+from lunlat.top.frames import (
     SORT_KEYS,
     Frame,
-    Reader,
     Snapshot,
     TopError,
     compile_filter,
@@ -34,6 +33,7 @@ from lunlat.top import (
 
 if TYPE_CHECKING:
     from lunlat.goals import Goals
+    from lunlat.top.readers import Reader
 
 KEY_POLL_MS = 100
 PROMPT = "filter (regex on LUN/database/role/workload, empty clears): "

@@ -1,0 +1,306 @@
+"""`lunlat top`'s frames: the samples both places give (the exporter's metric names and labels),
+one LUN's counters at an instant, and the rates and averages between two instants, as rows of text.
+
+No terminal and no I/O here: `readers` takes the samples, `command` and `view` show the frames.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lunlat import contract
+from lunlat.model import Family
+
+if TYPE_CHECKING:
+    from lunlat.goals import Goals
+
+MIB = 1024 * 1024  # MB/s as iostat prints it (sectors / 2048)
+P99 = 0.99
+
+# (metric name, labels, value in the metric's base unit): what both places give.
+Sample = tuple[str, dict[str, str], float]
+Key = tuple[str, str]  # (lun, device)
+
+
+class TopError(Exception):
+    """Bad input or an unreadable source: one line, exit 2."""
+
+
+# --- samples ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Counters:
+    """One LUN's counters at one instant (seconds and bytes, as the exporter publishes them)."""
+
+    reads: float = 0.0
+    writes: float = 0.0
+    read_seconds: float = 0.0
+    write_seconds: float = 0.0
+    read_bytes: float = 0.0
+    write_bytes: float = 0.0
+    weighted_seconds: float = 0.0
+    # op -> {upper bound: cumulative count} of lunlat_device_io_latency_seconds
+    buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Snapshot:
+    at: float  # time.monotonic() when taken
+    counters: dict[Key, Counters]
+    labels: dict[Key, tuple[str, str, str]]  # database, role, workload
+
+
+COUNTER_FIELDS: dict[str, str] = {
+    contract.DEVICE_READS.name: "reads",
+    contract.DEVICE_WRITES.name: "writes",
+    contract.DEVICE_READ_TIME.name: "read_seconds",
+    contract.DEVICE_WRITE_TIME.name: "write_seconds",
+    contract.DEVICE_READ_BYTES.name: "read_bytes",
+    contract.DEVICE_WRITE_BYTES.name: "write_bytes",
+    contract.DEVICE_IO_WEIGHTED_TIME.name: "weighted_seconds",
+}
+_BUCKET = contract.DEVICE_IO_LATENCY.name + "_bucket"
+
+
+def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
+    """The per-LUN counters and labels in a set of the exporter's samples."""
+    counters: dict[Key, Counters] = {}
+    labels: dict[Key, tuple[str, str, str]] = {}
+    for name, sample_labels, value in samples:
+        key = (sample_labels.get("lun", ""), sample_labels.get("device", ""))
+        attribute = COUNTER_FIELDS.get(name)
+        if attribute is not None:
+            setattr(counters.setdefault(key, Counters()), attribute, value)
+        elif name == _BUCKET:
+            le = sample_labels.get("le", "")
+            bound = math.inf if le == "+Inf" else float(le)
+            op = counters.setdefault(key, Counters()).buckets.setdefault(sample_labels.get("op", ""), {})
+            op[bound] = op.get(bound, 0.0) + value  # every size class of the op (contract.BIO_SIZES)
+        elif name == contract.LUN_INFO.name:
+            get = sample_labels.get
+            labels[key] = (get("database", ""), get("role", ""), get("workload", ""))
+    return Snapshot(at, counters, labels)
+
+
+def family_samples(families: Iterable[Family]) -> Iterator[Sample]:
+    """A source's families as samples, values in base units (as the exposition would print them)."""
+    for family in families:
+        for sample in family.all_samples():
+            yield family.spec.name + sample[0], sample[1].as_dict(), family.value(sample)
+
+
+def exposition_samples(text: str) -> Iterator[Sample]:
+    """An exporter's /metrics text as samples (prometheus_client's parser)."""
+    from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            yield sample.name, dict(sample.labels), float(sample.value)
+
+
+# --- frames -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    width: int
+    numeric: bool
+    decimals: int = 2
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("LUN", 20, False),
+    Column("database", 10, False),
+    Column("role", 8, False),
+    Column("workload", 10, False),
+    Column("r/s", 9, True, 1),
+    Column("w/s", 9, True, 1),
+    Column("r_await", 8, True),
+    Column("w_await", 8, True),
+    Column("rMB/s", 8, True),
+    Column("wMB/s", 8, True),
+    Column("aqu-sz", 7, True),
+    Column("r_p99", 7, True),
+    Column("w_p99", 7, True),
+)
+SORT_KEYS: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+LATENCY_COLUMNS = ("r_await", "w_await", "r_p99", "w_p99")
+NOT_AVAILABLE = "n/a"  # no histogram for this LUN: none locally, or an exporter without biolatency
+NO_VALUE = "-"  # no I/O in the interval (no average), or a counter reset
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    lun: str
+    device: str
+    database: str
+    role: str
+    workload: str
+    values: dict[str, float | None]  # numeric columns; None: nothing to show
+    goal_ms: float | None  # None: the goals do not judge this LUN (no database uses it)
+    histogram: bool  # whether the source publishes this LUN's per-I/O histogram
+
+    def text(self, column: Column) -> str:
+        if not column.numeric:
+            value = {"LUN": self.lun, "database": self.database, "role": self.role, "workload": self.workload}
+            return value[column.name] or NO_VALUE
+        number = self.values.get(column.name)
+        if number is None:
+            return NOT_AVAILABLE if column.name.endswith("_p99") and not self.histogram else NO_VALUE
+        return f"{number:.{column.decimals}f}"
+
+    def above_goal(self, column: str) -> bool | None:
+        """Whether a latency column is at or above the LUN's goal; None when not a latency, empty, or
+        the LUN is not judged."""
+        value = self.values.get(column)
+        if column not in LATENCY_COLUMNS or value is None or self.goal_ms is None:
+            return None
+        return value >= self.goal_ms
+
+    def matches(self, pattern: re.Pattern[str] | None) -> bool:
+        return pattern is None or any(
+            pattern.search(text) for text in (self.lun, self.database, self.role, self.workload)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    number: int
+    seconds: float
+    rows: list[Row]
+
+
+def quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float | None:
+    """histogram_quantile over the increase of cumulative buckets (upper bound -> count), in the
+    bound's unit; None without observations or with a reset."""
+    bounds = sorted(after)
+    increase = [after[b] - before.get(b, 0.0) for b in bounds]
+    if not bounds or bounds[-1] != math.inf or min(increase) < 0 or increase[-1] <= 0:
+        return None
+    rank = q * increase[-1]
+    lower, below = 0.0, 0.0
+    for bound, count in zip(bounds, increase, strict=True):
+        if count >= rank:  # count > below: the previous bucket held fewer than rank
+            return lower if bound == math.inf else lower + (bound - lower) * (rank - below) / (count - below)
+        lower, below = bound, count
+    return lower  # not reached: the +Inf bucket holds every observation
+
+
+def _rate(after: float, before: float, seconds: float) -> float | None:
+    delta = after - before
+    return None if delta < 0 or seconds <= 0 else delta / seconds
+
+
+def _average_ms(time_after: float, time_before: float, ops_after: float, ops_before: float) -> float | None:
+    ops, spent = ops_after - ops_before, time_after - time_before
+    if ops <= 0 or spent < 0:
+        return None
+    return spent / ops * 1000.0
+
+
+def frame(number: int, before: Snapshot, after: Snapshot, goals: Goals) -> Frame:
+    """Rates and averages of every LUN in both snapshots (a LUN that appeared shows next frame)."""
+    seconds = after.at - before.at
+    rows = []
+    for key, now in after.counters.items():
+        then = before.counters.get(key)
+        if then is None:
+            continue
+        database, role, workload = after.labels.get(key, ("", "", ""))
+        # As the rules judge it: a LUN no database uses by the goals' `unowned` section.
+        tier = goals.judged({"database": database, "role": role, "workload": workload})
+        values: dict[str, float | None] = {
+            "r/s": _rate(now.reads, then.reads, seconds),
+            "w/s": _rate(now.writes, then.writes, seconds),
+            "r_await": _average_ms(now.read_seconds, then.read_seconds, now.reads, then.reads),
+            "w_await": _average_ms(now.write_seconds, then.write_seconds, now.writes, then.writes),
+            "rMB/s": _scaled(_rate(now.read_bytes, then.read_bytes, seconds), 1 / MIB),
+            "wMB/s": _scaled(_rate(now.write_bytes, then.write_bytes, seconds), 1 / MIB),
+            "aqu-sz": _rate(now.weighted_seconds, then.weighted_seconds, seconds),
+        }
+        for op, column in (("read", "r_p99"), ("write", "w_p99")):
+            p99 = quantile(P99, then.buckets.get(op, {}), now.buckets.get(op, {}))
+            values[column] = _scaled(p99, 1000.0)
+        rows.append(
+            Row(
+                key[0],
+                key[1],
+                database,
+                role,
+                workload,
+                values,
+                None if tier is None else tier[0],
+                bool(now.buckets),
+            )
+        )
+    return Frame(number, seconds, rows)
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def ordered(rows: list[Row], key: str, pattern: re.Pattern[str] | None) -> list[Row]:
+    """Rows matching the filter, numbers largest first (empty last), names in order."""
+    kept = [r for r in rows if r.matches(pattern)]
+    by_name = sorted(kept, key=lambda r: (r.lun, r.device))
+    if key == "LUN":
+        return by_name
+    column = next(c for c in COLUMNS if c.name == key)
+    if not column.numeric:
+        return sorted(by_name, key=lambda r: r.text(column))
+
+    def largest_first(row: Row) -> float:
+        value = row.values.get(key)
+        return math.inf if value is None else -value
+
+    return sorted(by_name, key=largest_first)
+
+
+def header_line() -> str:
+    return " ".join(_cell(c.name, c) for c in COLUMNS).rstrip()
+
+
+def _cell(text: str, column: Column) -> str:
+    if not column.numeric:
+        return f"{text:<{column.width}}"
+    return f"{text:>{column.width}}"
+
+
+def row_cells(row: Row) -> list[tuple[Column, str]]:
+    """Each column's padded text (a name longer than its column widens the line, never cut)."""
+    return [(c, _cell(row.text(c), c)) for c in COLUMNS]
+
+
+def title(view: Frame, where: str, sort: str, pattern: re.Pattern[str] | None, shown: int) -> str:
+    """Frame number, clock, the interval measured, LUNs shown/all, sort, filter, then the source."""
+    return (
+        f"lunlat top #{view.number} {time.strftime('%H:%M:%S')} interval {view.seconds:.3f}s "
+        f"luns {shown}/{len(view.rows)} sort {sort}"
+        + (f" filter {pattern.pattern}" if pattern is not None else "")
+        + f" from {where}"
+    )
+
+
+def text_frame(view: Frame, where: str, sort: str, pattern: re.Pattern[str] | None) -> str:
+    """A frame as plain text: title, column header, one line per LUN, a blank line."""
+    rows = ordered(view.rows, sort, pattern)
+    lines = [title(view, where, sort, pattern, len(rows)), header_line()]
+    lines.extend(" ".join(cell for _, cell in row_cells(row)).rstrip() for row in rows)
+    return "\n".join(lines) + "\n\n"
+
+
+def compile_filter(text: str | None) -> re.Pattern[str] | None:
+    if not text:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise TopError(f"--filter: bad regular expression {text!r}: {exc}") from None
