@@ -17,4 +17,8 @@ volume's `database` label comes from its scrape config): top says so and names t
 
 A frame is the difference of two samples divided by the time measured between them. Latencies are
 coloured against each LUN's goal from alerts/goals.yaml (`Goals.tier`): green below, red at or above.
+
+The modules, each needing only those before it: `frames` (samples, counters, rows and their text:
+no I/O), `readers` (where the samples come from), `view` (the curses view), `command` (flags, batch
+frames, the live view started).
 """
