@@ -18,24 +18,24 @@ from lunlat.goals import load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
 from lunlat_rules.rules import render
 
+from .promtools import PROMTOOLS, promtool, unit_test_files
+
 HOST_LAYERS = Path(__file__).resolve().parent / "host_layers"
 SOURCES = ("node_exporter", "windows_exporter")
 
 
-def _promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.skip("promtool not installed (Debian: prometheus)")
-    return path
-
-
-def _run_promtool_test(tmp_path: Path, source: str, goals_text: str) -> subprocess.CompletedProcess[str]:
+def _run_promtool_test(
+    tmp_path: Path, source: str, goals_text: str, major: str = "2"
+) -> subprocess.CompletedProcess[str]:
     goals = tmp_path / f"{source}.goals.yaml"
     goals.write_text(goals_text, encoding="utf-8")
     (tmp_path / f"{source}.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
     shutil.copy(HOST_LAYERS / f"{source}.test.yml", tmp_path)
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    [test] = unit_test_files(major, [tmp_path / f"{source}.test.yml"], copies)
     return subprocess.run(
-        [_promtool(), "test", "rules", f"{source}.test.yml"],
+        [promtool(major), "test", "rules", str(test)],
         check=False,
         capture_output=True,
         text=True,
@@ -43,10 +43,11 @@ def _run_promtool_test(tmp_path: Path, source: str, goals_text: str) -> subproce
     )
 
 
+@pytest.mark.parametrize("major", PROMTOOLS)
 @pytest.mark.parametrize("source", SOURCES)
-def test_promtool_host_layer_tests_pass(tmp_path: Path, source: str) -> None:
+def test_promtool_host_layer_tests_pass(tmp_path: Path, source: str, major: str) -> None:
     goals = (HOST_LAYERS / f"{source}.goals.yaml").read_text(encoding="utf-8")
-    result = _run_promtool_test(tmp_path, source, goals)
+    result = _run_promtool_test(tmp_path, source, goals, major)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 

@@ -18,6 +18,8 @@ from lunlat.yamlmodel import ConfigError
 from lunlat_rules.cli import main
 from lunlat_rules.rules import _ROLE_HINT, RuleSet, render, render_prometheus_rule
 
+from .promtools import PROMTOOLS, promtool, unit_test_files
+
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "alerts"
 GOALS = ALERTS / "goals.yaml"
@@ -259,11 +261,12 @@ def test_every_alert_is_complete_and_its_runbook_exists() -> None:
         assert anchor in headings, f"{alert['alert']}: no heading for #{anchor} in {file}"
 
 
-def test_promtool_accepts_the_rules_without_a_lint_finding() -> None:
+@pytest.mark.parametrize("major", PROMTOOLS)
+def test_promtool_accepts_the_rules_without_a_lint_finding(major: str) -> None:
     """`promtool check rules` exits 0 on lint findings (duplicate rules) and prints them: any line
     besides its own header and SUCCESS line is a finding."""
     result = subprocess.run(
-        [_tool("promtool"), "check", "rules", str(RULES)], check=False, capture_output=True, text=True
+        [promtool(major), "check", "rules", str(RULES)], check=False, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
@@ -286,11 +289,12 @@ def test_the_lint_check_bites(tmp_path: Path) -> None:
     assert "duplicate rule" in result.stdout + result.stderr
 
 
-def test_promtool_rule_unit_tests_pass() -> None:
-    tests = sorted((ALERTS / "tests").glob("*.test.yml"))
+@pytest.mark.parametrize("major", PROMTOOLS)
+def test_promtool_rule_unit_tests_pass(major: str, tmp_path: Path) -> None:
+    tests = unit_test_files(major, sorted((ALERTS / "tests").glob("*.test.yml")), tmp_path)
     assert len(tests) >= 2
     result = subprocess.run(
-        [_tool("promtool"), "test", "rules", *map(str, tests)],
+        [promtool(major), "test", "rules", *map(str, tests)],
         check=False,
         capture_output=True,
         text=True,
@@ -537,3 +541,13 @@ def test_log_hint_says_a_governed_log_rate_is_not_a_slow_log_lun() -> None:
     hint = _ROLE_HINT["log"]["write"]
     assert "LOG_RATE_GOVERNOR" in hint and "role throttle" in hint
     assert "LOG_RATE_GOVERNOR" not in _ROLE_HINT["data"]["read"]
+
+
+def test_ci_builds_the_prometheus_3_the_tests_look_for() -> None:
+    """.ci/run builds Prometheus 3 where tests/prometheus.py looks for it, at the version it names."""
+    from tests.prometheus import PROMETHEUS3_DIR, PROMETHEUS3_MODULE_VERSION  # noqa: PLC0415
+
+    ci = (ALERTS.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert f'p3="$HOME/.cache/lunlat/{PROMETHEUS3_DIR.name}"' in ci
+    assert ci.count(f"@{PROMETHEUS3_MODULE_VERSION}") == 2
+    assert PROMETHEUS3_DIR.name.endswith(PROMETHEUS3_MODULE_VERSION)

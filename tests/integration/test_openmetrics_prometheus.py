@@ -1,5 +1,6 @@
-"""A real Prometheus (Debian's) scrapes `lunlat serve` with OpenMetrics first and ingests the series
-(issue 42).
+"""A real Prometheus (Debian's 2.42, and a Prometheus 3 build: tests/prometheus.py) scrapes `lunlat
+serve` with OpenMetrics first and ingests the series (issue 42), and evaluates the repo's rules
+without an error (issue 41).
 
 Prometheus 2.49 added `scrape_protocols` (prometheus.io/docs/instrumenting/content_negotiation); its default is
 OpenMetricsText1.0.0 first, and Prometheus before it (Debian 12's 2.42) always asks for
@@ -21,17 +22,28 @@ from tests import prometheus
 from tests.golden.test_golden import CONFIG, HOST
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 
-pytestmark = pytest.mark.skipif(prometheus.missing() is not None, reason=prometheus.missing() or "")
+
+def _server(major: str) -> str:
+    server = prometheus.binary(major)
+    if server is None:
+        pytest.skip(
+            (prometheus.missing() or "no prometheus")
+            if major == "2"
+            else f"no Prometheus 3 build in {prometheus.PROMETHEUS3_DIR} (.ci/run builds it)"
+        )
+    return server
 
 
-def test_prometheus_scraping_openmetrics_first_ingests_lunlats_series(tmp_path: Path) -> None:
+@pytest.mark.parametrize("major", ["2", "3"], ids=["prometheus2", "prometheus3"])
+def test_prometheus_scraping_openmetrics_first_ingests_lunlats_series(tmp_path: Path, major: str) -> None:
+    binary = _server(major)
     flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
     with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
         cfg = prometheus.config([f"{LOOPBACK}:{exporter.port}"], "1s")
         cfg["rule_files"] = []
-        if prometheus.version() >= (2, 49):
+        if prometheus.version(binary) >= (2, 49):
             cfg["scrape_configs"][0]["scrape_protocols"] = ["OpenMetricsText1.0.0"]
-        server = prometheus.start(tmp_path / "prom", cfg)
+        server = prometheus.start(tmp_path / "prom", cfg, binary)
         try:
             api = prometheus.api(server)
             reads = api.wait_for_series(contract.DEVICE_READS.name, 1, timeout=60)
@@ -50,3 +62,40 @@ def test_prometheus_scraping_openmetrics_first_ingests_lunlats_series(tmp_path: 
         ("counter", "seconds", contract.DEVICE_READ_TIME.help)
     ], exporter.log_tail()
     assert old_name == []  # the text format's family name: not what this scrape said
+
+
+@pytest.mark.parametrize("major", ["2", "3"], ids=["prometheus2", "prometheus3"])
+def test_every_rule_evaluates_without_error_on_a_real_server(tmp_path: Path, major: str) -> None:
+    """The repo's rules loaded by the server itself, scraping lunlat: every group evaluated and
+    no rule with an error (PromQL the unit tests' engine accepts but a server refuses at run time:
+    a many-to-many match, a function a release dropped) or unhealthy."""
+    binary = _server(major)
+    flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
+    with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
+        server = prometheus.start(
+            tmp_path / "prom", prometheus.config([f"{LOOPBACK}:{exporter.port}"], "1s"), binary
+        )
+        try:
+            api = prometheus.api(server)
+            api.wait_for_series(contract.DEVICE_READS.name, 1, timeout=60)
+            deadline = time.monotonic() + 60
+            while True:
+                groups = api.rule_groups()
+                evaluated = [g for g in groups if g["lastEvaluation"] > "2000"]
+                if (groups and len(evaluated) == len(groups)) or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
+            time.sleep(2)  # one more evaluation of every group, after the first scrape's series
+            groups = api.rule_groups()
+            recorded = api.query('count({__name__=~"lunlat:.+"})')
+        finally:
+            server.stop()
+    assert groups and len(evaluated) == len(groups), [g["name"] for g in groups]
+    broken = [
+        (rule.get("name"), rule.get("health"), rule.get("lastError"))
+        for group in groups
+        for rule in group["rules"]
+        if rule.get("health") != "ok" or rule.get("lastError")
+    ]
+    assert broken == [], broken
+    assert recorded and float(recorded[0]["value"][1]) > 0, "the rules recorded nothing"
