@@ -7,7 +7,9 @@ and alerting rules exist in a rule group. Rules within a group are run sequentia
 interval"). A rule reading a record of its own group, written before it, sees this evaluation's
 value; one reading another group's record sees whatever that group last wrote, one of its
 evaluations ago or more. Checked on the rules of every goals file the repository generates from,
-and on goals with an array, whose host-minus-array difference reads the host's averages.
+and on goals with an array, whose host-minus-array difference reads the host's averages. The one
+exception is declared: series recorded for history in a slow group (recorded.HISTORY), whose
+readers look back hours.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import promql_parser as pp
 import pytest
 
+from lunlat import recorded
 from lunlat.goals import Goals, load_goals, parse_goals
 from lunlat_rules.rules import RuleSet
 
@@ -65,7 +68,7 @@ def cross_group_reads(groups: list[dict[str, Any]]) -> list[str]:
         for rule in group["rules"]:
             for name in sorted(set(_selected(pp.parse(rule["expr"])))):
                 elsewhere = recorded_in.get(name, set()) - {group["name"]}
-                if elsewhere:
+                if elsewhere and name not in recorded.HISTORY:
                     rule_name = rule.get("record") or rule["alert"]
                     found.append(
                         f"{group['name']}/{rule_name} reads {name} (recorded by {', '.join(sorted(elsewhere))})"

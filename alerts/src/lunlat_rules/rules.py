@@ -27,7 +27,9 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
   the judged I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}`
   (p50, p99), read by the tail alert (`LunLatencyTailHigh`: judged average within goal, too many
   judged I/Os above it);
-- `lunlat:throughput_floor_bytes` where a tier sets a floor (`LunLatencyThroughputLow`).
+- `lunlat:throughput_floor_bytes` where a tier sets a floor (`LunLatencyThroughputLow`);
+- `lunlat:lun_paths:max1h`: each multipath LUN's most paths over the last hour, every 5 minutes in
+  a group of its own, read by `LunLatencyPathLost` over its lookback.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ from lunlat.recorded import (
     JUDGED_LATENCY,
     LATENCY,
     OPS,
+    PATHS_HISTORY_INTERVAL,
+    PATHS_HISTORY_WINDOW,
+    PATHS_MAX,
     PHYSICAL_DISK_IOPS,
     PHYSICAL_DISK_LATENCY,
     QUANTILES,
@@ -1057,9 +1062,21 @@ class RuleSet:
         failed (its device not running), or was dropped from the map after its device was deleted."""
         paths, sel, goals = self.goals.paths, self.goals.selector, self.goals
         total, failed = contract.LUN_PATHS.name, contract.LUN_PATHS_FAILED.name
+        most = f"max_over_time({total}{{{sel}}}[{paths.lookback}])"
+        if self.paths_history():
+            # The recorded hourly maxima over the lookback, and the raw gauge over the last two of
+            # their intervals (what they may not hold yet): the larger of the two.
+            recent = f"{2 * duration_seconds(PATHS_HISTORY_INTERVAL) / 60:g}m"
+            most = (
+                "max by (job, instance, lun, device) (\n"
+                f'      label_replace(max_over_time({PATHS_MAX}{{{sel}}}[{paths.lookback}]), "from", "history", "", "")\n'
+                "    or\n"
+                f'      label_replace(max_over_time({total}{{{sel}}}[{recent}]), "from", "recent", "", "")\n'
+                "    )"
+            )
         expr = (
             "(\n"
-            f"    max_over_time({total}{{{sel}}}[{paths.lookback}])\n"
+            f"    {most}\n"
             f"  - ({total}{{{sel}}} - {failed}{{{sel}}})\n"
             "  > 0\n"
             ")\n"
@@ -1088,6 +1105,13 @@ class RuleSet:
                 f"{goals.runbook_base_url}/path-lost.md#lunlatencypathlost",
             )
         ]
+
+    def paths_history(self) -> list[dict[str, Any]]:
+        """PATHS_MAX, where the lookback is longer than its window (else the alert reads the gauge)."""
+        if duration_seconds(self.goals.paths.lookback) <= duration_seconds(PATHS_HISTORY_WINDOW):
+            return []
+        total = f"{contract.LUN_PATHS.name}{{{self.goals.selector}}}"
+        return [_record(PATHS_MAX, f"max_over_time({total}[{PATHS_HISTORY_WINDOW}])")]
 
     # --- the array side -----------------------------------------------------------------------------
 
@@ -1184,6 +1208,12 @@ class RuleSet:
             },
             {"name": "lunlat-exporter", "rules": [*self.health_alerts(), *self.host_exporter_alerts()]},
             {"name": "lunlat-paths", "rules": self.path_alerts()},
+            # Slow on purpose: an hour's maximum needs no fresher value (PATHS_HISTORY_INTERVAL).
+            *(
+                [{"name": "lunlat-paths-history", "interval": PATHS_HISTORY_INTERVAL, "rules": history}]
+                if (history := self.paths_history())
+                else []
+            ),
             # Windows hosts only (goals host_layer: windows_exporter): no group elsewhere.
             *([{"name": "lunlat-windows-disks", "rules": disks}] if (disks := self.physical_disks()) else []),
         ]

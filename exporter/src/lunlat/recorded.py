@@ -47,6 +47,17 @@ SLO_JUDGED_SINCE = "lunlat:slo_judged_since:timestamp"
 SLO_LABELS: tuple[str, ...] = ("job", "instance", "database", "role", "workload", "layer", "op", "indicator")
 SLO_INDICATORS: tuple[str, ...] = ("io", "minute")
 
+# The most paths each multipath LUN had over PATHS_HISTORY_WINDOW (contract.LUN_PATHS), recorded every
+# PATHS_HISTORY_INTERVAL in a group of its own: the path-loss alert reads a day of these (288 samples a
+# LUN) instead of a day of the raw gauge (5,760 at 15 s scrapes) at every evaluation (issue 41).
+PATHS_MAX = "lunlat:lun_paths:max1h"
+PATHS_HISTORY_WINDOW = "1h"
+PATHS_HISTORY_INTERVAL = "5m"
+# Series recorded for history in a slow group of their own and read by other groups on purpose: a
+# reader sees the slow group's last value, at most one of its intervals old, which a lookback of
+# hours does not notice (alerts/tests/test_rule_groups.py allows these reads, and only these).
+HISTORY: frozenset[str] = frozenset({PATHS_MAX})
+
 # The array side (docs/metrics.md, "The array side"): an array exporter's per-volume latency keyed by the
 # LUN's NAA designator (`naa`, as lunlat_lun_info carries it), and the host's latency minus it.
 ARRAY_LATENCY = "lunlat:array_latency_seconds:mean{window}"
