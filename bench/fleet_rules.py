@@ -436,6 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     else ""
                 )
             )
+            print("load average before: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
             peers = [LUNLAT] if args.no_baseline else [LUNLAT, NODE_MIXIN]
             with FleetServer(cap, max(args.hosts)) as fleet:
                 for server in servers:
@@ -455,8 +456,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     args,
                                 )
                             )
+                            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                             print(
-                                f"  {peer.name} at {hosts} hosts: {time.monotonic() - began:.0f} s",
+                                f"  {peer.name} at {hosts} hosts: {time.monotonic() - began:.0f} s, "
+                                f"load average after {load}",
                                 flush=True,
                             )
                         report(results)
