@@ -146,6 +146,9 @@ class Result:
     def rule_cpu_ms_per_lun_minute(self) -> float:
         return (self.cpu_rules - self.cpu_idle) * 60 * 1000 / self.luns
 
+    def rule_cpu_ms_per_device_minute(self) -> float:
+        return self.rule_cpu_ms_per_lun_minute() * self.luns / self.devices
+
     def rule_time_ms_per_lun_minute(self) -> float:
         """The groups' evaluation wall time, summed, per LUN and minute of the window."""
         total = sum(sum(d) for d in self.durations.values())
@@ -314,6 +317,11 @@ def report(results: list[Result]) -> None:
         "rule CPU ms per LUN-minute (process CPU, rules - none)",
         lambda x: f"{x.rule_cpu_ms_per_lun_minute():.3f}",
         r=(lun.rule_cpu_ms_per_lun_minute(), node.rule_cpu_ms_per_lun_minute() if node else 0.0),
+    )
+    row(
+        "rule CPU ms per device-minute (node: maps and paths)",
+        lambda x: f"{x.rule_cpu_ms_per_device_minute():.3f}",
+        r=(lun.rule_cpu_ms_per_device_minute(), node.rule_cpu_ms_per_device_minute() if node else 0.0),
     )
     row(
         "rule time ms per LUN-minute (sum of group durations)",
