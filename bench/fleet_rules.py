@@ -73,10 +73,11 @@ NODE_MIXIN = Peer("node-mixin", "node", "/node", NODE_MIXIN_RULES)
 # (time.Since(start) in Group.run), _last_evaluation_timestamp_seconds its start, and
 # _iterations_missed_total counts the intervals skipped because an evaluation overran; each is
 # labelled rule_group="<file>;<group>" (GroupKey). process_cpu_seconds_total and
-# process_resident_memory_bytes are client_golang's process collector (user + system CPU time and
-# RSS from /proc/self/stat).
+# process_resident_memory_bytes are client_golang's process collector, v1.14.0 in Prometheus 2.42
+# (prometheus/process_collector_other.go: procfs' stat.CPUTime(), user + system time, and
+# stat.ResidentMemory(), from /proc/self/stat).
 OWN = re.compile(
-    r"^(process_cpu_seconds_total|process_resident_memory_bytes|prometheus_tsdb_head_series"
+    r"^(process_cpu_seconds_total|process_resident_memory_bytes"
     r"|prometheus_rule_group_(?:last_duration_seconds|last_evaluation_timestamp_seconds"
     r"|iterations_missed_total|iterations_total)"
     r"|prometheus_rule_evaluation_failures_total)"
@@ -92,7 +93,6 @@ class Own:
     at: float
     cpu: float
     rss: float
-    head_series: float
     groups: dict[str, dict[str, float]]  # group -> metric -> value
 
 
@@ -109,7 +109,6 @@ def read_own(process: ExporterProcess) -> Own:
         time.time(),
         top["process_cpu_seconds_total"],
         top["process_resident_memory_bytes"],
-        top.get("prometheus_tsdb_head_series", 0.0),
         groups,
     )
 
@@ -157,10 +156,11 @@ class Result:
 
 def scrape_config(peer: Peer, targets: list[str], port: int) -> dict[str, Any]:
     """One job over the fleet server: each target is a host name, sent as ?host=<name> and kept as
-    `instance`. Prometheus' configuration docs (docs/configuration/configuration.md, v2.42.0,
-    <relabel_config>): "The `__param_<name>` label is set to the value of the first passed URL
-    parameter called <name>", and `instance` is set to `__address__` after relabelling only "if it
-    was not set during relabeling"; `__address__` is then pointed at the server."""
+    `instance`. A target's `__param_<name>` labels become its URL's query parameters
+    (prometheus/prometheus v2.42.0, scrape/target.go, Target.URL), and `instance` is set to
+    `__address__` after relabelling only "if it was not set during relabeling"
+    (docs/configuration/configuration.md, <relabel_config>, same tag); `__address__` is then
+    pointed at the server."""
     return {
         "job_name": peer.job,
         "metrics_path": peer.path,
@@ -234,8 +234,8 @@ def run_peer(
         result.rss_idle = after.rss
         result.raw_samples = scalar(api, f'sum(scrape_samples_scraped{{job="{peer.job}"}})')
 
-        # Rules on: the same file rewritten, and SIGHUP, Prometheus' reload signal (docs/querying/rules,
-        # "The rule files can be reloaded at runtime by sending SIGHUP to the Prometheus process").
+        # Rules on: the same file rewritten, and SIGHUP, Prometheus' reload signal ("The rule files
+        # can be reloaded at runtime by sending SIGHUP": docs/configuration/recording_rules.md, v2.42.0).
         path = workdir / "prometheus.yml"
         path.write_text(yaml.safe_dump(config(peer, targets, fleet.port, rules=True), sort_keys=False))
         os.kill(process.pid, signal.SIGHUP)
