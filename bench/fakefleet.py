@@ -61,7 +61,9 @@ IOPS = 400
 DATA = (0.70, 8192, 0.5, 0.3)
 LOG = (0.02, 16384, 0.5, 0.25)
 SLOW_MS = (3.0, 1.5)
-SECTOR = 512  # /proc/diskstats counts 512-byte sectors (kernel Documentation/admin-guide/iostats.rst)
+# "the standard UNIX 512-byte sectors" (kernel Documentation/block/stat.rst, read sectors), the
+# same fields as /proc/diskstats' (Documentation/admin-guide/iostats.rst)
+SECTOR = 512
 
 # `name{labels} value` of the text format; neither exporter writes timestamps.
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{.*\})?) (\S+)$")
