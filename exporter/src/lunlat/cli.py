@@ -25,14 +25,14 @@ from lunlat import top as top_command
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.engines.registry import ENGINES
-from lunlat.httplimits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
 from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
-from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.factory import HOST_SOURCES, Settings
 from lunlat.sources.registry import build_sources, close_sources
-from lunlat.webconfig import WebGate
+from lunlat.web.config import WebGate
+from lunlat.web.limits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
+from lunlat.web.server import ListenAddress, ListenAddressError, Server
 from lunlat.yamlmodel import key_path
 
 log = logs.get("lunlat.cli")
