@@ -278,7 +278,7 @@ def _target_name(config: Config, loc: tuple[int | str, ...]) -> str:
 
 def serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
-    raise_open_file_limit()  # before anything opens files, as Go programs start (httplimits.py)
+    raise_open_file_limit()  # before anything opens files, as Go programs start (web/limits.py)
     if not args.telemetry_path.startswith("/"):
         return _usage_error(f"--web.telemetry-path must start with /, got {args.telemetry_path!r}")
     try:
