@@ -3,6 +3,7 @@
 - `server`: the listening server and the request handler (endpoints, content negotiation, TLS handshake);
 - `limits`: what one client may cost and the bookkeeping that holds it to that (connection table,
   bounded head reader, write deadline, open-file limit);
+- `head`: a request head, once read within those limits, parsed by h11;
 - `threads`: the pool of threads that answer connections;
 - `config`: `--web.config.file`, the exporter-toolkit's TLS and basic-auth file.
 

@@ -1,18 +1,16 @@
 """The HTTP server of `lunlat serve`: /metrics, a landing page, /-/healthy, /-/ready and /-/reload.
 
 The accept loop, each connection's admission and TLS handshake (`Server`), and the exchange on a
-connection (`Handler`): the request head read within lunlat's limits (web/limits.py) and parsed,
-basic auth, then the endpoint. The design, and what no client can make the exporter hold, is on the
+connection (`Handler`): the request head read within lunlat's limits (web/limits.py) and parsed
+by h11 (web/head.py), basic auth, then the endpoint. The design, and what no client can make the exporter hold, is on the
 docs site's page docs/web.md.
 """
 
 from __future__ import annotations
 
-import email.parser
 import errno
 import gzip
 import html
-import http.client
 import logging
 import socket
 import ssl
@@ -29,11 +27,11 @@ from typing import Any
 from lunlat import __version__, logs
 from lunlat.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE
 from lunlat.scrape import Scraper
+from lunlat.web import head
 from lunlat.web.config import WebConfig, WebGate
 from lunlat.web.limits import (
     ACCEPT_BACKOFF,
     BUSY_ANSWER,
-    HTTP_VERSION,
     LINGER,
     MAX_SCRAPE_TIMEOUT,
     MIN_SCRAPE_TIMEOUT,
@@ -534,30 +532,19 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def _parse(self, lines: list[bytes]) -> bool:
-        """The request line (Go's rules: golang/go src/net/http/request.go parseRequestLine and
-        ParseHTTPVersion, server.go readRequest) and headers; a malformed one is answered here."""
+        """The head, parsed by h11 (head.py); a malformed one is answered here."""
         self.raw_requestline = lines[0]
         self.requestline = lines[0].decode("iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if len(words) != 3:  # HTTP/0.9's "GET /" too: lunlat answers HTTP/1.x only
-            return self._malformed(HTTPStatus.BAD_REQUEST, "400 Bad Request: malformed request line\n")
-        method, target, version = words
-        match = HTTP_VERSION.fullmatch(version)
-        if match is None:
-            return self._malformed(HTTPStatus.BAD_REQUEST, "400 Bad Request: malformed HTTP version\n")
-        if int(match.group(1)) != 1:
-            return self._malformed(
-                HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
-                "505 HTTP Version Not Supported: unsupported protocol version\n",
-            )
-        self.command, self.path, self.request_version = method, target, version
-        # What http.client.parse_headers does once it has the lines (its own reading counts the
-        # empty line against _MAXHEADERS too, so it would refuse 100 headers).
-        fields = b"".join([*lines[1:], b"\r\n"]).decode("iso-8859-1")
-        self.headers = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(fields)
+        try:
+            parsed = head.parse(lines)
+        except head.HeadError as refused:
+            return self._malformed(refused.status, refused.text)
+        self.command, self.path, self.request_version = parsed.method, parsed.target, parsed.version
+        self.headers = parsed.headers
         tokens = {token.strip().lower() for token in self.headers.get("Connection", "").split(",")}
-        # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it.
-        self.close_connection = "close" in tokens or (int(match.group(2)) == 0 and "keep-alive" not in tokens)
+        # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it
+        # (RFC 9112 9.3; h11 would close every HTTP/1.0 connection, its state machine is not used).
+        self.close_connection = "close" in tokens or (parsed.minor == 0 and "keep-alive" not in tokens)
         return True
 
     def _malformed(self, status: HTTPStatus, text: str) -> bool:
