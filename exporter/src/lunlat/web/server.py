@@ -475,10 +475,12 @@ class Handler(BaseHTTPRequestHandler):
             if lines is None or not self.server.connections.serving(self.conn):
                 return
             self.writer.arm()
-            if not self._parse(lines):
-                return
+            refused = self._parse(lines)
         finally:
-            reader.release()
+            reader.release()  # before a refusal lingers: what the head drew is of no use any more
+        if refused is not None:
+            self._refuse(refused.status, refused.text)
+            return
         try:
             self.body = reader
             if self._admit():
@@ -514,9 +516,9 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def _refuse(self, status: HTTPStatus, text: str) -> None:
-        """Answers and closes a connection whose request is still being sent: the write side first,
-        then what keeps coming is read for LINGER seconds, so the client reads the answer rather than
-        a reset."""
+        """Answers and closes a connection whose request is still being sent, or was not readable: the
+        write side first, then what keeps coming is read for LINGER seconds, so the client reads the
+        answer rather than a reset."""
         self.close_connection = True
         self.writer.arm()
         try:
@@ -531,26 +533,22 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             pass
 
-    def _parse(self, lines: list[bytes]) -> bool:
-        """The head, parsed by h11 (head.py); a malformed one is answered here."""
+    def _parse(self, lines: list[bytes]) -> head.HeadError | None:
+        """The head, parsed by h11 (head.py), into the handler's command, path, version and headers;
+        the refusal to answer (as a head too large is, _refuse) if it is malformed."""
         self.raw_requestline = lines[0]
         self.requestline = lines[0].decode("iso-8859-1").rstrip("\r\n")
         try:
             parsed = head.parse(lines)
         except head.HeadError as refused:
-            return self._malformed(refused.status, refused.text)
+            return refused
         self.command, self.path, self.request_version = parsed.method, parsed.target, parsed.version
         self.headers = parsed.headers
         tokens = {token.strip().lower() for token in self.headers.get("Connection", "").split(",")}
         # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it
         # (RFC 9112 9.3; h11 would close every HTTP/1.0 connection, its state machine is not used).
         self.close_connection = "close" in tokens or (parsed.minor == 0 and "keep-alive" not in tokens)
-        return True
-
-    def _malformed(self, status: HTTPStatus, text: str) -> bool:
-        self.close_connection = True
-        self._text(status, text)
-        return False
+        return None
 
     def _admit(self) -> bool:
         """Basic auth (when configured) before anything else, then the method: one this handler has
