@@ -1,9 +1,9 @@
 """The HTTP server of `lunlat serve`: /metrics, a landing page, /-/healthy, /-/ready and /-/reload.
 
 The accept loop, each connection's admission and TLS handshake (`Server`), and the exchange on a
-connection (`Handler`): the request head read within lunlat's limits (web/limits.py) and parsed
-by h11 (web/head.py), basic auth, then the endpoint. The design, and what no client can make the exporter hold, is on the
-docs site's page docs/web.md.
+connection (`Handler`): the request head read within lunlat's limits (web/limits.py) and parsed by
+h11 (web/head.py), basic auth, then the endpoint. The design, and what no client can make the
+exporter hold, is on the docs site's page docs/web.md.
 """
 
 from __future__ import annotations
