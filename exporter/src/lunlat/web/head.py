@@ -10,6 +10,10 @@ and text of its own: not three words (400 "malformed request line"), a version G
 would not read (400 "malformed HTTP version"), a version other than HTTP/1.x (505). h11 reads what
 it does not refuse the same way (h11's `request_line` in h11/_abnf.py takes `HTTP/` and one digit,
 a dot, one digit).
+
+Against the parser it replaced (bench/request_heads.py, docs/benchmarks.md): a scrape's head costs
+~1.5x as much (tens of µs), the largest head lunlat reads (1 MiB) ~2.6x the CPU (~12 ms) at less than
+half the memory; the limits are the reader's, and hold as before.
 """
 
 from __future__ import annotations
