@@ -34,8 +34,8 @@ from lunlat import cli
 from lunlat.config import load_config
 from lunlat.engines.oracle import source as oracle_source
 from lunlat.scrape import Scraper
-from lunlat.server import ListenAddress, Server
 from lunlat.sources.registry import build_sources
+from lunlat.web.server import ListenAddress, Server
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from lunlat_lab.state import LabState

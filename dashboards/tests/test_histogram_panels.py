@@ -34,8 +34,8 @@ from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper
-from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import SourceResult
+from lunlat.web.server import ListenAddress, Server
 from tests import prometheus
 from tests.procs import LOOPBACK
 

@@ -42,8 +42,8 @@ from lunlat.exposition import format_value
 from lunlat.goals import Goals, duration_seconds, load_goals, parse_goals
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper
-from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import SourceResult
+from lunlat.web.server import ListenAddress, Server
 from lunlat_dashboards import overview, panels, render_all, to_json
 from lunlat_rules.rules import render
 from tests import prometheus

@@ -14,8 +14,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from lunlat import webconfig
 from lunlat.goals import load_goals
+from lunlat.web import config as webconfig
 from tests.extras import need
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -51,7 +51,7 @@ def test_the_same_fields_in_json(stream: io.StringIO) -> None:
 
 def test_below_the_level_nothing_is_written_and_exc_info_is_one_field(stream: io.StringIO) -> None:
     _capture(stream, "logfmt", level="info")
-    log = logs.get("lunlat.server")
+    log = logs.get("lunlat.web.server")
     log.debug("hidden", client="1.2.3.4")
     assert stream.getvalue() == ""
     assert not log.is_enabled_for(logging.DEBUG)

@@ -17,8 +17,8 @@ from lunlat import contract
 from lunlat.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE, render, render_openmetrics
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper, process_registry
-from lunlat.server import ListenAddress, Server, wants_openmetrics
 from lunlat.sources.base import SourceResult
+from lunlat.web.server import ListenAddress, Server, wants_openmetrics
 from tests.openmetrics import PROMETHEUS_ACCEPT, openmetrics_families
 
 OPENMETRICS = "application/openmetrics-text"

@@ -18,10 +18,10 @@ from lunlat import reload as reload_module
 from lunlat.config import load_config
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
-from lunlat.server import ListenAddress, Server
 from lunlat.sources.base import Source, SourceError, SourceResult
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import Built, build_sources
+from lunlat.web.server import ListenAddress, Server
 from tests.extras import needs
 from tests.fakesys import FakeHost, Stats
 from tests.hostile import PROMPTLY, finishes, make_fifo, release

@@ -20,9 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from lunlat import __version__
 from lunlat.exposition import CONTENT_TYPE
-from lunlat.httplimits import MAX_SCRAPE_TIMEOUT, MIN_SCRAPE_TIMEOUT, Limits
 from lunlat.scrape import Scraper
-from lunlat.server import (
+from lunlat.sources.base import SourceResult
+from lunlat.web.limits import MAX_SCRAPE_TIMEOUT, MIN_SCRAPE_TIMEOUT, Limits
+from lunlat.web.server import (
     EncodedBodies,
     ListenAddress,
     ListenAddressError,
@@ -30,7 +31,6 @@ from lunlat.server import (
     _scrape_timeout,
     _wants_gzip,
 )
-from lunlat.sources.base import SourceResult
 
 
 class Empty:
@@ -216,7 +216,7 @@ def test_client_gone_mid_answer_is_one_debug_line_not_a_traceback(
     assert "Traceback" not in capfd.readouterr().err
     lost = [r for r in caplog.records if r.getMessage() == "client connection lost"]
     assert lost and all(r.levelname == "DEBUG" for r in lost)
-    assert not [r for r in caplog.records if r.levelno >= 20 and r.name == "lunlat.server"]
+    assert not [r for r in caplog.records if r.levelno >= 20 and r.name == "lunlat.web.server"]
     logging.getLogger("lunlat").removeHandler(caplog.handler)
 
 

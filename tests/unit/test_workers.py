@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lunlat.workers import Workers
+from lunlat.web.threads import Workers
 
 WAIT = 10.0  # seconds any of these waits may take before the test fails
 

@@ -18,8 +18,8 @@ from typing import ClassVar
 import bcrypt
 import pytest
 
-from lunlat import webconfig
-from lunlat.webconfig import WebGate
+from lunlat.web import config as webconfig
+from lunlat.web.config import WebGate
 
 PASSWORD = b"s3cret-scraper"
 # Cost 12 (~0.3 s a check): one flood check holds bcrypt long enough for a scraper to queue behind.

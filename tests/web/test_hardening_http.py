@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.httplimits import Limits
 from lunlat.scrape import Scraper
-from lunlat.server import ListenAddress, Server
-from lunlat.webconfig import WebGate
+from lunlat.web.config import WebGate
+from lunlat.web.limits import Limits
+from lunlat.web.server import ListenAddress, Server
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
 from tests.web import certs
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from lunlat import cli, webconfig
-from lunlat.webconfig import TLS12_CIPHERS, WebGate, basic_credentials
+from lunlat import cli
+from lunlat.web import config as webconfig
+from lunlat.web.config import TLS12_CIPHERS, WebGate, basic_credentials
 from lunlat.yamlmodel import ConfigError
 from tests.hostile import finishes, make_fifo
 from tests.web import certs

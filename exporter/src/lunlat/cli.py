@@ -24,15 +24,15 @@ from lunlat import __version__, logs, memtune, pathhealth
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.engines.registry import ENGINES
-from lunlat.httplimits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
 from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
-from lunlat.server import ListenAddress, ListenAddressError, Server
 from lunlat.sources.factory import HOST_SOURCES, Settings
 from lunlat.sources.registry import build_sources, close_sources
 from lunlat.top import command as top_command
-from lunlat.webconfig import WebGate
+from lunlat.web.config import WebGate
+from lunlat.web.limits import DEFAULT_MAX_CONNECTIONS, Limits, raise_open_file_limit
+from lunlat.web.server import ListenAddress, ListenAddressError, Server
 from lunlat.yamlmodel import key_path
 
 log = logs.get("lunlat.cli")
@@ -278,7 +278,7 @@ def _target_name(config: Config, loc: tuple[int | str, ...]) -> str:
 
 def serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
-    raise_open_file_limit()  # before anything opens files, as Go programs start (httplimits.py)
+    raise_open_file_limit()  # before anything opens files, as Go programs start (web/limits.py)
     if not args.telemetry_path.startswith("/"):
         return _usage_error(f"--web.telemetry-path must start with /, got {args.telemetry_path!r}")
     try:

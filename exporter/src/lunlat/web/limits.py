@@ -1,7 +1,7 @@
 """What one HTTP client may cost lunlat's server, and the pieces that hold it to that.
 
-The limits, and why each has its value, are in lunlat.server's module docstring; this module keeps the
-bookkeeping apart from the request handling: the connection table and who makes room at the cap, the
+The limits, and why each has its value, are on the docs site's page docs/web.md; this module keeps
+the bookkeeping apart from the request handling: the connection table and who makes room at the cap, the
 bounded request-head reader, the whole-answer write deadline, and the open-file limit at start.
 """
 
@@ -34,7 +34,7 @@ MIN_SCRAPE_TIMEOUT = 1.0
 MAX_SCRAPE_TIMEOUT = 120.0
 
 
-# --- what a client may send and how long it may take (module docstring) ---
+# --- what a client may send and how long it may take (docs/web.md) ---
 # The request line and headers together: Go's limit (golang/go src/net/http/server.go
 # DefaultMaxHeaderBytes, 1 << 20, "including the request line").
 MAX_HEADER_BYTES = 1 << 20
@@ -81,7 +81,7 @@ HTTP_VERSION = re.compile(r"HTTP/([0-9]{1,6})\.([0-9]{1,6})")
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one client may cost (module docstring). The deadlines are settable for tests."""
+    """What one client may cost (docs/web.md). The deadlines are settable for tests."""
 
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     header_timeout: float = HEADER_TIMEOUT

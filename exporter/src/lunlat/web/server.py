@@ -1,52 +1,16 @@
-"""The HTTP side: /metrics, a landing page, /-/healthy and /-/ready, with exporter conventions.
+"""The HTTP server of `lunlat serve`: /metrics, a landing page, /-/healthy, /-/ready and /-/reload.
 
-stdlib ThreadingHTTPServer: a thread per connection (one that answered an earlier connection and
-waits for the next, workers.py, or a new one), a cap on scrapes in flight
-(--web.max-requests), gzip and OpenMetrics 1.0 when the scraper asks for them, 4xx for anything else. With
---web.config.file (lunlat.webconfig) every endpoint is behind TLS and/or basic auth; the TLS
-handshake runs in the connection's own thread, so a slow or silent client never holds up the
-accept loop.
-
-Nothing a client sends, or fails to read, makes the exporter hold unbounded memory, threads or file
-descriptors, or keeps a scrape slot; all of it holds before the password check, for clients that
-have none:
-
-- Request heads are read here, not by http.server, whose parser took 100 lines of 64 KiB into an email
-  message before anything could refuse them. The request line and headers together may have 1 MiB
-  (Go's limit) in at most 100 lines (http.client's) of at most 64 KiB: past that 414 or 431, and the
-  connection is closed. A head's first 16 KiB are its own; beyond that it draws on a budget shared by
-  every connection (16 MiB), so hundreds of 1 MiB heads at once cannot hold hundreds of MiB.
-- Deadlines cover whole operations, not each recv or send: a request's head (and a small body) must
-  arrive within 10 s of its first byte (of the connection, for its first request), like Go's
-  ReadHeaderTimeout; a kept-alive connection waits 6 min for its next request, longer than
-  Prometheus keeps an idle one, so the scraper, not lunlat, ends it; an answer must be written
-  within 120 s, the longest scrape timeout lunlat accepts, or the connection is closed.
-- At most --web.max-connections connections (512: at this default descriptor numbers stay well below
-  1024, the most select() takes, should a database driver's C library still use it). Past the cap a new
-  connection closes the one that has waited longest for a request (never used, or idle between
-  requests), or else the one that has been writing an answer longest (a client that pipelines
-  requests and reads no answer). Idle connections cost nothing to open: refusing new ones would let
-  a few hundred of them lock every scraper out, closing the oldest lets a scraper in at once. Only
-  when every connection is busy with a request (a scrape collecting, at most --web.max-requests of
-  those) does a new one get 503 and a close. `serve`
-  raises the soft open-file limit to the hard one first, as Go does, and the cap is lowered to fit
-  what that limit leaves. Out of descriptors anyway (EMFILE), the accept loop closes the longest idle
-  connection and backs off (5 ms doubling to 1 s, as Go's) instead of spinning.
-- A scrape slot is held while the body is collected and rendered, and let go before it is written: a
-  slow reader holds only its connection. Scrape bodies being written are bounded by
-  --web.max-requests too: past it the one written longest is cut off, so slow readers can neither pin
-  more bodies in memory than scrapes could nor make a real scrape wait.
-- A GET or HEAD with a body has up to 4 KiB of it read and dropped (after the password check); a
-  larger or chunked one is answered and the connection closed, so no body is read as a request.
+The accept loop, each connection's admission and TLS handshake (`Server`), and the exchange on a
+connection (`Handler`): the request head read within lunlat's limits (web/limits.py) and parsed by
+h11 (web/head.py), basic auth, then the endpoint. The design, and what no client can make the
+exporter hold, is on the docs site's page docs/web.md.
 """
 
 from __future__ import annotations
 
-import email.parser
 import errno
 import gzip
 import html
-import http.client
 import logging
 import socket
 import ssl
@@ -56,16 +20,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lunlat import __version__, logs
 from lunlat.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE
-from lunlat.httplimits import (
+from lunlat.scrape import Scraper
+from lunlat.web import head
+from lunlat.web.config import WebConfig, WebGate
+from lunlat.web.limits import (
     ACCEPT_BACKOFF,
     BUSY_ANSWER,
-    HTTP_VERSION,
     LINGER,
     MAX_SCRAPE_TIMEOUT,
     MIN_SCRAPE_TIMEOUT,
@@ -80,12 +46,7 @@ from lunlat.httplimits import (
     connection_cap,
     error_text,
 )
-from lunlat.scrape import Scraper
-from lunlat.webconfig import WebConfig, WebGate
-from lunlat.workers import Workers
-
-if TYPE_CHECKING:
-    pass
+from lunlat.web.threads import Workers
 
 log = logs.get(__name__)
 
@@ -237,8 +198,13 @@ class EncodedBodies:
             return self._gzip
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
+class Server(HTTPServer):
+    """http.server's accept loop, each connection answered on a thread of lunlat's pool (threads.py).
+
+    HTTPServer, not ThreadingHTTPServer: socketserver's ThreadingMixIn starts a thread per connection
+    (its process_request) and joins them on close, both replaced here by the pool; of the mixin only
+    its per-connection wrapper was left in use, which is `_answer`."""
+
     request_queue_size = listen_backlog()
 
     def __init__(
@@ -263,7 +229,7 @@ class Server(ThreadingHTTPServer):
         self._accept_delay = 0.0
         self._warned: dict[str, float] = {}
         self.workers: Workers[tuple[socket.socket, Any]] = Workers(
-            lambda accepted: self.process_request_thread(*accepted), "lunlat-http"
+            lambda accepted: self._answer(*accepted), "lunlat-http"
         )
         if address.host:
             self.address_family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
@@ -301,9 +267,19 @@ class Server(ThreadingHTTPServer):
     def process_request(
         self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any
     ) -> None:
-        """On a waiting thread of the pool (workers.py), not a new thread per connection."""
+        """On a waiting thread of the pool (threads.py), not a new thread per connection."""
         assert isinstance(request, socket.socket)
         self.workers.submit((request, client_address))
+
+    def _answer(self, request: socket.socket, client_address: Any) -> None:
+        """One connection, on a thread of the pool: answered, its errors logged, then closed (what
+        socketserver.ThreadingMixIn.process_request_thread does on a thread of its own)."""
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 - any failure is one log line (handle_error), never a dead thread
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
 
     def server_close(self) -> None:
         super().server_close()
@@ -486,7 +462,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
 
     def handle_one_request(self) -> None:
-        """Replaces http.server's: the head is read here within the limits (module docstring), then
+        """Replaces http.server's: the head is read here within the limits (docs/web.md), then
         basic auth (when configured) before anything else, then the method."""
         self.close_connection = True
         # Until a request line says otherwise: every answer, errors too, has an HTTP/1.1 status line.
@@ -499,10 +475,12 @@ class Handler(BaseHTTPRequestHandler):
             if lines is None or not self.server.connections.serving(self.conn):
                 return
             self.writer.arm()
-            if not self._parse(lines):
-                return
+            refused = self._parse(lines)
         finally:
-            reader.release()
+            reader.release()  # before a refusal lingers: what the head drew is of no use any more
+        if refused is not None:
+            self._refuse(refused.status, refused.text)
+            return
         try:
             self.body = reader
             if self._admit():
@@ -538,9 +516,9 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def _refuse(self, status: HTTPStatus, text: str) -> None:
-        """Answers and closes a connection whose request is still being sent: the write side first,
-        then what keeps coming is read for LINGER seconds, so the client reads the answer rather than
-        a reset."""
+        """Answers and closes a connection whose request is still being sent, or was not readable: the
+        write side first, then what keeps coming is read for LINGER seconds, so the client reads the
+        answer rather than a reset."""
         self.close_connection = True
         self.writer.arm()
         try:
@@ -555,37 +533,22 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             pass
 
-    def _parse(self, lines: list[bytes]) -> bool:
-        """The request line (Go's rules: golang/go src/net/http/request.go parseRequestLine and
-        ParseHTTPVersion, server.go readRequest) and headers; a malformed one is answered here."""
+    def _parse(self, lines: list[bytes]) -> head.HeadError | None:
+        """The head, parsed by h11 (head.py), into the handler's command, path, version and headers;
+        the refusal to answer (as a head too large is, _refuse) if it is malformed."""
         self.raw_requestline = lines[0]
         self.requestline = lines[0].decode("iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if len(words) != 3:  # HTTP/0.9's "GET /" too: lunlat answers HTTP/1.x only
-            return self._malformed(HTTPStatus.BAD_REQUEST, "400 Bad Request: malformed request line\n")
-        method, target, version = words
-        match = HTTP_VERSION.fullmatch(version)
-        if match is None:
-            return self._malformed(HTTPStatus.BAD_REQUEST, "400 Bad Request: malformed HTTP version\n")
-        if int(match.group(1)) != 1:
-            return self._malformed(
-                HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
-                "505 HTTP Version Not Supported: unsupported protocol version\n",
-            )
-        self.command, self.path, self.request_version = method, target, version
-        # What http.client.parse_headers does once it has the lines (its own reading counts the
-        # empty line against _MAXHEADERS too, so it would refuse 100 headers).
-        fields = b"".join([*lines[1:], b"\r\n"]).decode("iso-8859-1")
-        self.headers = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(fields)
+        try:
+            parsed = head.parse(lines)
+        except head.HeadError as refused:
+            return refused
+        self.command, self.path, self.request_version = parsed.method, parsed.target, parsed.version
+        self.headers = parsed.headers
         tokens = {token.strip().lower() for token in self.headers.get("Connection", "").split(",")}
-        # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it.
-        self.close_connection = "close" in tokens or (int(match.group(2)) == 0 and "keep-alive" not in tokens)
-        return True
-
-    def _malformed(self, status: HTTPStatus, text: str) -> bool:
-        self.close_connection = True
-        self._text(status, text)
-        return False
+        # HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it
+        # (RFC 9112 9.3; h11 would close every HTTP/1.0 connection, its state machine is not used).
+        self.close_connection = "close" in tokens or (parsed.minor == 0 and "keep-alive" not in tokens)
+        return None
 
     def _admit(self) -> bool:
         """Basic auth (when configured) before anything else, then the method: one this handler has
