@@ -75,6 +75,7 @@ from lunlat.recorded import (
     THROUGHPUT,
     THROUGHPUT_FLOOR,
 )
+from lunlat_rules.drift import drift_group
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.
@@ -1061,6 +1062,8 @@ class RuleSet:
             },
             {"name": "lunlat-exporter", "rules": [*self.health_alerts(), *self.host_exporter_alerts()]},
             {"name": "lunlat-paths", "rules": self.path_alerts()},
+            # Drift before the breach: its own slower group (lunlat_rules.drift says why it is cheap).
+            drift_group(self.goals),
             # Windows hosts only (goals host_layer: windows_exporter): no group elsewhere.
             *([{"name": "lunlat-windows-disks", "rules": disks}] if (disks := self.physical_disks()) else []),
         ]
