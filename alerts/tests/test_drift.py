@@ -87,7 +87,9 @@ def test_the_goals_figures_are_the_rules() -> None:
 def test_one_week_is_that_week_alone() -> None:
     """With `weeks: 1` the median of one week is that week's average."""
     expr = baseline("x", parse_goals("drift:\n  weeks: 1\n").drift)
-    assert expr == 'quantile without (week) (0.5,\n    label_replace(x offset 1w, "week", "1", "", "")\n)'
+    assert expr == (
+        'quantile without (week) (0.5,\n    label_replace(last_over_time(x[10m] offset 1w), "week", "1", "", "")\n)'
+    )
 
 
 def test_the_drift_rule_test_bites(tmp_path: Path) -> None:

@@ -11,6 +11,13 @@ average over `drift.window`, written once per recorded.DRIFT_INTERVAL (5m) by a 
 The baseline is never recorded: it is that same series read back `offset 1w`, `2w` … (the same hour
 of the week), their median, in the alert and in the dashboards (`baseline`, one definition).
 
+The group's own `interval` overrides Prometheus' evaluation_interval for its rules only
+(prometheus.io/docs/prometheus/latest/configuration/recording_rules: `<rule_group>`, "interval:
+<duration> | default = global.evaluation_interval"); `offset` reads a selector that far in the past
+(querying/basics, "offset modifier"), so the baseline needs the records kept that long: weeks x 1w
+plus the window within the TSDB's retention (`--storage.tsdb.retention.time`, "Defaults to 15d":
+docs/storage.md), which the default two weeks are.
+
 A rule of this group reads the 1-minute judged latency, the goal and the idle guard, which group
 lunlat-latency records every 15 s: it sees them at most one of that group's evaluations late, which
 a 5-minute ticket with a 1-hour window does not notice (alerts/tests/test_rule_groups.py allows a
@@ -22,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lunlat.goals import Drift, Goals
+from lunlat.goals import Drift, Goals, duration_seconds
 from lunlat.layers import SERIES_LABELS
 from lunlat.recorded import (
     BREACH_WINDOW,
@@ -38,8 +45,19 @@ from lunlat.recorded import (
 ALERT = "LunLatencyDrift"
 # The labels of a judged latency series: the LUN's, its op and which I/Os were judged.
 DRIFT_LABELS: tuple[str, ...] = (*SERIES_LABELS, "op", "judged")
-# The label the baseline's weeks are told apart by before their median drops it.
+# The label the baseline's weeks are told apart by before their median drops it: `or` keeps a right-hand
+# series only where no left-hand one has the same labels, and an offset changes no label, so each week
+# gets its own value of it first (label_replace from an empty source always matches), and
+# `quantile without (week)` takes the median across them (prometheus.io/docs/prometheus/latest/querying/
+# operators: "Logical/set binary operators", "Aggregation operators"; functions: label_replace).
 WEEK_LABEL = "week"
+# How far back from each week's instant its record is looked for: two of the group's intervals. The
+# records are DRIFT_INTERVAL apart, and a plain `offset 1w` selector finds the one at that instant only
+# while none was missed: Prometheus 3 excludes a sample exactly at the lookback's left edge ("Range
+# selectors and lookback exclude samples coinciding with the left boundary", docs/migration.md of
+# prometheus/prometheus), so one evaluation missed a week ago (a restart) would leave a hole in the
+# baseline and restart the alert's `for`. last_over_time over two intervals bridges one.
+BASELINE_LOOKBACK = f"{2 * int(duration_seconds(DRIFT_INTERVAL)) // 60}m"
 
 
 def window_average(op: str, drift: Drift) -> str:
@@ -52,7 +70,8 @@ def baseline(series: str, drift: Drift) -> str:
     its value 1 … `drift.weeks` weeks ago, the median of the weeks that have one. A week without one
     (no history yet, the LUN idle at that hour) is left out; none at all: no baseline, no sample."""
     weeks = [
-        f'label_replace({series} offset {offset}, "{WEEK_LABEL}", "{number}", "", "")'
+        f"label_replace(last_over_time({series}[{BASELINE_LOOKBACK}] offset {offset}), "
+        f'"{WEEK_LABEL}", "{number}", "", "")'
         for number, offset in enumerate(drift.offsets(), start=1)
     ]
     joined = "\n  or\n    ".join(weeks)
