@@ -65,13 +65,22 @@ def window_average(op: str, drift: Drift) -> str:
     return JUDGED_LATENCY.format(op=op, window=drift.window)
 
 
-def baseline(series: str, drift: Drift) -> str:
+def baseline(series: str, drift: Drift, bridged: bool = True) -> str:
     """The same-hour-of-week baseline of `series` (the window average, a selector with any matchers):
     its value 1 … `drift.weeks` weeks ago, the median of the weeks that have one. A week without one
-    (no history yet, the LUN idle at that hour) is left out; none at all: no baseline, no sample."""
+    (no history yet, the LUN idle at that hour) is left out; none at all: no baseline, no sample.
+
+    `bridged`: each week's record looked for over BASELINE_LOOKBACK (the alert). A dashboard draws it
+    without (its lint wants no fixed range): its points fall between two records, and Prometheus'
+    lookback (5 minutes by default: querying/basics, "Staleness") finds the one before."""
     weeks = [
-        f"label_replace(last_over_time({series}[{BASELINE_LOOKBACK}] offset {offset}), "
-        f'"{WEEK_LABEL}", "{number}", "", "")'
+        "label_replace("
+        + (
+            f"last_over_time({series}[{BASELINE_LOOKBACK}] offset {offset})"
+            if bridged
+            else f"{series} offset {offset}"
+        )
+        + f', "{WEEK_LABEL}", "{number}", "", "")'
         for number, offset in enumerate(drift.offsets(), start=1)
     ]
     joined = "\n  or\n    ".join(weeks)
