@@ -87,6 +87,8 @@ def baseline(series: str, drift: Drift, bridged: bool = True) -> str:
     return f"quantile without ({WEEK_LABEL}) (0.5,\n    {joined}\n)"
 
 
+# Three small formatting helpers of its own: rules.py imports this module for its group, so this one
+# cannot import rules.py's.
 def _on(labels: Sequence[str]) -> str:
     return f"on ({', '.join(labels)})"
 
