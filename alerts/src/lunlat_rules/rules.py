@@ -27,7 +27,9 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
   the judged I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}`
   (p50, p99), read by the tail alert (`LunLatencyTailHigh`: judged average within goal, too many
   judged I/Os above it);
-- `lunlat:throughput_floor_bytes` where a tier sets a floor (`LunLatencyThroughputLow`).
+- `lunlat:throughput_floor_bytes` where a tier sets a floor (`LunLatencyThroughputLow`);
+- group `lunlat-drift` (lunlat_rules.drift, every 5 minutes): the judged latency's hourly average and
+  `LunLatencyDrift` against its same-hour-of-week baseline.
 """
 
 from __future__ import annotations
