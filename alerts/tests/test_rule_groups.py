@@ -7,9 +7,15 @@ and alerting rules exist in a rule group. Rules within a group are run sequentia
 interval"). A rule reading a record of its own group, written before it, sees this evaluation's
 value; one reading another group's record sees whatever that group last wrote, one of its
 evaluations ago or more. Checked on the rules of every goals file the repository generates from,
-and on goals with an array, whose host-minus-array difference reads the host's averages. The one
-exception is declared: series recorded for history in a slow group (recorded.HISTORY), whose
-readers look back hours.
+and on goals with an array, whose host-minus-array difference reads the host's averages.
+
+Two kinds of read across groups are allowed: a group evaluated at least SLOWER times less often than
+the group whose records it reads (lunlat-drift, every 5 minutes, reading the 1-minute judged latency
+and the goal lunlat-latency records every 15 s). It sees them at most one of the faster group's
+evaluations late, a tenth of its own interval or less: for an hourly average read every 5 minutes,
+nothing. The other way (a fast group reading a slow one's record, up to its interval late) stays a
+finding, but for the series declared history (recorded.HISTORY: recorded in a slow group for readers
+that look back hours, as the path-loss alert reads a day of hourly maxima).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import promql_parser as pp
 import pytest
 
 from lunlat import recorded
-from lunlat.goals import Goals, load_goals, parse_goals
+from lunlat.goals import Goals, duration_seconds, load_goals, parse_goals
 from lunlat_rules.rules import RuleSet
 
 ALERTS = Path(__file__).resolve().parents[1]
@@ -56,9 +62,22 @@ def _selected(node: Any) -> Iterator[str]:
         yield from _selected(node.expr)
 
 
+# A group without `interval` runs at Prometheus' evaluation_interval, which docs/alerting.md ("Add
+# lunlat to the Prometheus you already run") sets to 15 s.
+EVALUATION_INTERVAL = "15s"
+# How many times less often a group must run to read another group's records (module docstring).
+SLOWER = 10
+
+
+def _interval(group: dict[str, Any]) -> float:
+    return duration_seconds(group.get("interval", EVALUATION_INTERVAL))
+
+
 def cross_group_reads(groups: list[dict[str, Any]]) -> list[str]:
-    """`group/rule reads name (recorded by group)` for every such read."""
+    """`group/rule reads name (recorded by group)` for every such read, but a read by a group
+    evaluated at least SLOWER times less often than the recording one."""
     recorded_in: dict[str, set[str]] = {}
+    interval = {group["name"]: _interval(group) for group in groups}
     for group in groups:
         for rule in group["rules"]:
             if "record" in rule:
@@ -67,7 +86,11 @@ def cross_group_reads(groups: list[dict[str, Any]]) -> list[str]:
     for group in groups:
         for rule in group["rules"]:
             for name in sorted(set(_selected(pp.parse(rule["expr"])))):
-                elsewhere = recorded_in.get(name, set()) - {group["name"]}
+                elsewhere = {
+                    other
+                    for other in recorded_in.get(name, set()) - {group["name"]}
+                    if interval[group["name"]] < SLOWER * interval[other]
+                }
                 if elsewhere and name not in recorded.HISTORY:
                     rule_name = rule.get("record") or rule["alert"]
                     found.append(
@@ -106,4 +129,23 @@ def test_a_read_across_groups_is_found() -> None:
     assert (
         "elsewhere/lunlat:host_minus_array_latency_seconds:diff1m reads lunlat:read_latency_seconds:avg1m"
         in (" ".join(found))
+    )
+
+
+def test_a_slow_group_reads_a_fast_one_but_not_the_other_way() -> None:
+    """The allowance is one-way: lunlat-drift (5m) reads lunlat-latency's 1-minute judged latency;
+    the same drift record read by a rule of lunlat-latency (15 s) is a finding, and so is the drift
+    group's read once it runs as often as the group it reads."""
+    groups = RuleSet(load_goals(ALERTS / "goals.yaml")).groups()
+    drift = next(g for g in groups if g["name"] == "lunlat-drift")
+    assert cross_group_reads(groups) == []
+    reader = {"record": "x", "expr": "lunlat:judged_write_latency_seconds:avg1h"}
+    fast_reader = [*groups, {"name": "fast", "rules": [reader]}]
+    assert cross_group_reads(fast_reader) == [
+        "fast/x reads lunlat:judged_write_latency_seconds:avg1h (recorded by lunlat-drift)"
+    ]
+    as_often = [g if g is not drift else {**drift, "interval": "15s"} for g in groups]
+    assert any(
+        f.startswith("lunlat-drift/") and "(recorded by lunlat-latency)" in f
+        for f in cross_group_reads(as_often)
     )

@@ -368,8 +368,8 @@ def test_alertmanager_inhibits_latency_when_blind_and_warnings_under_a_page() ->
     sources = [n for n in names if re.fullmatch(regex(blind["source_matchers"], "alertname"), n)]
     targets = [n for n in names if re.fullmatch(regex(blind["target_matchers"], "alertname"), n)]
     assert sorted(sources) == ["LunLatencyExporterDown", "LunLatencySourceDown"]
-    # Every latency alert (breach and burn), none of the health alerts.
-    assert sorted(targets) == sorted(n for n in names if re.search("High|Low|BudgetBurn", n))
+    # Every latency alert (breach, drift and burn), none of the health alerts.
+    assert sorted(targets) == sorted(n for n in names if re.search("High|Low|Drift|BudgetBurn", n))
     assert blind["equal"] == ["instance"]
     assert rules[1]["equal"] == ["instance", "lun", "database", "role", "op"]
 

@@ -125,13 +125,43 @@ def _not_run_here(query: boards.Query) -> bool:
     return bool(names) and names <= _NOT_RUN_METRICS
 
 
+# The goals the committed dashboards are generated from.
+SHIPPED_GOALS = boards.REPO / "alerts" / "goals.yaml"
+# The drift panels read the hourly average group lunlat-drift records every 5 minutes, and its value a
+# week before: the data stack's minutes hold no week (and perhaps no evaluation of that group yet).
+# Left out here and listed by the test below; dashboards/tests/test_drift_panel.py runs them over a
+# week of history instead.
+_DRIFT_RECORDS = frozenset(
+    recorded.JUDGED_LATENCY.format(op=op, window=load_goals(SHIPPED_GOALS).drift.window)
+    for op in recorded.OPS
+)
+
+
+def _needs_a_week(query: boards.Query) -> bool:
+    return any(name in query.expr for name in _DRIFT_RECORDS)
+
+
 def _every_query() -> list[tuple[str, dict[str, Any], boards.Query]]:
     return [
         (name, board, q)
         for name, board in boards.load().items()
         for q in boards.queries(name, board)
-        if not _not_run_here(q)
+        if not _not_run_here(q) and not _needs_a_week(q)
     ]
+
+
+def test_the_queries_left_out_for_want_of_a_week_are_the_drift_panels() -> None:
+    left_out = sorted(
+        q.where
+        for name, board in boards.load().items()
+        for q in boards.queries(name, board)
+        if _needs_a_week(q)
+    )
+    assert left_out == sorted(
+        f"panel 'Judged {op} latency beside its usual for the hour of the week (drift)' {ref}"
+        for op in recorded.OPS
+        for ref in ("A", "B")
+    )
 
 
 def test_the_queries_left_out_are_those_of_engines_the_stack_does_not_run() -> None:

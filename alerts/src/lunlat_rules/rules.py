@@ -29,7 +29,9 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
   judged I/Os above it);
 - `lunlat:throughput_floor_bytes` where a tier sets a floor (`LunLatencyThroughputLow`);
 - `lunlat:lun_paths:max1h`: each multipath LUN's most paths over the last hour, every 5 minutes in
-  a group of its own, read by `LunLatencyPathLost` over its lookback.
+  a group of its own, read by `LunLatencyPathLost` over its lookback;
+- group `lunlat-drift` (lunlat_rules.drift, every 5 minutes): the judged latency's hourly average and
+  `LunLatencyDrift` against its same-hour-of-week baseline.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from lunlat.recorded import (
     THROUGHPUT,
     THROUGHPUT_FLOOR,
 )
+from lunlat_rules.drift import drift_group
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.
@@ -1214,6 +1217,8 @@ class RuleSet:
                 if (history := self.paths_history())
                 else []
             ),
+            # Drift before the breach: its own slower group (lunlat_rules.drift says why it is cheap).
+            drift_group(self.goals),
             # Windows hosts only (goals host_layer: windows_exporter): no group elsewhere.
             *([{"name": "lunlat-windows-disks", "rules": disks}] if (disks := self.physical_disks()) else []),
         ]

@@ -21,7 +21,9 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from lunlat import contract, recorded
 from lunlat.goals import Goals
 from lunlat.layers import SERIES_LABELS
+from lunlat.recorded import DRIFT_INTERVAL
 from lunlat_dashboards import panels as p
+from lunlat_rules.drift import baseline, window_average
 
 UID = "lunlat-overview"
 HOST = {"layer": "host"}
@@ -325,6 +327,43 @@ def _judged_beside_average(op: str, goals: Goals) -> timeseries.Panel:
     )
 
 
+def _drift(op: str, goals: Goals) -> timeseries.Panel:
+    """The judged latency's hourly average beside its same-hour-of-week baseline: what LunLatencyDrift
+    compares (lunlat_rules.drift; docs/alerting.md, "Drift before the breach"), the baseline built by
+    the same function as the alert's."""
+    drift = goals.drift
+    average = p.selector(window_average(op, drift), p.LUN_FILTERS, **HOST)
+    weeks = "last week" if drift.weeks == 1 else f"last {drift.weeks} weeks"
+    return (
+        p.latency_timeseries(
+            f"Judged {op} latency beside its usual for the hour of the week (drift)",
+            f"Per LUN (host layer), solid: the {drift.window} average of the {op}s its goal judges (label "
+            f"`judged`), recorded every {DRIFT_INTERVAL} where the LUN was judged for half the window. Dashed: "
+            f"its baseline, the same average at the same time of the week, the median over the {weeks} "
+            f"(no line: the LUN's first week, or idle then). Solid at {drift.ratio:g}x dashed or more and "
+            f"{drift.min_rise_ms:g} ms above it, within the goal (red line), for {drift.for_}: the "
+            f"LunLatencyDrift {drift.severity} opens before any breach. Widen the time range to days to "
+            "see when the rise started (alerts/runbooks/drift.md).",
+            goals,
+            [
+                p.query(
+                    average,
+                    f"{{{{lun}}}} judged {{{{judged}}}} {op}s, {drift.window} · {{{{instance}}}}",
+                    "A",
+                ),
+                p.query(baseline(average, drift, bridged=False), "{{lun}} usual · {{instance}}", "B"),
+                p.query(_goal(), "goal", "C"),
+            ],
+        )
+        .override_by_query(
+            "B",
+            [model.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]})],
+        )
+        .span(12)
+        .height(9)
+    )
+
+
 def _flagged(op: str) -> str:
     """LUNs whose average of every `op` is above goal while its judged I/Os are within it or too few
     to judge, busy enough to be judged (every I/O at or above the idle guard): what
@@ -589,6 +628,8 @@ def build(goals: Goals, records: frozenset[str] | None = None) -> dash.Dashboard
         .with_row(dash.Row("What is judged: the I/Os the database waits for"))
         .with_panel(_judged_beside_average("read", goals))
         .with_panel(_judged_beside_average("write", goals))
+        .with_panel(_drift("read", goals))
+        .with_panel(_drift("write", goals))
         .with_panel(_io_size())
         .with_row(dash.Row("Data and log LUNs against the goal"))
         .with_panel(_latency_panel("Data", "data", "read", goals))

@@ -1,5 +1,5 @@
 """The latency goal definition (`alerts/goals.yaml`): default goal, overrides, breach, tail, SLO, health,
-paths, and the array exporters whose own latency is set beside the host's.
+paths, drift, and the array exporters whose own latency is set beside the host's.
 
 Rules, dashboards and docs are generated from this one file (docs/contract.md §2: the goal is not exporter
 config). Validation is strict like the exporter config: unknown keys, bad durations, regexes or
@@ -14,6 +14,7 @@ from typing import Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
+from lunlat.recorded import DRIFT_INTERVAL
 from lunlat.yamlmodel import LocatedError, Strict, check_regex, load_model, parse_model
 
 Severity = Literal["page", "warning"]
@@ -334,6 +335,51 @@ class Paths(Strict):
     _lookback = field_validator("lookback")(_duration)
 
 
+# A drift opens a ticket (or a warning), never a page: the LUN is still within its goal.
+DriftSeverity = Literal["warning", "ticket"]
+
+
+class Drift(Strict):
+    """Drift before the breach (docs/alerting.md, "Drift before the breach"): a LUN's judged latency,
+    averaged over `window`, at least `ratio` times its same-hour-of-week baseline (the same window's
+    average 1 … `weeks` weeks ago, their median) and at least `min_rise_ms` above it, while still
+    within its goal, for `for`. Every figure is the project's own (no source gives them)."""
+
+    ratio: float = Field(default=2.0, gt=1, description="k: how many times its baseline the LUN must run at.")
+    min_rise_ms: float = Field(
+        default=0.2,
+        ge=0,
+        description="The least rise over the baseline that counts, ms (0.05 → 0.12 is noise).",
+    )
+    window: str = "1h"
+    weeks: int = Field(
+        default=2, ge=1, le=4, description="How many past weeks the baseline is the median of (retention!)."
+    )
+    for_: str = Field(default="30m", alias="for")
+    severity: DriftSeverity = "ticket"
+
+    _for = field_validator("for_")(_any_duration)
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        # The window's average is recorded once per DRIFT_INTERVAL: a shorter window would skip I/O
+        # between two records (and 1m would be the breach window's name again); over a day it is no
+        # longer an hour of the week.
+        seconds = duration_seconds(value)
+        interval = duration_seconds(DRIFT_INTERVAL)
+        if not interval <= seconds <= 86400:
+            raise ValueError(
+                f"must be from {DRIFT_INTERVAL} (how often the drift group records it) to 1d "
+                f"(a same-hour-of-week baseline): {value!r}"
+            )
+        return value
+
+    def offsets(self) -> list[str]:
+        """The baseline's offsets, one per past week: 1w, 2w …"""
+        return [f"{week}w" for week in range(1, self.weeks + 1)]
+
+
 class ArraySeries(Strict):
     """One operation's latency series of an array exporter: a metric, and the matchers that pick this
     operation's series of it when reads and writes share the metric (a `dimension` or `op` label)."""
@@ -515,6 +561,7 @@ class Goals(Strict):
     slo: Slo = Field(default_factory=Slo)
     health: Health = Field(default_factory=Health)
     paths: Paths = Field(default_factory=Paths)
+    drift: Drift = Field(default_factory=Drift)
     # None by default: which arrays there are is configuration, not code.
     arrays: list[Array] = Field(default_factory=list)
     host_layer: HostLayerChoice = Field(default_factory=HostLayerChoice)

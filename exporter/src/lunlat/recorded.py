@@ -58,6 +58,15 @@ PATHS_HISTORY_INTERVAL = "5m"
 # hours does not notice (alerts/tests/test_rule_groups.py allows these reads, and only these).
 HISTORY: frozenset[str] = frozenset({PATHS_MAX})
 
+# Drift before the breach (docs/alerting.md, "Drift before the breach"): the judged latency averaged
+# over the goals' `drift.window` (JUDGED_LATENCY with that window: lunlat:judged_write_latency_seconds:avg1h),
+# per LUN, op, layer and `judged`, recorded once per DRIFT_INTERVAL in group DRIFT_GROUP and read back a
+# week (weeks) later as the same-hour-of-week baseline. Absent where the LUN was judged (busier than its
+# idle guard) for less than DRIFT_MIN_COVERAGE of the window's evaluations.
+DRIFT_GROUP = "lunlat-drift"
+DRIFT_INTERVAL = "5m"
+DRIFT_MIN_COVERAGE = 0.5
+
 # The array side (docs/metrics.md, "The array side"): an array exporter's per-volume latency keyed by the
 # LUN's NAA designator (`naa`, as lunlat_lun_info carries it), and the host's latency minus it.
 ARRAY_LATENCY = "lunlat:array_latency_seconds:mean{window}"
