@@ -27,7 +27,10 @@ import yaml
 
 from tests.prometheus import PROMETHEUS3_DIR, PROMETHEUS3_MODULE_VERSION
 
-PROMTOOLS = (pytest.param("2", id="prometheus2"), pytest.param("3", id="prometheus3"))
+PROMTOOLS = (
+    pytest.param("2", id="prometheus2"),
+    pytest.param("3", id="prometheus3", marks=pytest.mark.prometheus3),
+)
 
 
 def promtool(major: str) -> str:

@@ -22,6 +22,11 @@ from tests import prometheus
 from tests.golden.test_golden import CONFIG, HOST
 from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 
+SERVERS = (
+    pytest.param("2", id="prometheus2"),
+    pytest.param("3", id="prometheus3", marks=pytest.mark.prometheus3),
+)
+
 
 def _server(major: str) -> str:
     server = prometheus.binary(major)
@@ -34,7 +39,7 @@ def _server(major: str) -> str:
     return server
 
 
-@pytest.mark.parametrize("major", ["2", "3"], ids=["prometheus2", "prometheus3"])
+@pytest.mark.parametrize("major", SERVERS)
 def test_prometheus_scraping_openmetrics_first_ingests_lunlats_series(tmp_path: Path, major: str) -> None:
     binary = _server(major)
     flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
@@ -64,7 +69,7 @@ def test_prometheus_scraping_openmetrics_first_ingests_lunlats_series(tmp_path: 
     assert old_name == []  # the text format's family name: not what this scrape said
 
 
-@pytest.mark.parametrize("major", ["2", "3"], ids=["prometheus2", "prometheus3"])
+@pytest.mark.parametrize("major", SERVERS)
 def test_every_rule_evaluates_without_error_on_a_real_server(tmp_path: Path, major: str) -> None:
     """The repo's rules loaded by the server itself, scraping lunlat: every group evaluated and
     no rule with an error (PromQL the unit tests' engine accepts but a server refuses at run time:
