@@ -86,8 +86,11 @@ def test_every_rule_evaluates_without_error_on_a_real_server(tmp_path: Path, maj
             deadline = time.monotonic() + 60
             while True:
                 groups = api.rule_groups()
-                evaluated = [g for g in groups if g["lastEvaluation"] > "2000"]
-                if (groups and len(evaluated) == len(groups)) or time.monotonic() > deadline:
+                # A slow group (lunlat-drift, lunlat-paths-history: every 5m) first runs up to its
+                # interval after the start: loaded is all a minute can show of it.
+                fast = [g for g in groups if g["interval"] <= 60]
+                evaluated = [g for g in fast if g["lastEvaluation"] > "2000"]
+                if (fast and len(evaluated) == len(fast)) or time.monotonic() > deadline:
                     break
                 time.sleep(1)
             time.sleep(2)  # one more evaluation of every group, after the first scrape's series
@@ -95,12 +98,13 @@ def test_every_rule_evaluates_without_error_on_a_real_server(tmp_path: Path, maj
             recorded = api.query('count({__name__=~"lunlat:.+"})')
         finally:
             server.stop()
-    assert groups and len(evaluated) == len(groups), [g["name"] for g in groups]
+    assert fast and len(evaluated) == len(fast), [g["name"] for g in fast]
     broken = [
         (rule.get("name"), rule.get("health"), rule.get("lastError"))
         for group in groups
         for rule in group["rules"]
-        if rule.get("health") != "ok" or rule.get("lastError")
+        if rule.get("health") not in ("ok", "unknown" if group["interval"] > 60 else "ok")
+        or rule.get("lastError")
     ]
     assert broken == [], broken
     assert recorded and float(recorded[0]["value"][1]) > 0, "the rules recorded nothing"
