@@ -1,0 +1,286 @@
+"""Why a LUN breached: two annotations of every breach alert, computed when the alert is evaluated.
+
+- `neighbours`: the busiest other LUNs on the LUN's array (lunlat_lun_info's `array`, on any host
+  this Prometheus scrapes) by throughput and by IOPS, each with its host, database and workload; a
+  LUN whose array is unknown says its neighbours cannot be named, and why;
+- `cause`: which part of the time grew, as one verdict: the host queue, the array, the path between
+  host and array, the device, or the database layer alone.
+
+Both are Go template `query` calls over series already there (recorded per LUN, or published), so
+they add no recorded series: the rule budget per LUN (alerts/tests/test_rule_budget.py, issue 41)
+is unchanged. Prometheus expands an alert's annotations at each evaluation while it is pending or
+firing (prometheus.io/docs/prometheus/latest/configuration/alerting_rules, "Templating"), so the
+text says what was true at the breach. The thresholds below are the project's own, stated and
+argued in docs/alerting.md ("Why: the cause in the alert"); alerts/tests/test_cause.py holds the two
+to the same numbers.
+
+The PromQL is written with placeholders ($SEL, $LUN, $ARRAY, …) that become printf verbs, each
+filled with the template variable of the same name, so no label value is ever spliced into a query
+unquoted (%q quotes it as a PromQL string, as the description's queries do).
+"""
+
+from __future__ import annotations
+
+import re
+
+from lunlat import contract
+from lunlat.layers import ExporterHostLayer, HostLayer
+from lunlat.recorded import ABOVE_GOAL, ARRAY_LATENCY, BREACH_WINDOW, IOPS, LATENCY, THROUGHPUT
+
+# How many other LUNs each list names.
+NEIGHBOURS = 3
+# Host queue, from the per-I/O histogram: at least this share of the op's time waited in the host's
+# queue before issue (its queue-time counter over the histogram's sum).
+QUEUE_SHARE = 0.5
+# Host queue, from diskstats: the average I/Os in flight at least this share of the smaller of the
+# device's queue limits (queue_depth, nr_requests).
+IN_FLIGHT_OF_LIMIT = 0.9
+# The array: its own latency (its exporter's, joined by NAA) at least this share of the host's.
+ARRAY_SHARE = 0.5
+
+_INFO = contract.LUN_INFO.name
+_LIMITS = f"{contract.DEVICE_QUEUE_DEPTH.name}|{contract.DEVICE_NR_REQUESTS.name}"
+# The alert's LUN's own device (kind lun), not its paths or partitions, for per-device series.
+_OWN_DEVICE = f'and on (job, instance, lun, device) {_INFO}{{$LUN, kind="lun"}}'
+# Placeholder -> the template variable filling it ($LUN: the LUN's matchers, string %s; the others
+# label values, quoted %q).
+_VARIABLES: dict[str, tuple[str, str]] = {
+    "$SEL": ("%s", "$sel"),
+    "$LUN": ("%s", "$lun"),
+    "$REC": ("%s", "$rec"),
+    "$ARRAY": ("%q", "$array"),
+    "$N_JOB": ("%q", "$n.Labels.job"),
+    "$N_INSTANCE": ("%q", "$n.Labels.instance"),
+    "$N_LUN": ("%q", "$n.Labels.lun"),
+}
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in sorted(_VARIABLES, key=len, reverse=True)))
+
+
+def query(promql: str) -> str:
+    """A template pipeline running `promql`, its placeholders filled by printf from their variables."""
+    if "`" in promql:
+        raise ValueError(f"a backtick cannot be in a Go raw string: {promql}")
+    args: list[str] = []
+
+    def verb(match: re.Match[str]) -> str:
+        fmt, variable = _VARIABLES[match.group(0)]
+        args.append(variable)
+        return fmt
+
+    # A literal percent sign (a regex of the goals' selector) is doubled before the verbs go in.
+    fmt = _PLACEHOLDER.sub(verb, promql.replace("%", "%%"))
+    return f"printf `{fmt}` {' '.join(args)} | query"
+
+
+def _with(promql: str, then: str, otherwise: str | None = None) -> str:
+    """`then` with the query's result as `.` when it has one, else `otherwise`."""
+    rest = "" if otherwise is None else f"{{{{ else }}}}{otherwise}"
+    return f"{{{{ with {query(promql)} }}}}{then}{rest}{{{{ end }}}}"
+
+
+def _first(fmt: str) -> str:
+    return f'{{{{ . | first | value | printf "{fmt}" }}}}'
+
+
+_PERCENT = "{{ . | first | value | humanizePercentage }}"
+
+
+def _variables(selector: str) -> str:
+    """`$sel`: the goals' selector of lunlat's series; `$lun`: it and the alert's job, instance and
+    LUN, as PromQL matchers; `$rec`: the alert's job, instance and LUN alone, for recorded series
+    (they keep only their `by` labels, not every label the selector may match on)."""
+    if "`" in selector:
+        raise ValueError(f"a backtick cannot be in a Go raw string: {selector}")
+    return (
+        f"{{{{ $sel := `{selector}` }}}}"
+        "{{ $rec := printf `job=%q, instance=%q, lun=%q` $labels.job $labels.instance $labels.lun }}"
+        "{{ $lun := printf `%s, %s` $sel $rec }}"
+    )
+
+
+# --- neighbours -------------------------------------------------------------------------------------
+
+
+def _busiest(metric: str) -> str:
+    """The NEIGHBOURS LUNs with the highest host-layer `metric` (reads and writes summed) on array
+    $ARRAY, on any host, but the alert's own LUN; highest first (sort_desc: a query's vector is
+    otherwise in no order)."""
+    on_array = f'{_INFO}{{$SEL, kind="lun", array=$ARRAY}}'
+    return (
+        f"sort_desc(topk({NEIGHBOURS}, (sum by (job, instance, lun, database, workload) "
+        f'({metric}{{layer="host"}} and on (job, instance, lun) {on_array}) '
+        f'unless on (job, instance, lun) {_INFO}{{$LUN, kind="lun"}}) > 0))'
+    )
+
+
+def neighbours(selector: str) -> str:
+    """The `neighbours` annotation: the busiest other LUNs on the same array by throughput and by
+    IOPS over the breach window, each with its host, database, workload and the other measure."""
+    throughput = THROUGHPUT.format(window=BREACH_WINDOW)
+    iops = IOPS.format(window=BREACH_WINDOW)
+    one = 'sum({metric}{{layer="host", job=$N_JOB, instance=$N_INSTANCE, lun=$N_LUN}})'
+
+    def listed(title: str, metric: str, shown: str, other: str, other_shown: str) -> str:
+        each = (
+            "{{ if $i }}; {{ end }}LUN {{ $n.Labels.lun }} on {{ $n.Labels.instance }} (database "
+            '{{ or $n.Labels.database "none" }}, workload {{ or $n.Labels.workload "none" }}): '
+            + shown
+            + _with(one.format(metric=other), f", {other_shown}")
+        )
+        return _with(
+            _busiest(metric),
+            f"{title}: {{{{ range $i, $n := . }}}}{each}{{{{ end }}}}.",
+            f"{title}: no other LUN on it is measured above 0 now.",
+        )
+
+    lists = (
+        listed(
+            "By throughput", throughput, "{{ $n.Value | humanize1024 }}B/s", iops, f"{_first('%.0f')} IO/s"
+        )
+        + " "
+        + listed(
+            "By IOPS",
+            iops,
+            '{{ $n.Value | printf "%.0f" }} IO/s',
+            throughput,
+            "{{ . | first | value | humanize1024 }}B/s",
+        )
+    )
+    unknown = (
+        "The LUNs beside this one on its array cannot be named: its array is unknown (neither its "
+        "`luns:` entry's `array:` nor its WWID names one; docs/metrics.md, Array identity). Name it "
+        "in the exporter's config to have them here."
+    )
+    known = f"Busiest other LUNs on array {{{{ $array }}}} (any host; {BREACH_WINDOW} rates, reads and writes). {lists}"
+    return _variables(selector) + _with(
+        f'{_INFO}{{$LUN, kind="lun"}}',
+        '{{ $array := . | first | label "array" }}'
+        f'{{{{ if or (eq $array "{contract.ARRAY_UNKNOWN}") (eq $array "") }}}}{unknown}'
+        f"{{{{ else }}}}{known}{{{{ end }}}}",
+        f"No {_INFO} of this LUN: its array, and so its neighbours, cannot be named.",
+    )
+
+
+# --- cause --------------------------------------------------------------------------------------------
+
+
+def _in_flight(host: HostLayer | ExporterHostLayer) -> str | None:
+    """The alert's LUN's average I/Os in flight over the breach window (diskstats' weighted time per
+    second), or None where the host layer's source counts no weighted time (windows_exporter)."""
+    if isinstance(host, HostLayer):
+        return f"sum(rate({contract.DEVICE_IO_WEIGHTED_TIME.name}{{$LUN}}[{BREACH_WINDOW}]) {_OWN_DEVICE})"
+    queue = host.queue(BREACH_WINDOW)
+    if queue is None:
+        return None
+    # Another exporter's counters joined to lunlat's LUNs (layers.ExporterHostLayer), picked after the join.
+    return f'sum(({queue}) and on (job, instance, lun) {_INFO}{{$LUN, kind="lun"}})'
+
+
+class _HostSplit:
+    """The host layer's own measures of one op for the alert's LUN, and the verdict they give."""
+
+    def __init__(self, op: str, host: HostLayer | ExporterHostLayer) -> None:
+        self.op = op
+        window = BREACH_WINDOW
+        histogram = contract.DEVICE_IO_LATENCY.name
+        queue_time = contract.DEVICE_IO_QUEUE_TIME.name
+        # The share of the op's time spent in the host's queue before issue (per-I/O histogram).
+        self.share = (
+            f'sum(rate({queue_time}{{$LUN, op="{op}"}}[{window}]) {_OWN_DEVICE}) '
+            f'/ sum(rate({histogram}_sum{{$LUN, op="{op}"}}[{window}]) {_OWN_DEVICE})'
+        )
+        self.in_flight = _in_flight(host)
+        limits = f'{{__name__=~"{_LIMITS}", $LUN}} {_OWN_DEVICE}'
+        self.limit = f"min({limits})"
+        # The smaller limit with its name (bottomk keeps the series' labels, `and` its metric name).
+        self.limit_named = f"bottomk(1, {limits})"
+        self.host = f'max({LATENCY.format(op=op, window=window)}{{layer="host", $REC}})'
+        self.array = (
+            f'max({ARRAY_LATENCY.format(window=window)}{{op="{op}"}} '
+            f'and on (naa) {_INFO}{{$LUN, kind="lun", naa!=""}})'
+        )
+
+    def queue_words(self) -> str:
+        return _with(self.share, f"; {_PERCENT} of the time of its {self.op}s waited in the host's queue")
+
+    def flight_words(self) -> str:
+        if self.in_flight is None:
+            return ""
+        limit = _with(
+            self.limit_named,
+            # Named by its sysfs attribute (contract.DEVICE_QUEUE_DEPTH, DEVICE_NR_REQUESTS).
+            " against its "
+            f'{{{{ if eq (. | first | label "__name__") "{contract.DEVICE_QUEUE_DEPTH.name}" }}}}queue_depth'
+            "{{ else }}nr_requests{{ end }} of " + _first("%.0f"),
+        )
+        return _with(self.in_flight, f"; on average {_first('%.1f')} I/Os in flight{limit}")
+
+    def unknown_queue(self) -> str:
+        """Said when neither measure of the host queue exists for the LUN."""
+        words = " (no host queue time and no queue limit of this LUN: a host queue cannot be ruled out)"
+        if self.in_flight is not None:
+            words = _with(f"{self.in_flight} / {self.limit}", "", words)
+        return _with(self.share, "", words)
+
+    def verdict(self) -> str:
+        op = self.op
+        ms = _first("%.2f")
+        host_ms = _with(f"1000 * {self.host}", f" ({ms} ms)")
+        array_ms = _with(f"1000 * {self.array}", f" ({ms} ms)")
+        evidence = self.queue_words() + self.flight_words()
+        device = (
+            "The device: the time is its service time, below the host's queue (the HBA, fabric or array; "
+            f"no array exporter is joined for this LUN){evidence}{self.unknown_queue()}."
+        )
+        between = _with(
+            self.array,
+            "Between the host and the array (HBA, fabric, multipath): the array's own "
+            f"{op} latency{array_ms} is less than {ARRAY_SHARE:.0%} of the host's{host_ms}{evidence}.",
+            device,
+        )
+        array = _with(
+            f"{self.array} / {self.host} >= {ARRAY_SHARE}",
+            f"The array: its own {op} latency{array_ms} is at least {ARRAY_SHARE:.0%} of the "
+            f"host's{host_ms}{evidence}.",
+            between,
+        )
+        if self.in_flight is not None:
+            array = _with(
+                f"{self.in_flight} / {self.limit} >= {IN_FLIGHT_OF_LIMIT}",
+                f"Host queue: the queue of this LUN's device is full nearly all the time{self.flight_words()} "
+                f"(at least {IN_FLIGHT_OF_LIMIT:.0%} of it): further I/Os wait on the host for a slot, "
+                f"not on the array{self.queue_words()}.",
+                array,
+            )
+        return _with(
+            f"{self.share} >= {QUEUE_SHARE}",
+            f"Host queue: {_PERCENT} of the time of this LUN's {op}s waited in the host's queue before "
+            f"issue (per-I/O histogram; at least {QUEUE_SHARE:.0%}), not on the device{self.flight_words()}.",
+            array,
+        )
+
+
+def cause(op: str, host: HostLayer | ExporterHostLayer, selector: str) -> str:
+    """The `cause` annotation of a breach alert of `op`: one verdict, with the numbers it rests on.
+    A database-layer alert whose LUN's host layer is within goal is the database layer's alone;
+    otherwise the host layer's measures decide."""
+    above = f'max({ABOVE_GOAL}{{layer="host", op="{op}", $REC}})'
+    host_latency = f'1000 * max({LATENCY.format(op=op, window=BREACH_WINDOW)}{{layer="host", $REC}})'
+    split = _HostSplit(op, host).verdict()
+    database = _with(
+        f"{above} == 0",
+        f"The database layer alone: the host's block layer of this LUN is within its goal for {op}s"
+        + _with(host_latency, f" ({_first('%.2f')} ms)")
+        + ", so the time is spent above it (the database's own I/O path: host CPU, scheduling, file "
+        "system, its own queues), not in the storage.",
+        _with(
+            f"{above} == 1",
+            f"The host's block layer of this LUN is above its goal too. {split}",
+            "The host's block layer of this LUN is not judged now (idle, or not measured): the database "
+            "layer's time cannot be split.",
+        ),
+    )
+    return (
+        _variables(selector)
+        + f'{{{{ if eq $labels.layer "db" }}}}{database}{{{{ else }}}}{split}{{{{ end }}}}'
+    )
