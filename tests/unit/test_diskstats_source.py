@@ -591,14 +591,13 @@ def test_queue_limits_are_published_where_the_device_has_them(host: FakeHost) ->
     assert not {s.name for s in contract.QUEUE_LIMIT_METRICS} & {
         f.spec.name for f in collect(source(host)).result.families
     }, "no device has the attributes yet: no family"
-    for path, depth in zip(PATHS, (32, 32, 16, 16), strict=True):
-        host.set_queue_limits(path, queue_depth=depth, nr_requests=64)
+    for path, path_depth in zip(PATHS, (32, 32, 16, 16), strict=True):
+        host.set_queue_limits(path, queue_depth=path_depth, nr_requests=64)
     host.set_queue_limits("sda", queue_depth=254, nr_requests=256)
     host.set_queue_limits("dm-3", nr_requests=4)
     host.set_queue_limits("nvme0n1", nr_requests=1023)
     got = collect(source(host, DiskstatsConfig(show_paths=True), luns=[ORA_ENTRY]))
-    depth = got.family(contract.DEVICE_QUEUE_DEPTH.name).by_labels()
-    assert depth == {
+    assert got.family(contract.DEVICE_QUEUE_DEPTH.name).by_labels() == {
         ("naa.5000c500a1b2c3d4", "sda"): 254,
         **{("ora_data", path): d for path, d in zip(PATHS, (32, 32, 16, 16), strict=True)},
         ("ora_data", "dm-3"): 96,
