@@ -22,6 +22,7 @@ from lunlat import contract, recorded
 from lunlat.goals import Goals
 from lunlat.layers import SERIES_LABELS
 from lunlat_dashboards import panels as p
+from lunlat_dashboards import why
 
 UID = "lunlat-overview"
 HOST = {"layer": "host"}
@@ -586,7 +587,11 @@ def build(goals: Goals, records: frozenset[str] | None = None) -> dash.Dashboard
         )
         .with_panel(_worst("read", goals))
         .with_panel(_worst("write", goals))
-        .with_row(dash.Row("What is judged: the I/Os the database waits for"))
+    )
+    # Right under the breaches: why they happen (the breach alerts' neighbours and cause).
+    board = why.row(board)
+    board = (
+        board.with_row(dash.Row("What is judged: the I/Os the database waits for"))
         .with_panel(_judged_beside_average("read", goals))
         .with_panel(_judged_beside_average("write", goals))
         .with_panel(_io_size())
