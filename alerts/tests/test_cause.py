@@ -69,7 +69,8 @@ def test_without_a_weighted_time_the_cause_never_reads_one() -> None:
     goals = load_goals(HOST_LAYERS / "windows_exporter.goals.yaml")
     for alert in _breach_alerts(render(goals)):
         verdict = alert["annotations"]["cause"]
-        assert "weighted" not in verdict and "I/Os in flight" not in verdict
+        assert "weighted" not in verdict, "no query of a weighted time"
+        assert "{{ $inflight := -1.0 }}{{ $limit := -1.0 }}" in verdict, "in flight: absent, not queried"
 
 
 def test_the_thresholds_are_the_ones_the_docs_state() -> None:

@@ -163,6 +163,19 @@ def neighbours(selector: str) -> str:
 
 # --- cause --------------------------------------------------------------------------------------------
 
+# Go templates have no arithmetic: every ratio is PromQL's; the template only compares. Each measure
+# is queried once into a variable (-1 where the query has no result), then the verdict is chosen
+# and the measures said once, after it.
+_ABSENT = "-1.0"
+
+
+def _measure(variable: str, promql: str) -> str:
+    """`{{ $variable := -1.0 }}`, then the query's first value into it where it has one."""
+    return (
+        f"{{{{ ${variable} := {_ABSENT} }}}}"
+        f"{{{{ with {query(promql)} }}}}{{{{ ${variable} = . | first | value }}}}{{{{ end }}}}"
+    )
+
 
 def _in_flight(host: HostLayer | ExporterHostLayer) -> str | None:
     """The alert's LUN's average I/Os in flight over the breach window (diskstats' weighted time per
@@ -176,111 +189,93 @@ def _in_flight(host: HostLayer | ExporterHostLayer) -> str | None:
     return f'sum(({queue}) and on (job, instance, lun) {_INFO}{{$LUN, kind="lun"}})'
 
 
-class _HostSplit:
-    """The host layer's own measures of one op for the alert's LUN, and the verdict they give."""
+def _measures(op: str, host: HostLayer | ExporterHostLayer) -> str:
+    """The template variables the verdict reads, for the alert's LUN and `op`:
+    $share (time in the host's queue over all time, per-I/O histogram), $inflight, $limit and
+    $limitname (the smaller queue limit), $fill ($inflight / $limit), $hostms and $arrayms (the host's
+    and the array's own average latency, ms), $arrayshare ($arrayms / $hostms)."""
+    window = BREACH_WINDOW
+    queue_time = f'sum(rate({contract.DEVICE_IO_QUEUE_TIME.name}{{$LUN, op="{op}"}}[{window}]) {_OWN_DEVICE})'
+    total = f'sum(rate({contract.DEVICE_IO_LATENCY.name}_sum{{$LUN, op="{op}"}}[{window}]) {_OWN_DEVICE})'
+    limits = f'{{__name__=~"{_LIMITS}", $LUN}} {_OWN_DEVICE}'
+    host_latency = f'max({LATENCY.format(op=op, window=window)}{{layer="host", $REC}})'
+    array = f'max({ARRAY_LATENCY.format(window=window)}{{op="{op}"}} and on (naa) {_INFO}{{$LUN, kind="lun", naa!=""}})'
+    in_flight = _in_flight(host)
+    parts = [_measure("share", f"{queue_time} / {total}")]
+    if in_flight is None:
+        parts += [f"{{{{ ${name} := {_ABSENT} }}}}" for name in ("inflight", "limit", "fill")]
+        parts.append('{{ $limitname := "" }}')
+    else:
+        parts += [
+            _measure("inflight", in_flight),
+            # The smaller limit and its name (bottomk keeps the series' labels, `and` its metric name),
+            # said by its sysfs attribute.
+            f'{{{{ $limit := {_ABSENT} }}}}{{{{ $limitname := "nr_requests" }}}}'
+            f"{{{{ with {query(f'bottomk(1, {limits})')} }}}}{{{{ $limit = . | first | value }}}}"
+            f'{{{{ if eq (. | first | label "__name__") "{contract.DEVICE_QUEUE_DEPTH.name}" }}}}'
+            '{{ $limitname = "queue_depth" }}{{ end }}{{ end }}',
+            _measure("fill", f"{in_flight} / min({limits})"),
+        ]
+    parts += [
+        _measure("hostms", f"1000 * {host_latency}"),
+        _measure("arrayms", f"1000 * {array}"),
+        _measure("arrayshare", f"{array} / {host_latency}"),
+    ]
+    return "".join(parts)
 
-    def __init__(self, op: str, host: HostLayer | ExporterHostLayer) -> None:
-        self.op = op
-        window = BREACH_WINDOW
-        histogram = contract.DEVICE_IO_LATENCY.name
-        queue_time = contract.DEVICE_IO_QUEUE_TIME.name
-        # The share of the op's time spent in the host's queue before issue (per-I/O histogram).
-        self.share = (
-            f'sum(rate({queue_time}{{$LUN, op="{op}"}}[{window}]) {_OWN_DEVICE}) '
-            f'/ sum(rate({histogram}_sum{{$LUN, op="{op}"}}[{window}]) {_OWN_DEVICE})'
-        )
-        self.in_flight = _in_flight(host)
-        limits = f'{{__name__=~"{_LIMITS}", $LUN}} {_OWN_DEVICE}'
-        self.limit = f"min({limits})"
-        # The smaller limit with its name (bottomk keeps the series' labels, `and` its metric name).
-        self.limit_named = f"bottomk(1, {limits})"
-        self.host = f'max({LATENCY.format(op=op, window=window)}{{layer="host", $REC}})'
-        self.array = (
-            f'max({ARRAY_LATENCY.format(window=window)}{{op="{op}"}} '
-            f'and on (naa) {_INFO}{{$LUN, kind="lun", naa!=""}})'
-        )
 
-    def queue_words(self) -> str:
-        return _with(self.share, f"; {_PERCENT} of the time of its {self.op}s waited in the host's queue")
+def _said(op: str) -> str:
+    """The measures behind the verdict, those that exist; and, for a host-layer verdict, when
+    nothing measured the host queue, that it cannot be ruled out."""
+    return (
+        f" Measured over {BREACH_WINDOW}: the host's {op}s "
+        '{{ if ge $hostms 0.0 }}{{ printf "%.2f" $hostms }} ms{{ else }}not measured{{ end }}'
+        "{{ if ge $share 0.0 }}; {{ humanizePercentage $share }} of their time in the host's queue{{ end }}"
+        '{{ if ge $inflight 0.0 }}; {{ printf "%.1f" $inflight }} I/Os in flight on average'
+        '{{ if ge $limit 0.0 }} against its {{ $limitname }} of {{ printf "%.0f" $limit }}{{ end }}{{ end }}'
+        '{{ if ge $arrayms 0.0 }}; the array\'s own latency {{ printf "%.2f" $arrayms }} ms{{ end }}.'
+        "{{ if and $split (lt $share 0.0) (lt $fill 0.0) }} No host queue time and no queue limit of this "
+        "LUN: a host queue cannot be ruled out.{{ end }}"
+    )
 
-    def flight_words(self) -> str:
-        if self.in_flight is None:
-            return ""
-        limit = _with(
-            self.limit_named,
-            # Named by its sysfs attribute (contract.DEVICE_QUEUE_DEPTH, DEVICE_NR_REQUESTS).
-            " against its "
-            f'{{{{ if eq (. | first | label "__name__") "{contract.DEVICE_QUEUE_DEPTH.name}" }}}}queue_depth'
-            "{{ else }}nr_requests{{ end }} of " + _first("%.0f"),
-        )
-        return _with(self.in_flight, f"; on average {_first('%.1f')} I/Os in flight{limit}")
 
-    def unknown_queue(self) -> str:
-        """Said when neither measure of the host queue exists for the LUN."""
-        words = " (no host queue time and no queue limit of this LUN: a host queue cannot be ruled out)"
-        if self.in_flight is not None:
-            words = _with(f"{self.in_flight} / {self.limit}", "", words)
-        return _with(self.share, "", words)
-
-    def verdict(self) -> str:
-        op = self.op
-        ms = _first("%.2f")
-        host_ms = _with(f"1000 * {self.host}", f" ({ms} ms)")
-        array_ms = _with(f"1000 * {self.array}", f" ({ms} ms)")
-        evidence = self.queue_words() + self.flight_words()
-        device = (
-            "The device: the time is its service time, below the host's queue (the HBA, fabric or array; "
-            f"no array exporter is joined for this LUN){evidence}{self.unknown_queue()}."
-        )
-        between = _with(
-            self.array,
-            "Between the host and the array (HBA, fabric, multipath): the array's own "
-            f"{op} latency{array_ms} is less than {ARRAY_SHARE:.0%} of the host's{host_ms}{evidence}.",
-            device,
-        )
-        array = _with(
-            f"{self.array} / {self.host} >= {ARRAY_SHARE}",
-            f"The array: its own {op} latency{array_ms} is at least {ARRAY_SHARE:.0%} of the "
-            f"host's{host_ms}{evidence}.",
-            between,
-        )
-        if self.in_flight is not None:
-            array = _with(
-                f"{self.in_flight} / {self.limit} >= {IN_FLIGHT_OF_LIMIT}",
-                f"Host queue: the queue of this LUN's device is full nearly all the time{self.flight_words()} "
-                f"(at least {IN_FLIGHT_OF_LIMIT:.0%} of it): further I/Os wait on the host for a slot, "
-                f"not on the array{self.queue_words()}.",
-                array,
-            )
-        return _with(
-            f"{self.share} >= {QUEUE_SHARE}",
-            f"Host queue: {_PERCENT} of the time of this LUN's {op}s waited in the host's queue before "
-            f"issue (per-I/O histogram; at least {QUEUE_SHARE:.0%}), not on the device{self.flight_words()}.",
-            array,
-        )
+def _verdict(op: str) -> str:
+    """The host layer's verdict, first that holds: host queue (queue time, then in flight), the array,
+    between host and array, the device."""
+    return (
+        f"{{{{ if ge $share {QUEUE_SHARE} }}}}Host queue: at least {QUEUE_SHARE:.0%} of the time of this LUN's "
+        f"{op}s waited in the host's queue before issue (per-I/O histogram), not on the device."
+        f"{{{{ else if ge $fill {IN_FLIGHT_OF_LIMIT} }}}}Host queue: the queue of this LUN's device is full nearly "
+        f"all the time (in flight at least {IN_FLIGHT_OF_LIMIT:.0%} of its limit): further I/Os wait on the host "
+        "for a slot, not on the array."
+        f"{{{{ else if ge $arrayshare {ARRAY_SHARE} }}}}The array: its own {op} latency is at least "
+        f"{ARRAY_SHARE:.0%} of the host's."
+        "{{ else if ge $arrayshare 0.0 }}Between the host and the array (HBA, fabric, multipath): the array's "
+        f"own {op} latency is less than {ARRAY_SHARE:.0%} of the host's."
+        "{{ else }}The device: the time is its service time, below the host's queue (the HBA, fabric or array; "
+        "no array exporter is joined for this LUN).{{ end }}"
+    )
 
 
 def cause(op: str, host: HostLayer | ExporterHostLayer, selector: str) -> str:
-    """The `cause` annotation of a breach alert of `op`: one verdict, with the numbers it rests on.
-    A database-layer alert whose LUN's host layer is within goal is the database layer's alone;
-    otherwise the host layer's measures decide."""
+    """The `cause` annotation of a breach alert of `op`: one verdict, then the numbers it rests on.
+    A database-layer alert whose LUN's host layer is within goal is the database layer's alone; one
+    whose host layer is not judged cannot be split; otherwise the host layer's measures decide."""
     above = f'max({ABOVE_GOAL}{{layer="host", op="{op}", $REC}})'
-    host_latency = f'1000 * max({LATENCY.format(op=op, window=BREACH_WINDOW)}{{layer="host", $REC}})'
-    split = _HostSplit(op, host).verdict()
-    database = _with(
-        f"{above} == 0",
-        f"The database layer alone: the host's block layer of this LUN is within its goal for {op}s"
-        + _with(host_latency, f" ({_first('%.2f')} ms)")
-        + ", so the time is spent above it (the database's own I/O path: host CPU, scheduling, file "
-        "system, its own queues), not in the storage.",
-        _with(
-            f"{above} == 1",
-            f"The host's block layer of this LUN is above its goal too. {split}",
-            "The host's block layer of this LUN is not judged now (idle, or not measured): the database "
-            "layer's time cannot be split.",
-        ),
+    database = (
+        _measure("above", above) + "{{ if eq $above 0.0 }}"
+        f"The database layer alone: the host's block layer of this LUN is within its goal for {op}s, so "
+        "the time is spent above it (the database's own I/O path: host CPU, scheduling, file system, its "
+        "own queues), not in the storage.{{ $split = false }}"
+        "{{ else if eq $above 1.0 }}The host's block layer of this LUN is above its goal too. "
+        "{{ else }}The host's block layer of this LUN is not judged now (idle, or not measured): the "
+        "database layer's time cannot be split.{{ $split = false }}{{ end }}"
     )
     return (
         _variables(selector)
-        + f'{{{{ if eq $labels.layer "db" }}}}{database}{{{{ else }}}}{split}{{{{ end }}}}'
+        + _measures(op, host)
+        + "{{ $split := true }}"
+        + f'{{{{ if eq $labels.layer "db" }}}}{database}{{{{ end }}}}'
+        + f"{{{{ if $split }}}}{_verdict(op)}{{{{ end }}}}"
+        + _said(op)
     )
