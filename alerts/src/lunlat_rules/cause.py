@@ -248,6 +248,8 @@ def _verdict(op: str) -> str:
         f"{{{{ else if ge $fill {IN_FLIGHT_OF_LIMIT} }}}}Host queue: the queue of this LUN's device is full nearly "
         f"all the time (in flight at least {IN_FLIGHT_OF_LIMIT:.0%} of its limit): further I/Os wait on the host "
         "for a slot, not on the array."
+        '{{ if eq $labels.layer "db" }} A wait for a free request comes before the block layer counts an I/O: '
+        "the database layer sees it, the host layer's latency may not.{{ end }}"
         f"{{{{ else if ge $arrayshare {ARRAY_SHARE} }}}}The array: its own {op} latency is at least "
         f"{ARRAY_SHARE:.0%} of the host's."
         "{{ else if ge $arrayshare 0.0 }}Between the host and the array (HBA, fabric, multipath): the array's "
@@ -259,8 +261,15 @@ def _verdict(op: str) -> str:
 
 def cause(op: str, host: HostLayer | ExporterHostLayer, selector: str) -> str:
     """The `cause` annotation of a breach alert of `op`: one verdict, then the numbers it rests on.
-    A database-layer alert whose LUN's host layer is within goal is the database layer's alone; one
-    whose host layer is not judged cannot be split; otherwise the host layer's measures decide."""
+
+    A database-layer alert first: with the device's queue full (I/Os in flight at its limit), the
+    host queue, whatever the host layer's latency: an I/O waiting for a free request is not counted
+    by the block layer yet (its time starts once it has one: torvalds/linux block/blk-mq.c,
+    blk_mq_rq_time_init, "Set start and alloc time when the allocated request is actually used"; a
+    submitter without one sleeps in blk_mq_get_tag, block/blk-mq-tag.c), so diskstats and the per-I/O
+    histogram miss that wait and the database's own timing holds it. Otherwise, with its host layer
+    within goal, the database layer alone; not judged, it cannot be split; above goal, the host
+    layer's measures decide, as for a host-layer alert."""
     above = f'max({ABOVE_GOAL}{{layer="host", op="{op}", $REC}})'
     database = (
         _measure("above", above) + "{{ if eq $above 0.0 }}"
@@ -275,7 +284,7 @@ def cause(op: str, host: HostLayer | ExporterHostLayer, selector: str) -> str:
         _variables(selector)
         + _measures(op, host)
         + "{{ $split := true }}"
-        + f'{{{{ if eq $labels.layer "db" }}}}{database}{{{{ end }}}}'
+        + f'{{{{ if and (eq $labels.layer "db") (lt $fill {IN_FLIGHT_OF_LIMIT}) }}}}{database}{{{{ end }}}}'
         + f"{{{{ if $split }}}}{_verdict(op)}{{{{ end }}}}"
         + _said(op)
     )
