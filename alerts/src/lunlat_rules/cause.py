@@ -8,9 +8,10 @@
 
 Both are Go template `query` calls over series already there (recorded per LUN, or published), so
 they add no recorded series: the rule budget per LUN (alerts/tests/test_rule_budget.py, issue 41)
-is unchanged. Prometheus expands an alert's annotations at each evaluation while it is pending or
-firing (prometheus.io/docs/prometheus/latest/configuration/alerting_rules, "Templating"), so the
-text says what was true at the breach. The thresholds below are the project's own, stated and
+is unchanged. Prometheus runs an alert's templates "during every rule iteration for each alert that
+fires", and asks that their queries be kept lightweight
+(prometheus.io/docs/prometheus/latest/configuration/template_examples): the text says what was true
+at the breach, and each measure is queried once per evaluation (the `cause` below). The thresholds below are the project's own, stated and
 argued in docs/alerting.md ("Why: the cause in the alert"); alerts/tests/test_cause.py holds the two
 to the same numbers.
 
