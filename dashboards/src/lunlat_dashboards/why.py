@@ -20,6 +20,8 @@ from lunlat_rules import cause
 WHY_ROW = "Why: the cause of a breach"
 # The most LUNs drawn on the arrays' load panel at each step.
 ARRAY_LUNS = 10
+# The labels naming a LUN on the shown LUNs' arrays, as that panel's series carry them.
+NEIGHBOUR_LABELS = {"lun": "array_lun", "database": "array_lun_database", "workload": "array_lun_workload"}
 _ON_DEVICE = "on (job, instance, lun, device)"
 
 
@@ -55,10 +57,16 @@ def _array_load() -> timeseries.Panel:
     throughput = p.selector(p.THROUGHPUT_RECORDED, layer="host")
     known = f'!="{contract.ARRAY_UNKNOWN}"'
     same_arrays = f"{p.selector(contract.LUN_INFO.name, kind='lun', array=known)}\n  and on (array) {_info()}"
-    expr = (
+    busiest = (
         f"topk({ARRAY_LUNS}, sum by (job, instance, lun, database, workload) (\n"
         f"  {throughput}\n  and on (job, instance, lun) ({same_arrays})\n))"
     )
+    # The series are the arrays' LUNs, not the LUNs the filters chose: their names move to labels of
+    # their own (NEIGHBOUR_LABELS), so no series carries a filtered label with another value.
+    for label, renamed in NEIGHBOUR_LABELS.items():
+        # label_join of one label copies it (no `$1`: Grafana would read it as a variable).
+        busiest = f'label_join(\n{busiest},\n"{renamed}", "", "{label}")'
+    expr = f"sum without ({', '.join(NEIGHBOUR_LABELS)}) (\n{busiest}\n)"
     return (
         p.rate_timeseries(
             "Throughput on the shown LUNs' arrays",
@@ -68,7 +76,7 @@ def _array_load() -> timeseries.Panel:
             "latency of the shown LUN rises is the neighbour. LUNs on other hosts are drawn when the "
             "instance filter is All; LUNs whose array is unknown have no neighbours to draw.",
             p.BYTES_PER_SECOND,
-            [p.query(expr, "{{lun}} {{database}} {{workload}} · {{instance}}")],
+            [p.query(expr, "{{array_lun}} {{array_lun_database}} {{array_lun_workload}} · {{instance}}")],
         )
         .span(24)
         .height(8)
