@@ -57,7 +57,13 @@ def metrics_page() -> str:
     layers = (
         (
             "Host layer",
-            (*contract.DEVICE_METRICS, *contract.BIO_METRICS, contract.LUN_INFO, *contract.PATH_METRICS),
+            (
+                *contract.DEVICE_METRICS,
+                *contract.BIO_METRICS,
+                *contract.QUEUE_LIMIT_METRICS,
+                contract.LUN_INFO,
+                *contract.PATH_METRICS,
+            ),
         ),
         *((f"{engine.title} layer", engine.metrics) for engine in ENGINES),
         ("Database file maps (every engine)", contract.DB_FILE_MAP_METRICS),

@@ -200,6 +200,16 @@ class FakeHost:
         self._register(name, self.sysfs / VIRTUAL_BLOCK / name, f"1:{number}", whole=True)
         return name
 
+    def set_queue_limits(
+        self, name: str, *, queue_depth: int | None = None, nr_requests: int | None = None
+    ) -> None:
+        """The device's host queue limits: `queue_depth` in its SCSI device (`device/queue_depth`, a SCSI
+        disk only), `nr_requests` in its request queue (`queue/nr_requests`), as the kernel prints them."""
+        if queue_depth is not None:
+            _write(self._dirs[name] / "device" / "queue_depth", str(queue_depth))
+        if nr_requests is not None:
+            _write(self._dirs[name] / "queue" / "nr_requests", str(nr_requests))
+
     def set_loop_backing(self, name: str, backing_file: str | None) -> None:
         loop = self._dirs[name] / "loop"
         if backing_file is None:

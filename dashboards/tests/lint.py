@@ -181,6 +181,10 @@ def _shows_latency(panel: Mapping[str, Any]) -> bool:
     expr = _HISTOGRAM_COUNT.sub("", targets[0].get("expr", ""))
     if _COUNT_OF_SERIES.match(expr):
         return False
+    # A share drawn as a percentage (time over time, or I/Os in flight over a queue limit: the overview's
+    # why row) is a ratio of two measures, not a latency, whatever time it divides.
+    if panel.get("fieldConfig", {}).get("defaults", {}).get("unit") == "percentunit" and "/" in expr:
+        return False
     return bool(_LATENCY_NAMES.search(expr)) or (bool(_TIME_COUNTERS.search(expr)) and "/" in expr)
 
 

@@ -246,6 +246,12 @@ def test_the_same_lun_breach_fires_for_each_host_through_remote_write(fleet: Fle
         latency_ms, goal_ms, iops = found.groups()
         assert (latency_ms, goal_ms) == ("2.00", "1.00"), description
         assert 45 <= float(iops) <= 155, description
+        # The why (docs/alerting.md, "Why: the cause in the alert"), from vmalert's templates too: a
+        # NetApp NAA names no array, and nothing measures a host queue on this host.
+        annotations = alert["annotations"]
+        assert "its array is unknown" in annotations["neighbours"], annotations["neighbours"]
+        assert annotations["cause"].startswith("The device:"), annotations["cause"]
+        assert "Measured over 1m: the host's reads 2.00 ms" in annotations["cause"], annotations["cause"]
     # Each host's raw series carry its agent's external `host` label, and `instance` is the host's name.
     rows = fleet.store.query("count by (host, instance) (lunlat_lun_info)")
     assert {(r["metric"]["host"], r["metric"]["instance"]) for r in rows} == {(h, h) for h in HOSTS}

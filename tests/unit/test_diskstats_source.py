@@ -583,3 +583,38 @@ def test_the_counters_flag_overrides_the_config(
         _parser().parse_args(["serve", "--collector.host.source", "diskstats", *flags])
     )
     assert Context.of(Config(diskstats=config), settings).diskstats().counters is counters
+
+
+def test_queue_limits_are_published_where_the_device_has_them(host: FakeHost) -> None:
+    """queue_depth of each SCSI disk (a multipath map's: its paths' summed), nr_requests of each request
+    queue; a device without the attribute has no series, and a host where none has one no family."""
+    assert not {s.name for s in contract.QUEUE_LIMIT_METRICS} & {
+        f.spec.name for f in collect(source(host)).result.families
+    }, "no device has the attributes yet: no family"
+    for path, path_depth in zip(PATHS, (32, 32, 16, 16), strict=True):
+        host.set_queue_limits(path, queue_depth=path_depth, nr_requests=64)
+    host.set_queue_limits("sda", queue_depth=254, nr_requests=256)
+    host.set_queue_limits("dm-3", nr_requests=4)
+    host.set_queue_limits("nvme0n1", nr_requests=1023)
+    got = collect(source(host, DiskstatsConfig(show_paths=True), luns=[ORA_ENTRY]))
+    assert got.family(contract.DEVICE_QUEUE_DEPTH.name).by_labels() == {
+        ("naa.5000c500a1b2c3d4", "sda"): 254,
+        **{("ora_data", path): d for path, d in zip(PATHS, (32, 32, 16, 16), strict=True)},
+        ("ora_data", "dm-3"): 96,
+    }
+    assert got.family(contract.DEVICE_NR_REQUESTS.name).by_labels() == {
+        ("naa.5000c500a1b2c3d4", "sda"): 256,
+        **{("ora_data", path): 64 for path in PATHS},
+        ("ora_data", "dm-3"): 4,
+        ("eui.0025388b71b3c0a1", "nvme0n1"): 1023,
+    }
+
+
+def test_a_changed_nr_requests_shows_at_the_next_topology_read(host: FakeHost) -> None:
+    clock = FakeClock()
+    host.set_queue_limits("dm-3", nr_requests=128)
+    src = source(host, luns=[ORA_ENTRY], clock=clock)
+    assert collect(src).family(contract.DEVICE_NR_REQUESTS.name).by_labels() == {("ora_data", "dm-3"): 128}
+    host.set_queue_limits("dm-3", nr_requests=4)
+    clock.now += 301.0
+    assert collect(src).family(contract.DEVICE_NR_REQUESTS.name).by_labels() == {("ora_data", "dm-3"): 4}

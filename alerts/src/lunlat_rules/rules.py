@@ -82,6 +82,7 @@ from lunlat.recorded import (
     THROUGHPUT,
     THROUGHPUT_FLOOR,
 )
+from lunlat_rules import cause
 from lunlat_rules.drift import drift_group
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
@@ -726,6 +727,9 @@ class RuleSet:
                             "description": f"The {BREACH_WINDOW} average latency of {_judged_words(op)} of {where} is "
                             f'{{{{ printf "%.2f" $value }}}} ms, above its goal of {goal_ms} ms ({op}s of every size: '
                             f"{average} ms at {iops} {op}s/s{size}).{_ROLE_HINT[role_anchor][op]}{_LAYER_HINT}",
+                            # Why (cause.py): the LUNs beside it on its array, and which part of the time grew.
+                            "neighbours": cause.neighbours(self.goals.selector),
+                            "cause": cause.cause(op, host_layer(self.goals), self.goals.selector),
                             "runbook_url": f"{self.goals.runbook_base_url}/latency-high.md#{name.lower()}",
                         },
                     }

@@ -23,6 +23,7 @@ from lunlat.goals import Goals
 from lunlat.layers import SERIES_LABELS
 from lunlat.recorded import DRIFT_INTERVAL
 from lunlat_dashboards import panels as p
+from lunlat_dashboards import why
 from lunlat_rules.drift import baseline, window_average
 
 UID = "lunlat-overview"
@@ -625,7 +626,11 @@ def build(goals: Goals, records: frozenset[str] | None = None) -> dash.Dashboard
         )
         .with_panel(_worst("read", goals))
         .with_panel(_worst("write", goals))
-        .with_row(dash.Row("What is judged: the I/Os the database waits for"))
+    )
+    # Right under the breaches: why they happen (the breach alerts' neighbours and cause).
+    board = why.row(board)
+    board = (
+        board.with_row(dash.Row("What is judged: the I/Os the database waits for"))
         .with_panel(_judged_beside_average("read", goals))
         .with_panel(_judged_beside_average("write", goals))
         .with_panel(_drift("read", goals))

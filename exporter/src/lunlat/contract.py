@@ -177,6 +177,28 @@ DEVICE_IO_QUEUE_TIME = MetricSpec(
 )
 BIO_METRICS: tuple[MetricSpec, ...] = (DEVICE_IO_LATENCY, DEVICE_IO_QUEUE_TIME)
 
+# The host's queue limits per device, from sysfs, read with the topology (at start, on a device change
+# and every --refresh-interval; an admin's change shows at the next read). The breach alerts compare
+# the average I/Os in flight (DEVICE_IO_WEIGHTED_TIME's rate) with the smaller of the two to say
+# "host queue" (docs/alerting.md, "Why: the cause in the alert"). A device without the attribute has
+# no series.
+DEVICE_QUEUE_DEPTH = MetricSpec(
+    "lunlat_device_queue_depth",
+    "gauge",
+    "Commands the host sends the device at once: the SCSI device's queue_depth (sysfs "
+    "device/queue_depth, the number of commands allowed to be queued to the driver); a multipath "
+    "LUN's is the sum over its paths. Absent where the device has none (NVMe, virtio, loop).",
+    DEVICE_LABELS,
+)
+DEVICE_NR_REQUESTS = MetricSpec(
+    "lunlat_device_nr_requests",
+    "gauge",
+    "Requests the block layer may allocate for the device's queue (sysfs queue/nr_requests). "
+    "Absent where the device has no request queue of its own (partitions).",
+    DEVICE_LABELS,
+)
+QUEUE_LIMIT_METRICS: tuple[MetricSpec, ...] = (DEVICE_QUEUE_DEPTH, DEVICE_NR_REQUESTS)
+
 LUN_INFO = MetricSpec(
     "lunlat_lun_info",
     "gauge",
@@ -344,6 +366,7 @@ HEALTH_METRICS: tuple[MetricSpec, ...] = (
 ALL_METRICS: tuple[MetricSpec, ...] = (
     *DEVICE_METRICS,
     *BIO_METRICS,
+    *QUEUE_LIMIT_METRICS,
     LUN_INFO,
     *PATH_METRICS,
     *(spec for engine in ENGINES for spec in engine.metrics),

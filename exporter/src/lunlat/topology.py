@@ -2,7 +2,7 @@
 
 Pure functions over a sysfs root and a procfs root (tests and benchmarks pass fake trees):
 - `read_block_devices` reads the facts of each device once (dm name/uuid, WWID, vendor, model,
-  slaves, holders, partition parent, loop backing);
+  slaves, holders, partition parent, loop backing, queue limits);
 - `read_mounts` reads the mount table of the host (`<procfs>/1/mountinfo`, so a containerised
   exporter with the host's /proc mounted sees the host's mounts);
 - `resolve` names every device by its LUN (docs/contract.md §2): multipath alias / dm name, else WWID, else
@@ -42,6 +42,9 @@ class BlockDevice:
     holders: tuple[str, ...] = ()
     loop_attached: bool | None = None  # None: not a loop device
     loop_file: str = ""  # backing file of an attached loop device
+    # The host's queue limits (None where the device has no such attribute; `queue_limits`):
+    queue_depth: int | None = None  # SCSI device/queue_depth: commands sent to the device at once
+    nr_requests: int | None = None  # queue/nr_requests: requests the block layer may allocate
 
     @property
     def multipath(self) -> bool:
@@ -164,7 +167,42 @@ def read_block_device(sysfs: Path, name: str) -> BlockDevice:
         else (),
         loop_attached=loop_attached,
         loop_file=loop_file,
+        queue_depth=_count(f"{base}/device/queue_depth") if has_device else None,
+        nr_requests=_count(f"{base}/queue/nr_requests") if "queue" in entries else None,
     )
+
+
+# The two queue limits, each the kernel's own attribute:
+# - `queue/nr_requests` (torvalds/linux Documentation/ABI/stable/sysfs-block, "/sys/block/<disk>/queue/
+#   nr_requests": "how many requests may be allocated in the block layer"), a count of requests, on
+#   every device with a request queue (a whole disk, a dm or loop device; not a partition);
+# - `device/queue_depth` of a SCSI disk: its SCSI device's attribute (drivers/scsi/scsi_sysfs.c,
+#   DEVICE_ATTR(queue_depth), printed "%d\n" from struct scsi_device's queue_depth), the depth
+#   scsi_change_queue_depth sets (drivers/scsi/scsi.c: "number of commands allowed to be queued to the
+#   driver"), a count of commands. An NVMe namespace's `device` is its controller and a virtio disk's
+#   the virtio device: neither has the file, so neither has the limit.
+def _count(path: str) -> int | None:
+    """A sysfs count (a non-negative decimal integer); None when absent or not one."""
+    text = _read(path)
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def queue_limits(
+    devices: dict[str, BlockDevice], name: str, paths: Iterable[str] = ()
+) -> tuple[int | None, int | None]:
+    """(queue_depth, nr_requests) of device `name` as published. A multipath map (its `paths`) has no
+    SCSI device of its own: dm-multipath sends its I/O down every path, so its queue depth is the sum
+    of its paths' (those that have one; None when none has). Its nr_requests is its own queue's."""
+    device = devices.get(name)
+    if device is None:
+        return None, None
+    depth = device.queue_depth
+    if depth is None:
+        depths = [
+            d for path in paths if (p := devices.get(path)) is not None and (d := p.queue_depth) is not None
+        ]
+        depth = sum(depths) if depths else None
+    return depth, device.nr_requests
 
 
 # Where the `partition` file or class/block is missing, a partition is still known by the kernel's

@@ -2,7 +2,7 @@
 
 The exporter does not know the lab: it gets ordinary `diskstats:` and `luns:` entries, one per lab
 LUN matching its loop device by backing file (`loop_file: <name>.img`), so it labels each lab LUN
-with its database, role and workload. `lunlat-lab exporter-config` writes it (deploy/lab/lunlat.yaml
+with its database, role, workload and array. `lunlat-lab exporter-config` writes it (deploy/lab/lunlat.yaml
 is the committed copy of the shipped description's, kept fresh by CI) and `lab up` writes one into the state directory.
 """
 
@@ -27,9 +27,11 @@ HEADER = """\
 def exporter_config(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> Config:
     """The exporter's config publishing the lab's LUNs (the loop devices only) with their labels, and a
     `postgres:` target per pgbench workload (its password in the lab in `state_dir`, lab/pgbench.py)."""
+    # Each LUN's lab array as its `array` (a loop device's identity names none): the breach alerts
+    # name the other LUNs on the same array (docs/alerting.md, "Why: the cause in the alert").
     luns = [
         {"match": {"loop_file": LabConfig.image_name(lun.name)}, "database": lun.database, "role": lun.role,
-         "workload": lun.workload}
+         "workload": lun.workload, "array": lun.array}
         for lun in lab.luns
     ]  # fmt: skip
     postgres = []

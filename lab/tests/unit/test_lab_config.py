@@ -102,8 +102,10 @@ def test_the_committed_exporter_config_is_generated_from_the_lab_and_loads() -> 
     config = load_config(LAB_EXPORTER_CONFIG)
     assert config == exporter_config(lab)
     assert config.diskstats.include == "^loop"
-    labels = {e.match.loop_file: (e.database, e.role, e.workload) for e in config.luns}
-    assert labels == {f"{lun.name}.img": (lun.database, lun.role, lun.workload) for lun in lab.luns}
+    labels = {e.match.loop_file: (e.database, e.role, e.workload, e.array) for e in config.luns}
+    assert labels == {
+        f"{lun.name}.img": (lun.database, lun.role, lun.workload, lun.array) for lun in lab.luns
+    }
 
 
 def test_the_exporter_config_does_not_know_the_lab() -> None:

@@ -54,6 +54,7 @@ from lunlat.topology import (
     LunView,
     lower_chain,
     path_state_file,
+    queue_limits,
     read_block_device,
     read_block_devices,
     read_mounts,
@@ -421,6 +422,8 @@ class _Published:
     # states are read on their own cadence (pathhealth.PathWatcher: a path fails without the device
     # set changing).
     multipaths: list[tuple[LabelSet, tuple[str, ...]]] = field(default_factory=list)
+    # The host's queue limits of each published device that has them (topology.queue_limits).
+    queue_limits: list[Family] = field(default_factory=list)
 
 
 class DiskstatsSource:
@@ -519,6 +522,7 @@ class DiskstatsSource:
             families.extend(_optional_families(table, cols, published))
         self._count_format(table, errors)
         families.append(Family(contract.LUN_INFO, published.info))
+        families.extend(published.queue_limits)
         self._paths.watch(published.multipaths)
         reading = self._paths.reading()
         families.extend(reading.families)
@@ -610,6 +614,8 @@ class DiskstatsSource:
         labels: list[LabelSet] = []
         mask: list[bool] = []
         info: list[Sample] = []
+        depths: list[Sample] = []
+        requests: list[Sample] = []
         multipaths: list[tuple[LabelSet, tuple[str, ...]]] = []
         board: dict[tuple[int, int], PublishedDevice] = {}
         for name, major, minor in zip(table.names, table.majors, table.minors, strict=True):
@@ -619,8 +625,13 @@ class DiskstatsSource:
             if not shown:
                 continue
             labels.append(LabelSet(contract.DEVICE_LABELS, (view.lun, view.device)))
+            paths = view.paths.split(",") if view.paths else []
+            depth, nr_requests = queue_limits(devices, name, paths if view.multipath else ())
+            if depth is not None:
+                depths.append(("", labels[-1], depth))
+            if nr_requests is not None:
+                requests.append(("", labels[-1], nr_requests))
             if view.multipath:
-                paths = view.paths.split(",") if view.paths else []
                 files = tuple(path_state_file(self._sysfs, path) for path in paths)
                 multipaths.append((labels[-1], files))
             extra = lun_labels.get(name, NO_LABELS)
@@ -655,6 +666,15 @@ class DiskstatsSource:
             None if all(mask) else mask,
             info,
             multipaths,
+            # No family where no device has the attribute (a device without it has no series).
+            [
+                Family(spec, samples)
+                for spec, samples in (
+                    (contract.DEVICE_QUEUE_DEPTH, depths),
+                    (contract.DEVICE_NR_REQUESTS, requests),
+                )
+                if samples
+            ],
         )
         if self._board is not None:
             self._board.publish(board)

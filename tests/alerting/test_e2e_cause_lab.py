@@ -1,0 +1,138 @@
+"""Issue 38's first done-when, in the lab: "with two exporters on one lab array (two hosts' worth of
+LUNs) and an unthrottled DSS scan on host B, host A's OLTP breach alert names B's LUN and its workload".
+
+The parts: a lab of one array (lab/src/lunlat_lab/daemon/latency.py's service model: a few slots
+shared by every LUN of the array, so large scan reads hold them and the OLTP reads queue behind) with
+two LUNs: `oltp_a`, an OLTP data LUN at 0.3 ms set latency under fio's 8 KiB random reads, and `dss_b`,
+a warehouse's data LUN under fio's unthrottled 1 MiB sequential reads (kind dss, no rate). Two
+exporters, one per "host": each publishes only its own LUN (`diskstats.include` of its loop device)
+with the lab's generated labels, which name the lab array as the LUN's `array`
+(lunlat_lab.exporter_config). One Debian Prometheus scrapes both (two `instance`s) and evaluates the
+repo's generated rules.
+
+What is checked: LunLatencyDataReadHigh fires for A's LUN (the scan beside it pushes its reads over
+the 1 ms goal) and its `neighbours` annotation lists B's LUN, on B's instance, with database DW and
+workload dss, first by throughput. Timeouts below only bound a failure.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.extras import need
+
+need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
+from lunlat_lab import commands  # noqa: E402
+from tests import prometheus  # noqa: E402
+from tests.alerting.stack import INTERVAL  # noqa: E402
+from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve  # noqa: E402
+from tests.prometheus import PromApi  # noqa: E402
+
+pytestmark = pytest.mark.lab
+
+ALERT = "LunLatencyDataReadHigh"
+ARRAY = "shared"
+LAB = f"""\
+size_mib: 128
+arrays:
+  {ARRAY}: {{slots: 2, bandwidth_mib_s: 100}}
+luns:
+  - {{name: oltp_a, database: OLTP, engine: mssql, role: data, workload: oltp, array: {ARRAY},
+     latency: {{read_ms: 0.3, write_ms: 0.3}}}}
+  - {{name: dss_b, database: DW, engine: mssql, role: data, workload: dss, array: {ARRAY},
+     latency: {{read_ms: 0.3, write_ms: 0.3}}}}
+workloads:
+  oltp: {{kind: oltp, luns: [oltp_a], block_size: 8k, read_percent: 100, iodepth: 1, rate_iops: 100}}
+  scan: {{kind: dss, luns: [dss_b], block_size: 1m, iodepth: 4}}
+phases:
+  both: [oltp, scan]
+"""
+FIRE_TIMEOUT = 240.0
+
+
+@dataclass(frozen=True, slots=True)
+class TwoHosts:
+    api: PromApi
+    instance: dict[str, str]  # lab LUN -> the instance of the exporter publishing it
+    device: dict[str, str]  # lab LUN -> its loop device (the exporters name a loop device's LUN by it)
+
+
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
+    reason = lab_skip_reason() or prometheus.missing()
+    if reason:
+        pytest.skip(reason)
+    base = Path(tempfile.mkdtemp(prefix="lunlat-cause-", dir=memory_backed_dir()))
+    work = tmp_path_factory.mktemp("cause-lab")
+    config = base / "lab.yaml"
+    config.write_text(textwrap.dedent(LAB), encoding="utf-8")
+    state_dir = base / "lab"
+    with ExitStack() as stack:
+        stack.callback(shutil.rmtree, base, ignore_errors=True)
+        stack.callback(commands.down, state_dir)
+        commands.up(config, state_dir)
+        state = commands.phase(state_dir, "both")
+        generated: dict[str, Any] = yaml.safe_load(state.exporter_config.read_text(encoding="utf-8"))
+        device = {lun: Path(path).name for lun, path in state.loops.items()}
+        instance = {}
+        for lun in ("oltp_a", "dss_b"):
+            # One "host" per LUN: the lab's labels, only this LUN's loop device published.
+            own = {**generated, "diskstats": {"include": f"^{device[lun]}$"}}
+            path = work / f"{lun}.yaml"
+            path.write_text(yaml.safe_dump(own, sort_keys=False), encoding="utf-8")
+            exporter = ExporterProcess(
+                lunlat_serve(f"--config.file={path}"),
+                work / f"lunlat-{lun}.log",
+                name=f"lunlat-{lun}",
+                port_pattern=LUNLAT_PORT,
+                start_timeout=60.0,
+            )
+            stack.callback(exporter.stop)
+            exporter.start()
+            instance[lun] = f"{LOOPBACK}:{exporter.port}"
+        server = prometheus.start(work / "prometheus", prometheus.config(list(instance.values()), INTERVAL))
+        stack.callback(server.stop)
+        yield TwoHosts(prometheus.api(server), instance, device)
+
+
+def _firing(api: PromApi, lun: str) -> dict[str, Any]:
+    deadline = time.monotonic() + FIRE_TIMEOUT
+    while True:
+        for alert in api.alerts():
+            labels = alert["labels"]
+            if labels.get("alertname") == ALERT and labels.get("lun") == lun and alert["state"] == "firing":
+                return alert
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{ALERT} for {lun} not firing after {FIRE_TIMEOUT:g}s: {api.alerts()}")
+        time.sleep(2)
+
+
+def test_host_as_oltp_breach_names_host_bs_scan_on_the_same_array(two_hosts: TwoHosts) -> None:
+    api, device, instance = two_hosts.api, two_hosts.device, two_hosts.instance
+    info = api.wait_for_series(f'lunlat_lun_info{{kind="lun", array="{ARRAY}"}}', 2, 60.0)
+    assert {(s["metric"]["lun"], s["metric"]["instance"]) for s in info} == {
+        (device["oltp_a"], instance["oltp_a"]),
+        (device["dss_b"], instance["dss_b"]),
+    }, "each host publishes its own LUN, both on the lab array"
+    alert = _firing(api, device["oltp_a"])
+    neighbours = alert["annotations"]["neighbours"]
+    print(f"\n{ALERT} {alert['labels']}\nneighbours: {neighbours}\ncause: {alert['annotations']['cause']}")
+    assert neighbours.startswith(f"Busiest other LUNs on array {ARRAY}"), neighbours
+    by_throughput = neighbours.split("By throughput: ", 1)[1]
+    first = (
+        rf"LUN {re.escape(device['dss_b'])} on {re.escape(instance['dss_b'])} \(database DW, workload dss\): "
+    )
+    assert re.match(first, by_throughput), neighbours
