@@ -36,9 +36,10 @@ reads come out a little under set + transfer): b 0.64-0.65 ms (the judged series
 (the test's own reads after the change, less what they cost above the kernel's before it), so about
 11 s. The scrape
 that carries it comes up to 15 s later, the evaluation that reads it up to 15 s after that (a scrape
-not yet stored when an evaluation starts waits for the next one: the scrape's duration more), `for:
-15s` one evaluation more, then the page route's group_wait (10 s): at most about 66 s, within 60 s +
-group_wait wherever the change falls between scrapes and evaluations. From a lower baseline the
+not yet stored when an evaluation starts waits for the next one: the scrape's duration more),
+`breach.for` (0s shipped; 15s, one evaluation more, before), then the page route's group_wait
+(10 s): at most about 66 s with 15s, within 60 s + group_wait wherever the change falls between
+scrapes and evaluations. From a lower baseline the
 crossing takes longer: with 0.45 ms set (measured b 0.51, h about 1.97) 15 s, a worst case of about
 70 s; with 0.25 ms set (b about 0.31, computed) about 17 s, 72 s. There a page within a minute of
 the change depends on where it falls between scrapes and evaluations. (Here the change comes just

@@ -37,8 +37,8 @@ pytestmark = pytest.mark.lab
 QUIET_SECONDS = 60
 # What a breach in the window sends arrives within `for` + an evaluation + group_wait.
 DRAIN_SECONDS = 20
-# A page firing at the window's start went pending `for` (15 s) earlier, on a 1-minute average
-# ending then: ground truth is read from that far back.
+# A page firing at the window's start went pending `breach.for` (0s shipped, 15 s before) earlier,
+# on a 1-minute average ending then: ground truth is read from that far back.
 LEAD_SECONDS = 30
 # The latency breach alerts of every role group (not the budget burn alerts).
 BREACH_ALERT = re.compile(r"LunLatency(Data|Log)?(Read|Write)High")
