@@ -85,6 +85,19 @@ class PromApi:
         the exposition gave the family: /api/v1/targets/metadata."""
         return list(self._get("/api/v1/targets/metadata", [("metric", metric)]))
 
+    def wait_for_firing(self, alertname: str, timeout: float, **labels: str) -> dict[str, Any]:
+        """Poll /api/v1/alerts until alert `alertname` with these labels fires; that alert."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for alert in self.alerts():
+                have = alert["labels"]
+                wanted = {"alertname": alertname, **labels}
+                if alert["state"] == "firing" and all(have.get(k) == v for k, v in wanted.items()):
+                    return alert
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{alertname} {labels} not firing after {timeout:g}s: {self.alerts()}")
+            time.sleep(2)
+
     def values(self, promql: str, label: str) -> dict[str, float]:
         return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql)}
 

@@ -153,11 +153,15 @@ def _custom_on_a_plugin_without_one(board: dict[str, Any]) -> str:
 
 
 def _override_of_an_unknown_option(board: dict[str, Any]) -> str:
-    i = _index(board, "timeseries")
-    board["panels"][i]["fieldConfig"]["overrides"][0]["properties"].append(
-        {"id": "custom.lineDash", "value": 1}
+    # The first time series with an override (not every one has one: the "Why" row's do not).
+    i = next(
+        i
+        for i, p in enumerate(board["panels"])
+        if p["type"] == "timeseries" and p.get("fieldConfig", {}).get("overrides")
     )
-    return f"panels[{i}].fieldConfig.overrides[0].properties[4].id"
+    properties = board["panels"][i]["fieldConfig"]["overrides"][0]["properties"]
+    properties.append({"id": "custom.lineDash", "value": 1})
+    return f"panels[{i}].fieldConfig.overrides[0].properties[{len(properties) - 1}].id"
 
 
 def _unknown_query_field(board: dict[str, Any]) -> str:

@@ -135,15 +135,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
 
 
 def _firing(api: PromApi, lun: str) -> dict[str, Any]:
-    deadline = time.monotonic() + FIRE_TIMEOUT
-    while True:
-        for alert in api.alerts():
-            labels = alert["labels"]
-            if labels.get("alertname") == ALERT and labels.get("lun") == lun and alert["state"] == "firing":
-                return alert
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{ALERT} for {lun} not firing after {FIRE_TIMEOUT:g}s: {api.alerts()}")
-        time.sleep(2)
+    return api.wait_for_firing(ALERT, FIRE_TIMEOUT, lun=lun)
 
 
 def _full_window(api: PromApi) -> None:

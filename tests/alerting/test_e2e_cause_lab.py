@@ -21,7 +21,6 @@ import re
 import shutil
 import tempfile
 import textwrap
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -109,15 +108,7 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
 
 
 def _firing(api: PromApi, lun: str) -> dict[str, Any]:
-    deadline = time.monotonic() + FIRE_TIMEOUT
-    while True:
-        for alert in api.alerts():
-            labels = alert["labels"]
-            if labels.get("alertname") == ALERT and labels.get("lun") == lun and alert["state"] == "firing":
-                return alert
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{ALERT} for {lun} not firing after {FIRE_TIMEOUT:g}s: {api.alerts()}")
-        time.sleep(2)
+    return api.wait_for_firing(ALERT, FIRE_TIMEOUT, lun=lun)
 
 
 def test_host_as_oltp_breach_names_host_bs_scan_on_the_same_array(two_hosts: TwoHosts) -> None:
