@@ -26,7 +26,6 @@ group evaluated at least ten times less often to read a faster group's records, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from lunlat.goals import Drift, Goals, duration_seconds
@@ -41,6 +40,9 @@ from lunlat.recorded import (
     JUDGED_LATENCY,
     OPS,
 )
+from lunlat_rules.promqltext import indent as _indent
+from lunlat_rules.promqltext import number as _number
+from lunlat_rules.promqltext import on as _on
 
 ALERT = "LunLatencyDrift"
 # The labels of a judged latency series: the LUN's, its op and which I/Os were judged.
@@ -85,20 +87,6 @@ def baseline(series: str, drift: Drift, bridged: bool = True) -> str:
     ]
     joined = "\n  or\n    ".join(weeks)
     return f"quantile without ({WEEK_LABEL}) (0.5,\n    {joined}\n)"
-
-
-# Three small formatting helpers of its own: rules.py imports this module for its group, so this one
-# cannot import rules.py's.
-def _on(labels: Sequence[str]) -> str:
-    return f"on ({', '.join(labels)})"
-
-
-def _number(value: float) -> str:
-    return f"{value:.6g}"
-
-
-def _indent(text: str, spaces: int) -> str:
-    return text.replace("\n", "\n" + " " * spaces)
 
 
 class DriftRules:

@@ -84,6 +84,9 @@ from lunlat.recorded import (
 )
 from lunlat_rules import cause
 from lunlat_rules.drift import drift_group
+from lunlat_rules.promqltext import indent as _indent
+from lunlat_rules.promqltext import number as _promql_number
+from lunlat_rules.promqltext import on as _on
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.
@@ -264,15 +267,6 @@ def _labelled(vector: str, **labels: str) -> str:
     return vector
 
 
-def _indent(text: str, spaces: int = 2) -> str:
-    """Indent every line but the first (it continues a line already indented)."""
-    return text.replace("\n", "\n" + " " * spaces)
-
-
-def _on(labels: Sequence[str] = SERIES_LABELS) -> str:
-    return f"on ({', '.join(labels)})"
-
-
 @dataclass(frozen=True, slots=True)
 class Tier:
     """A resolved goal tier: goal, severity label (page, warning or ticket), idle guard, which I/Os
@@ -308,10 +302,6 @@ SMALL, ALL, DATABASE = JUDGED_KINDS
 # Labels naming a LUN's series in a layer, without the layer: the histogram's side of a join.
 LUN_LABELS: tuple[str, ...] = tuple(label for label in SERIES_LABELS if label != "layer")
 MIB = 1024 * 1024
-
-
-def _promql_number(value: float) -> str:
-    return f"{value:.6g}"
 
 
 def _matchers(override: Override) -> str:
