@@ -346,6 +346,25 @@ def test_an_engine_that_cannot_answer_costs_the_lun_only_said_once(
 
 
 @needs("docker")
+@SDK_SOCKET_LEAK[0]
+@SDK_SOCKET_LEAK[1]
+def test_a_hung_engine_is_said_the_same_whichever_timeout_ends_the_wait(engine: FakeEngine) -> None:
+    # Two clocks bound a lookup: the mapper's own wait and the SDK's read timeout on each call. On a
+    # loaded machine either can end first; the user is told one thing for one cause. Here the SDK's
+    # ends first (0.2 s against 2 s), the order the mapper's wait cannot show.
+    from lunlat.containers import _engine_client  # noqa: PLC0415 - the SDK's real client, a shorter timeout
+
+    engine.run(sql_container())
+    engine.delay = 3
+    config = DockerConfig(url=engine.url, timeout_seconds=2)
+    mapper = ContainerMapper(ContainerRef(name="sql1"), config, client=lambda _: _engine_client(config, 0.2))
+    mapper.refresh()
+    assert not mapper.mapped
+    assert mapper.problem == "engine unreachable: no answer within 2 s", mapper.problem
+    gc.collect()
+
+
+@needs("docker")
 @needs_driver
 def test_a_failed_lookup_is_retried_and_its_recovery_said(
     server: TdsServer, host: FakeHost, engine: FakeEngine, caplog: pytest.LogCaptureFixture

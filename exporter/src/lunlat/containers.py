@@ -209,7 +209,12 @@ def _causes(exc: BaseException) -> Iterable[BaseException]:
         stack += [a for a in current.args if isinstance(a, BaseException)]
 
 
-def explain(exc: BaseException) -> str:  # noqa: PLR0911 - one return per cause
+def unanswered(timeout: float) -> str:
+    """The problem of an engine that did not answer in time, whichever clock ended the wait."""
+    return f"engine unreachable: no answer within {timeout:g} s"
+
+
+def explain(exc: BaseException, timeout: float) -> str:  # noqa: PLR0911 - one return per cause
     """One line saying why the engine lookup failed (the log names it; no secrets in it)."""
     # docker-py raises docker.errors.NotFound for a 404 and APIError for other error statuses; the
     # message is the engine's ErrorResponse.message (docker/errors.py, create_api_error_from_http_exception;
@@ -225,6 +230,10 @@ def explain(exc: BaseException) -> str:  # noqa: PLR0911 - one return per cause
     for cause in _causes(exc):
         if isinstance(cause, PermissionError) or getattr(cause, "errno", None) == errno.EACCES:
             return "permission denied on the Docker engine's socket (the exporter's user cannot open it)"
+        # The SDK's own timeout on a call (requests' ReadTimeout over urllib3's ReadTimeoutError,
+        # raised from the socket's TimeoutError) is the same cause as the lookup's wait running out.
+        if isinstance(cause, TimeoutError):
+            return unanswered(timeout)
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if kind == "APIError" and status is not None:
         return f"the engine answered HTTP {status}: {getattr(exc, 'explanation', None) or exc}"[:300]
@@ -306,9 +315,9 @@ class ContainerMapper:
         worker.start()
         worker.join(self.timeout)
         if not outcome:
-            self.paths, self.problem = None, f"engine unreachable: no answer within {self.timeout:g} s"
+            self.paths, self.problem = None, unanswered(self.timeout)
         elif isinstance(outcome[0], BaseException):
-            self.paths, self.problem = None, explain(outcome[0])
+            self.paths, self.problem = None, explain(outcome[0], self.timeout)
         else:
             self.paths, self.problem = outcome[0], ""
 
