@@ -78,17 +78,22 @@ def test_frame_rates_averages_and_goals() -> None:
     assert data.values["rMB/s"] == 2.0
     assert data.values["aqu-sz"] == pytest.approx(1.0)
     assert (data.goal_ms, redo.goal_ms) == (1.0, 0.4)  # the default and the role: log override
-    assert data.above_goal("r_await") is True
+    # No histogram: every I/O is judged, so the judged reads are the average, above the goal.
+    assert data.values["r_judged"] == pytest.approx(2.5)
+    assert data.mark("r_judged") == "above"
+    assert data.mark("r_await") is None  # the breach is the judged column's to show, not flagged
     assert redo.values["w/s"] == 400.0
     assert redo.values["w_await"] == pytest.approx(0.5)
-    assert redo.above_goal("w_await") is True  # 0.5 ms is above the log LUN's 0.4 ms
-    assert data.above_goal("w_await") is None
+    assert redo.mark("w_judged") == "above"  # 0.5 ms is above the log LUN's 0.4 ms
+    assert data.values["w_judged"] is None and data.mark("w_judged") is None  # no writes
+    assert redo.values["r_judged"] is None  # no reads: below the idle guard
     text = text_frame(view, "test", "LUN", None)
     lines = text.splitlines()
     assert lines[0].startswith("lunlat top #7 ") and " interval 2.000s " in lines[0]
     assert lines[1].split()[:8] == ["LUN", "database", "role", "workload", "r/s", "w/s", "r_await", "w_await"]
     assert lines[2].split() == [
-        "ora_data", "ORCL", "data", "oltp", "1000.0", "0.0", "2.50", "-", "2.00", "0.00", "1.00", "n/a", "n/a"
+        "ora_data", "ORCL", "data", "oltp", "1000.0", "0.0", "2.50", "-", "2.50", "-", "2.00", "0.00", "1.00",
+        "n/a", "n/a",
     ]  # fmt: skip
     assert "\x1b" not in text
 
@@ -168,4 +173,47 @@ def test_a_lun_no_database_uses_is_judged_as_the_rules_judge_it(
     (row,) = frame(1, before, after, parse_goals(goals_text)).rows
     assert row.values["w_await"] == pytest.approx(4.0)
     assert row.goal_ms == goal
-    assert row.above_goal("w_await") is red
+    assert row.mark("w_judged") == (None if red is None else "above" if red else "within")
+
+
+def _read_counters(small: tuple[float, float], large: tuple[float, float]) -> Counters:
+    """Reads of two size classes: (count, seconds) each, as a histogram and as diskstats count them."""
+    return Counters(
+        reads=small[0] + large[0],
+        read_seconds=small[1] + large[1],
+        buckets={"read": {INF: small[0] + large[0]}},
+        small={"read": (small[1], small[0])},
+    )
+
+
+@pytest.mark.parametrize(
+    ("goals_text", "judged", "marks"),
+    [
+        # The default judges reads on their small I/Os: 0.4 ms judged, the 2.8 ms average flagged.
+        ("", 0.4, ("within", "flagged")),
+        # An override judging every read: the average (1.79 ms) is what is judged, and it breaches.
+        (
+            "overrides:\n  - match: {workload: oltp}\n    judge: {read: all}\n",
+            0.34 / 190 * 1000,
+            ("above", None),
+        ),
+        # An idle guard above the small reads' rate: nothing judged, the average still flagged.
+        ("default:\n  min_iops: 200\n", None, (None, "flagged")),
+    ],
+)
+def test_reads_are_judged_on_their_small_ios_as_the_rules_judge_them(
+    goals_text: str, judged: float | None, marks: tuple[str | None, str | None]
+) -> None:
+    """8 KiB OLTP reads at 0.4 ms beside 1 MiB scans at 7 ms, over 1 s: 150 small reads, 40 large."""
+    key = ("ora_data", "dm-0")
+    before = _snapshot(0.0, {key: _read_counters((0, 0.0), (0, 0.0))})
+    after = _snapshot(1.0, {key: _read_counters((150, 150 * 0.0004), (40, 40 * 0.007))})
+    (row,) = frame(1, before, after, parse_goals(goals_text)).rows
+    assert row.values["r_await"] == pytest.approx((0.06 + 0.28) / 190 * 1000)  # 1.79 ms
+    assert row.values["r_judged"] == (None if judged is None else pytest.approx(judged))
+    assert (row.mark("r_judged"), row.mark("r_await")) == marks
+
+
+def test_the_small_class_is_read_from_an_exporters_histogram() -> None:
+    taken = snapshot(exposition_samples(EXPOSITION), 5.0)
+    assert taken.counters[("ora_data", "dm-0")].small == {"read": (0.01, 10.0)}  # the large class left out

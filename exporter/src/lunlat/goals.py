@@ -604,6 +604,11 @@ class Goals(Strict):
         unowned = self.unowned_tier()
         return None if unowned is None else (unowned[0], unowned[2])
 
+    def judged_io(self, labels: dict[str, str], op: str) -> Judged:
+        """Which of the `op` I/Os of a LUN with these labels the rules judge: its tier's, or the
+        default's for a LUN no database uses (its `unowned` goal has no `judge` of its own)."""
+        return (self.tier(labels) if labels.get("role") else self.default).judged_io(op)
+
     def resolve(self, override: Override) -> DefaultTier:
         default, judge = self.default, override.judge or JudgedOps()
         return DefaultTier(

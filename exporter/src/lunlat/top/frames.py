@@ -1,6 +1,11 @@
 """`lunlat top`'s frames: the samples both places give (the exporter's metric names and labels),
 one LUN's counters at an instant, and the rates and averages between two instants, as rows of text.
 
+Latency is judged as the alert rules judge it (docs/alerting.md, "What is judged"): `r_judged` and
+`w_judged` are the I/Os the LUN's goal judges (the per-I/O histogram's small class for a `small`
+goal where the LUN has a histogram, else every I/O), absent below the idle guard, and only they are
+coloured at the goal; an average above goal while the judged I/Os are within it is only flagged.
+
 No terminal and no I/O here: `readers` takes the samples, `command` and `view` show the frames.
 """
 
@@ -11,7 +16,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from lunlat import contract
 from lunlat.model import Family
@@ -47,6 +52,8 @@ class Counters:
     weighted_seconds: float = 0.0
     # op -> {upper bound: cumulative count} of lunlat_device_io_latency_seconds
     buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+    # op -> (seconds, count) of the histogram's small size class: what a `small` goal judges
+    small: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -66,6 +73,8 @@ COUNTER_FIELDS: dict[str, str] = {
     contract.DEVICE_IO_WEIGHTED_TIME.name: "weighted_seconds",
 }
 _BUCKET = contract.DEVICE_IO_LATENCY.name + "_bucket"
+_SMALL_PARTS = {contract.DEVICE_IO_LATENCY.name + "_sum": 0, contract.DEVICE_IO_LATENCY.name + "_count": 1}
+SMALL = contract.BIO_SIZES[0]  # the size class a `small` goal judges (goals.Judged)
 
 
 def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
@@ -82,6 +91,11 @@ def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
             bound = math.inf if le == "+Inf" else float(le)
             op = counters.setdefault(key, Counters()).buckets.setdefault(sample_labels.get("op", ""), {})
             op[bound] = op.get(bound, 0.0) + value  # every size class of the op (contract.BIO_SIZES)
+        elif name in _SMALL_PARTS and sample_labels.get("size") == SMALL:
+            small = counters.setdefault(key, Counters()).small
+            parts = list(small.get(sample_labels.get("op", ""), (0.0, 0.0)))
+            parts[_SMALL_PARTS[name]] = value
+            small[sample_labels.get("op", "")] = (parts[0], parts[1])
         elif name == contract.LUN_INFO.name:
             get = sample_labels.get
             labels[key] = (get("database", ""), get("role", ""), get("workload", ""))
@@ -124,6 +138,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("w/s", 9, True, 1),
     Column("r_await", 8, True),
     Column("w_await", 8, True),
+    Column("r_judged", 8, True),
+    Column("w_judged", 8, True),
     Column("rMB/s", 8, True),
     Column("wMB/s", 8, True),
     Column("aqu-sz", 7, True),
@@ -131,7 +147,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("w_p99", 7, True),
 )
 SORT_KEYS: tuple[str, ...] = tuple(c.name for c in COLUMNS)
-LATENCY_COLUMNS = ("r_await", "w_await", "r_p99", "w_p99")
+JUDGED_COLUMNS = {"r_judged": "read", "w_judged": "write"}
+AVERAGE_COLUMNS = {"r_await": "read", "w_await": "write"}
+# How a latency cell is shown against the LUN's goal: the judged I/Os above or within it, or the
+# average of every I/O above it while the judged ones are not (flagged, as LunLatencyAverageHigh).
+Mark = Literal["above", "within", "flagged"]
 NOT_AVAILABLE = "n/a"  # no histogram for this LUN: none locally, or an exporter without biolatency
 NO_VALUE = "-"  # no I/O in the interval (no average), or a counter reset
 
@@ -156,13 +176,19 @@ class Row:
             return NOT_AVAILABLE if column.name.endswith("_p99") and not self.histogram else NO_VALUE
         return f"{number:.{column.decimals}f}"
 
-    def above_goal(self, column: str) -> bool | None:
-        """Whether a latency column is at or above the LUN's goal; None when not a latency, empty, or
-        the LUN is not judged."""
-        value = self.values.get(column)
-        if column not in LATENCY_COLUMNS or value is None or self.goal_ms is None:
+    def mark(self, column: str) -> Mark | None:
+        """A judged column above or within the LUN's goal (above: more than the goal, as the rules'
+        `> bool`); an average column above the goal while its op's judged latency is not, flagged;
+        None for any other column, an empty cell, or a LUN that is not judged."""
+        value, goal = self.values.get(column), self.goal_ms
+        if value is None or goal is None:
             return None
-        return value >= self.goal_ms
+        if column in JUDGED_COLUMNS:
+            return "above" if value > goal else "within"
+        if column in AVERAGE_COLUMNS and value > goal:
+            judged = self.values.get(f"{column[0]}_judged")
+            return "flagged" if judged is None or judged <= goal else None
+        return None
 
     def matches(self, pattern: re.Pattern[str] | None) -> bool:
         return pattern is None or any(
@@ -205,6 +231,24 @@ def _average_ms(time_after: float, time_before: float, ops_after: float, ops_bef
     return spent / ops * 1000.0
 
 
+def _judged_ms(
+    then: Counters, now: Counters, op: str, small: bool, seconds: float, min_iops: float
+) -> float | None:
+    """The op's judged latency over the interval, as the rules' judged latency: the small I/Os'
+    average where the goal judges them and the LUN has a histogram (any op: the rules' `has
+    histogram` is per LUN), else every I/O's; None below the idle guard (judged I/Os per second)."""
+    if small and now.buckets:
+        before, after = then.small.get(op, (0.0, 0.0)), now.small.get(op, (0.0, 0.0))
+        spent, ops = after[0] - before[0], after[1] - before[1]
+    else:
+        field_ops, field_time = f"{op}s", f"{op}_seconds"
+        ops = getattr(now, field_ops) - getattr(then, field_ops)
+        spent = getattr(now, field_time) - getattr(then, field_time)
+    if seconds <= 0 or ops <= 0 or spent < 0 or ops / seconds < min_iops:
+        return None
+    return spent / ops * 1000.0
+
+
 def frame(number: int, before: Snapshot, after: Snapshot, goals: Goals) -> Frame:
     """Rates and averages of every LUN in both snapshots (a LUN that appeared shows next frame)."""
     seconds = after.at - before.at
@@ -215,7 +259,8 @@ def frame(number: int, before: Snapshot, after: Snapshot, goals: Goals) -> Frame
             continue
         database, role, workload = after.labels.get(key, ("", "", ""))
         # As the rules judge it: a LUN no database uses by the goals' `unowned` section.
-        tier = goals.judged({"database": database, "role": role, "workload": workload})
+        named = {"database": database, "role": role, "workload": workload}
+        tier = goals.judged(named)
         values: dict[str, float | None] = {
             "r/s": _rate(now.reads, then.reads, seconds),
             "w/s": _rate(now.writes, then.writes, seconds),
@@ -228,6 +273,9 @@ def frame(number: int, before: Snapshot, after: Snapshot, goals: Goals) -> Frame
         for op, column in (("read", "r_p99"), ("write", "w_p99")):
             p99 = quantile(P99, then.buckets.get(op, {}), now.buckets.get(op, {}))
             values[column] = _scaled(p99, 1000.0)
+        for column, op in JUDGED_COLUMNS.items():
+            small = goals.judged_io(named, op) == SMALL
+            values[column] = None if tier is None else _judged_ms(then, now, op, small, seconds, tier[1])
         rows.append(
             Row(
                 key[0],

@@ -1,5 +1,6 @@
-"""The interactive `lunlat top` view (curses, from the standard library: a table, three keys and two
-colours need nothing more).
+"""The interactive `lunlat top` view (curses, from the standard library: a table, three keys and three
+colours need nothing more): judged latencies red above the LUN's goal and green within it, an average
+above goal while the judged I/Os are within it yellow (flagged).
 
 q quits, s cycles the sort key, / sets the filter (a regular expression on LUN, database, role and
 workload; empty clears it). The screen is redrawn from scratch on every frame and on a resize, so a
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from lunlat.top.frames import (
     SORT_KEYS,
     Frame,
+    Mark,
     Snapshot,
     TopError,
     compile_filter,
@@ -37,7 +39,8 @@ if TYPE_CHECKING:
 
 KEY_POLL_MS = 100
 PROMPT = "filter (regex on LUN/database/role/workload, empty clears): "
-GREEN, RED = 1, 2
+GREEN, RED, YELLOW = 1, 2, 3
+MARK_COLOURS: dict[Mark, int] = {"above": RED, "within": GREEN, "flagged": YELLOW}
 
 
 class View:
@@ -114,6 +117,7 @@ class View:
                 background = curses.COLOR_BLACK
             curses.init_pair(GREEN, curses.COLOR_GREEN, background)
             curses.init_pair(RED, curses.COLOR_RED, background)
+            curses.init_pair(YELLOW, curses.COLOR_YELLOW, background)
             self.colours = True
 
     def sample(self) -> None:
@@ -166,9 +170,9 @@ class View:
                 x = 0
                 for column, cell in row_cells(row):
                     attribute = curses.A_NORMAL
-                    above = row.above_goal(column.name)
-                    if above is not None and self.colours:
-                        attribute = curses.color_pair(RED if above else GREEN)
+                    mark = row.mark(column.name)
+                    if mark is not None and self.colours:
+                        attribute = curses.color_pair(MARK_COLOURS[mark])
                     _put(screen, y, x, cell, width, attribute)
                     x += len(cell) + 1
         keys = f"q quit  s sort ({self.sort})  / filter"
