@@ -4,15 +4,18 @@ the same mistake in either."""
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def positive_float(text: str) -> float:
+    """A finite number greater than 0. Every use is a time in seconds (an interval, a window, a
+    duration), where an infinite one would never end: `float` takes "inf", so it is refused here."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
     return value
 
 

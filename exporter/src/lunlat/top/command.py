@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from lunlat import logs
-from lunlat.argtypes import non_negative_int
+from lunlat.argtypes import non_negative_int, positive_float
 from lunlat.config import ConfigError
 from lunlat.top.frames import SORT_KEYS, Frame, Snapshot, TopError, compile_filter, frame, text_frame
 from lunlat.top.readers import LocalReader, NodeExporterReader, Reader, UrlReader
@@ -92,24 +91,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="latency goals (default alerts/goals.yaml if present, else 1 ms)",
     )
-    top.add_argument("--interval", type=_interval, default=2.0, metavar="SECONDS", help="default 2")
+    top.add_argument("--interval", type=positive_float, default=2.0, metavar="SECONDS", help="default 2")
     top.add_argument(
         "--count", type=non_negative_int, default=0, metavar="N", help="frames, then exit (0: no end)"
     )
     top.add_argument("--batch", action="store_true", help="plain text frames on stdout, like top -b")
     top.add_argument("--sort", choices=SORT_KEYS, default="LUN", metavar="KEY", help=", ".join(SORT_KEYS))
     top.add_argument("--filter", metavar="REGEX", help="rows whose LUN, database, role or workload match")
-
-
-def _interval(text: str) -> float:
-    """As cli's positive floats, and finite: an interval of inf would never show a frame."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
-    return value
 
 
 _NO_COUNTERS = (
