@@ -16,7 +16,11 @@ to reach the webhook) it prints:
 - the LunLatency* notifications received, each listed; pages are the goal (0): a warning or ticket
   (the flagged average of a LUN whose scans lift it, LunLatencyAverageHigh) is listed, not failed;
 - the host's steal time over the run (/proc/stat: steal / all CPU time, and the worst 10 s window);
-- per LUN, the exporter's Δtime/Δops over the run and the median and max of Prometheus' 1m average.
+- per LUN, the exporter's Δtime/Δops over the run and the median and max of Prometheus' 1m average;
+  with `--biolatency`, the share of each op's judged I/Os slower than the LUN's goal over the run
+  (the per-I/O histogram's bucket at the goal; the small size class where the goal judges small
+  I/Os): what the per-I/O SLO counts as bad, so a budget-burn notification can be read against it
+  (the objectives: alerts/goals.yaml `slo`).
 
 Exits 1 when any LunLatency* page arrived (with `--strict`: any notification), 2 when it cannot
 run, else 0.
@@ -46,6 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
+from lunlat import contract
 from lunlat.goals import duration_seconds, load_goals
 from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands, measure
@@ -176,6 +181,7 @@ class Row:
     workload: str
     average: measure.Average
     prom: dict[str, tuple[float, float] | None]  # op → (median, max) of the 1m average, ms
+    over_goal: dict[str, float | None]  # op → share of the I/Os slower than the goal (per-I/O histogram)
 
 
 def prometheus_1m(
@@ -195,6 +201,56 @@ def prometheus_1m(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Judging:
+    """How the goals judge one LUN: its goal and, per op, the size classes judged (every one, or the
+    small one)."""
+
+    goal_ms: float
+    sizes: dict[str, tuple[str, ...] | None]  # op → judged size classes; None: every one
+
+
+def judging(lab: LabConfig, lun: str) -> Judging:
+    """From the one goal definition, as idle_guard reads the LUN's guard."""
+    spec = lab.lun(lun)
+    labels = {"workload": spec.workload, "database": spec.database, "role": spec.role}
+    goals = load_goals(GOALS_FILE)
+    small = contract.BIO_SIZES[:1]
+    return Judging(
+        goals.tier(labels).goal_ms,
+        {op: small if goals.judged_io(labels, op) == "small" else None for op in ("read", "write")},
+    )
+
+
+def over_goal(
+    alerting: AlertingStack, seconds: int, at: float, judged: dict[str, Judging]
+) -> dict[tuple[str, str], float]:
+    """(device, op) → share of the judged I/Os over the last `seconds` slower than the device's goal,
+    from the per-I/O histogram (its buckets have an edge at each goal: contract.BIO_BUCKETS)."""
+    histogram = contract.DEVICE_IO_LATENCY.name
+    window = f"[{seconds}s]"
+    counts = alerting.api.query(f"sum by (lun, op, size) (increase({histogram}_count{window}))", at)
+    buckets = alerting.api.query(f"sum by (lun, op, size, le) (increase({histogram}_bucket{window}))", at)
+    total: dict[tuple[str, str], float] = {}
+    within: dict[tuple[str, str], float] = {}
+    for into, results in ((total, counts), (within, buckets)):
+        for r in results:
+            labels = r["metric"]
+            how = judged.get(labels["lun"])
+            if how is None:
+                continue
+            sizes = how.sizes[labels["op"]]
+            if sizes is not None and labels["size"] not in sizes:
+                continue  # not a judged size class
+            if "le" in labels and (
+                labels["le"] == "+Inf" or abs(float(labels["le"]) * 1000 - how.goal_ms) > 1e-9
+            ):
+                continue  # not the goal's bucket
+            key = (labels["lun"], labels["op"])
+            into[key] = into.get(key, 0.0) + float(r["value"][1])
+    return {key: 1.0 - within.get(key, 0.0) / count for key, count in total.items() if count > 0}
+
+
 def print_table(rows: list[Row], seconds: float) -> None:
     def ms(value: float | None) -> str:
         return f"{value:.3f}" if value is not None else "-"
@@ -202,9 +258,13 @@ def print_table(rows: list[Row], seconds: float) -> None:
     def pair(value: tuple[float, float] | None) -> str:
         return f"{value[0]:.3f} / {value[1]:.3f}" if value is not None else "-"
 
+    def share(value: float | None) -> str:
+        return f"{value * 100:.2f}" if value is not None else "-"
+
     print(
         f"{'LUN':22} {'device':8} {'role':5} {'workload':14} {'read ms':>8} {'r IOPS':>7} "
         f"{'write ms':>8} {'w IOPS':>7}   {'1m read med / max':>17}   {'1m write med / max':>18}"
+        f"   {'r >goal %':>9} {'w >goal %':>9}"
     )
     for r in rows:
         a = r.average
@@ -212,12 +272,19 @@ def print_table(rows: list[Row], seconds: float) -> None:
             f"{r.lun:22} {r.device:8} {r.role:5} {r.workload:14} {ms(a.read_ms):>8} "
             f"{a.reads / seconds:>7.1f} {ms(a.write_ms):>8} {a.writes / seconds:>7.1f}   "
             f"{pair(r.prom['read']):>17}   {pair(r.prom['write']):>18}"
+            f"   {share(r.over_goal['read']):>9} {share(r.over_goal['write']):>9}"
         )
 
 
 def describe(notification: Notification) -> str:
+    def what(labels: dict[str, str]) -> str:
+        # A budget burn is per database and role, with no LUN.
+        if "lun" in labels:
+            return f"lun={labels['lun']}"
+        return f"database={labels.get('database')} role={labels.get('role')}"
+
     alerts = ", ".join(
-        f"{a['labels'].get('alertname')} {a.get('status')} lun={a['labels'].get('lun')} "
+        f"{a['labels'].get('alertname')} {a.get('status')} {what(a['labels'])} "
         f"op={a['labels'].get('op', '')} severity={a['labels'].get('severity')}"
         for a in notification.alerts
     )
@@ -333,9 +400,13 @@ def main() -> int:
             time.sleep(drain)
             end = time.time()
             prom = prometheus_1m(alerting, round(seconds), end - drain)
+            bad = over_goal(
+                alerting, round(seconds), end - drain, {r.device: judging(lab, r.lun) for r in rows}
+            )
             rows = [
                 Row(r.lun, r.device, r.role, r.workload, r.average,
-                    {op: prom.get((r.device, op)) for op in ("read", "write")})
+                    {op: prom.get((r.device, op)) for op in ("read", "write")},
+                    {op: bad.get((r.device, op)) for op in ("read", "write")})
                 for r in rows
             ]  # fmt: skip
             received = latency_notifications(hook)
@@ -385,7 +456,7 @@ def run(
         device = Path(state.loops[lun.name]).name
         if device in before and device in after:
             average = measure.average(before[device], after[device])
-            rows.append(Row(lun.name, device, lun.role, lun.workload, average, {}))
+            rows.append(Row(lun.name, device, lun.role, lun.workload, average, {}, {}))
     return rows, seconds, (steal_percent(first, last), windows)
 
 
