@@ -4,37 +4,26 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
 
-from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.engine import Engine, FileLayer, Hints, TargetProblem, WaitLayer
 from lunlat.engines.mssql import dashboard
 from lunlat.engines.mssql import metrics as m
 from lunlat.engines.mssql import waits as mssql_waits
 from lunlat.engines.mssql.config import MssqlTarget
-
-if TYPE_CHECKING:
-    from lunlat.config import Config
-
-KEY = "mssql"
+from lunlat.engines.mssql.source import MssqlSource
 
 
-def targets(config: Config) -> list[MssqlTarget]:
-    """The config's SQL Server targets."""
-    return cast("list[MssqlTarget]", config.targets(KEY))
-
-
-def _unregistered_drivers(found: Sequence[DatabaseTarget]) -> list[TargetProblem]:
+def _unregistered_drivers(found: Sequence[MssqlTarget]) -> list[TargetProblem]:
     """Targets naming an ODBC driver unixODBC does not know: the connect would fail with
     "Can't open lib"."""
-    pyodbc = importlib.import_module("pyodbc")  # the extra, present: Config checks it first
+    # The extra is present: check-config imports the driver before it asks (configfile.driver_problems).
+    pyodbc = importlib.import_module("pyodbc")
     # pyodbc.drivers() lists what the driver manager's SQLDrivers returns (mkleehammer/pyodbc
     # src/pyodbcmodule.cpp mod_drivers), i.e. the names unixODBC has registered in odbcinst.ini:
     # the names a connection string's DRIVER= can take.
     known = list(pyodbc.drivers())
     problems: list[TargetProblem] = []
     for i, target in enumerate(found):
-        assert isinstance(target, MssqlTarget)
         if target.driver not in known:
             listed = ", ".join(repr(name) for name in known) or "none"
             problems.append(
@@ -48,9 +37,10 @@ def _unregistered_drivers(found: Sequence[DatabaseTarget]) -> list[TargetProblem
 
 
 ENGINE = Engine(
-    key=KEY,
+    key="mssql",
     title="SQL Server",
     target=MssqlTarget,
+    source=MssqlSource,
     extra="mssql",
     driver_module="pyodbc",
     driver_name="pyodbc",
@@ -86,7 +76,6 @@ ENGINE = Engine(
         data_read="PAGEIOLATCH_.*",
         measure_of=mssql_waits.measure_of,
     ),
-    source_module="lunlat.engines.mssql.source",
     dashboard=dashboard.ROWS,
     hints=Hints(
         data_read="SQL Server PAGEIOLATCH_*",

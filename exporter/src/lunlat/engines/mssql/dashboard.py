@@ -3,9 +3,9 @@ generator draws them)."""
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile, PerWait
+from lunlat.engines.dashboardspec import DashboardRow, Panel, PanelQuery, PerFile, PerWait
 from lunlat.engines.mssql import metrics as m
-from lunlat.metricspec import MetricSpec
+from lunlat.ground import MetricSpec
 
 BY_WAIT = "job, instance, database, wait_type, measure"
 LOG_WAIT = "WRITELOG"

@@ -19,13 +19,14 @@ from typing import Any
 from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location
+from lunlat.engines.build import locator
+from lunlat.engines.dbsession import Classified, Connection, Kind
+from lunlat.engines.dbsource import DbSource, Query, count_value, id_value, text_value
 from lunlat.engines.mssql import metrics as mssql_metrics
-from lunlat.engines.mssql import sql, targets
+from lunlat.engines.mssql import sql
 from lunlat.engines.mssql.config import MssqlTarget
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Connection, Kind
-from lunlat.sources.dbsource import DbSource, Query, count_value, id_value, text_value
 from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
@@ -35,7 +36,7 @@ ROLE_OF_TYPE = {0: "data", 1: "log"}
 # Hyperscale's local RBPEX cache (sql.DB_FILE_STATS): its row has no catalog entry, so no path; it is
 # named as Telegraf names it (azuresqldbqueries.go: `WHEN (vfs.[database_id] = 0) THEN 'RBPEX'`). Role
 # other: a local SSD cache of data pages on the compute replica, neither the page servers' data files
-# (whose reads it would hide in an average) nor a log (contract.Role has no cache role).
+# (whose reads it would hide in an average) nor a log (ground.Role has no cache role).
 RBPEX_FILE = "RBPEX"
 RBPEX_ROLE = "other"
 LOST_STATES = frozenset({"08S01", "08001", "08003", "08004", "08007", "01000"})
@@ -257,6 +258,17 @@ class MssqlSource(DbSource[Connection]):
         self._volumes: dict[tuple[int, int], str] = {}
         self._volumes_failed = False  # the lookup was needed and failed: capability `volumes` 0
         self._volumes_retry_at = 0.0
+
+    @classmethod
+    def built(cls, target: MssqlTarget, context: Context, container: ContainerMapper | None) -> MssqlSource:
+        """The source of one configured target (engines/engine.py `Engine.build`)."""
+        return cls(
+            target,
+            connect_pyodbc(target),
+            locator(context),
+            context.db_labels,
+            container=container,
+        )
 
     def collect(self) -> SourceResult:
         conn = self._session.connection()
@@ -557,17 +569,3 @@ class MssqlSource(DbSource[Connection]):
             waited.add(labels, resource_ms)
             signal.add(labels, signal_ms)
         return [waits, waited, signal]
-
-
-def build(context: Context) -> list[MssqlSource] | BuildError:
-    """One source per configured SQL Server instance."""
-    return context.per_target(
-        targets(context.config),
-        lambda target, container: MssqlSource(
-            target,
-            connect_pyodbc(target),
-            context.locator(),
-            context.db_labels,
-            container=container,
-        ),
-    )

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from lunlat.engines.engine import Engine, FileLayer, Hints, WaitLayer
 from lunlat.engines.oracle import dashboard, events
 from lunlat.engines.oracle import metrics as m
 from lunlat.engines.oracle.config import OracleTarget
-
-if TYPE_CHECKING:
-    from lunlat.config import Config
-
-KEY = "oracle"
-
-
-def targets(config: Config) -> list[OracleTarget]:
-    """The config's Oracle targets."""
-    return cast("list[OracleTarget]", config.targets(KEY))
-
+from lunlat.engines.oracle.source import OracleSource
 
 ENGINE = Engine(
-    key=KEY,
+    key="oracle",
     title="Oracle",
     target=OracleTarget,
+    source=OracleSource,
     extra="oracle",
     driver_module="oracledb",
     driver_name="python-oracledb",
@@ -57,7 +46,6 @@ ENGINE = Engine(
         histogram=m.ORACLE_WAIT_DURATION,
         histogram_buckets=m.WAIT_BUCKETS,
     ),
-    source_module="lunlat.engines.oracle.source",
     dashboard=dashboard.ROWS,
     hints=Hints(
         data_read="Oracle 'db file sequential read'",

@@ -3,7 +3,7 @@ generator draws them)."""
 
 from __future__ import annotations
 
-from lunlat.engines.engine import Buckets, DashboardRow, Panel, PanelQuery, PerWait, Quantile, SumRate
+from lunlat.engines.dashboardspec import Buckets, DashboardRow, Panel, PanelQuery, PerWait, Quantile, SumRate
 from lunlat.engines.oracle import metrics as m
 
 # Events whose latency distribution gets a heatmap, with what one wait of each is.

@@ -28,15 +28,9 @@ from typing import Any, Protocol
 from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
-from lunlat.engines.oracle import events as oracle_events
-from lunlat.engines.oracle import metrics as oracle_metrics
-from lunlat.engines.oracle import sql, targets
-from lunlat.engines.oracle.config import OracleTarget
-from lunlat.engines.oracle.metrics import BUCKET_BOUNDS_MICRO, format_le
-from lunlat.model import Family, LabelSet
-from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Connection, Kind
-from lunlat.sources.dbsource import (
+from lunlat.engines.build import locator
+from lunlat.engines.dbsession import Classified, Connection, Kind
+from lunlat.engines.dbsource import (
     BadRowError,
     DbSource,
     Query,
@@ -46,6 +40,13 @@ from lunlat.sources.dbsource import (
     seconds_value,
     text_value,
 )
+from lunlat.engines.oracle import events as oracle_events
+from lunlat.engines.oracle import metrics as oracle_metrics
+from lunlat.engines.oracle import sql
+from lunlat.engines.oracle.config import OracleTarget
+from lunlat.engines.oracle.metrics import BUCKET_BOUNDS_MICRO, format_le
+from lunlat.model import Family, LabelSet
+from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
@@ -91,7 +92,7 @@ ASM_UNREADABLE = (
 )
 _CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
 NAMES_REFRESH_SECONDS = 300.0
-# The lookups whose answers are the file map (DbSource, contract.DB_FILE_MAP_AGE).
+# The lookups whose answers are the file map (DbSource, ground.DB_FILE_MAP_AGE).
 FILE_LOOKUPS = (sql.DATAFILES, sql.TEMPFILES, sql.LOGFILES, sql.CONTROLFILES)
 # A file number the lookup does not know triggers a new lookup, at most this often.
 UNKNOWN_FILE_RECHECK_SECONDS = 30.0
@@ -243,6 +244,18 @@ class OracleSource(DbSource[OracleConnection]):
         self._names_read_at: float | None = None
         self._asm_read_at: float | None = None
         self._asm_current = False  # the disk query named disks at this scrape (capability `asm`)
+
+    @classmethod
+    def built(cls, target: OracleTarget, context: Context, container: ContainerMapper | None) -> OracleSource:
+        """The source of one configured target (engines/engine.py `Engine.build`)."""
+        return cls(
+            target,
+            connect_oracledb(target),
+            locator(context),
+            context.db_labels,
+            names_refresh=context.settings.refresh_interval,
+            container=container,
+        )
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -682,18 +695,3 @@ class OracleSource(DbSource[OracleConnection]):
             for path in self._names.files_of(role):
                 files.extend((location, role) for location in self._locations_of(path))
         return files
-
-
-def build(context: Context) -> list[OracleSource] | BuildError:
-    """One source per configured Oracle target."""
-    return context.per_target(
-        targets(context.config),
-        lambda target, container: OracleSource(
-            target,
-            connect_oracledb(target),
-            context.locator(),
-            context.db_labels,
-            names_refresh=context.settings.refresh_interval,
-            container=container,
-        ),
-    )

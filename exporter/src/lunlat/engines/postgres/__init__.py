@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from lunlat.engines.engine import Engine, FileLayer, Hints
 from lunlat.engines.postgres import dashboard
 from lunlat.engines.postgres import metrics as m
 from lunlat.engines.postgres.config import PostgresTarget
-
-if TYPE_CHECKING:
-    from lunlat.config import Config
-
-KEY = "postgres"
-
-
-def targets(config: Config) -> list[PostgresTarget]:
-    """The config's PostgreSQL targets."""
-    return cast("list[PostgresTarget]", config.targets(KEY))
-
+from lunlat.engines.postgres.source import PostgresSource
 
 ENGINE = Engine(
-    key=KEY,
+    key="postgres",
     title="PostgreSQL",
     target=PostgresTarget,
+    source=PostgresSource,
     extra="postgres",
     driver_module="psycopg",
     driver_name="psycopg 3",
@@ -43,7 +32,6 @@ ENGINE = Engine(
         judged=m.JUDGED_KINDS,
     ),
     waits=None,
-    source_module="lunlat.engines.postgres.source",
     dashboard=dashboard.ROWS,
     # What a commit waits for is the WAL's flush (pg_stat_io fsyncs of object wal; metrics.py).
     hints=Hints(data_read="PostgreSQL pg_stat_io reads", log_write="PostgreSQL's WAL sync"),

@@ -3,7 +3,7 @@ generator draws it)."""
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile, PerWait, SumRate
+from lunlat.engines.dashboardspec import DashboardRow, Panel, PanelQuery, PerFile, PerWait, SumRate
 from lunlat.engines.postgres import metrics as m
 
 ROWS: tuple[DashboardRow, ...] = (

@@ -1,7 +1,7 @@
 """PostgreSQL: the cluster's own view of its data reads and WAL syncs, on the LUNs of its directories.
 
 One source per configured cluster, through psycopg 3 (libpq). The connection is kept between scrapes
-and reopened with backoff when lost (sources/dbsession.py). What psycopg raises is classified by the
+and reopened with backoff when lost (engines/dbsession.py). What psycopg raises is classified by the
 error's SQLSTATE (`psycopg.Error.sqlstate`, https://www.psycopg.org/psycopg3/docs/api/errors.html), whose
 classes PostgreSQL documents in "PostgreSQL Error Codes" (https://www.postgresql.org/docs/18/errcodes-appendix.html):
 class 08 "Connection Exception", class 28 "Invalid Authorization Specification" (a refused login,
@@ -33,13 +33,14 @@ from typing import Any
 from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
+from lunlat.engines.build import locator
+from lunlat.engines.dbsession import Classified, Connection, Kind
+from lunlat.engines.dbsource import BadRowError, DbSource, count_value, text_value
 from lunlat.engines.postgres import metrics as pm
-from lunlat.engines.postgres import sql, targets
+from lunlat.engines.postgres import sql
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Connection, Kind
-from lunlat.sources.dbsource import BadRowError, DbSource, count_value, text_value
 from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
@@ -185,6 +186,20 @@ class PostgresSource(DbSource[Connection]):
         self._names_refresh = names_refresh
         self._looked_up_at = -float("inf")
         self._lookup_due = False  # the last lookup went unanswered: asked again when its gate opens
+
+    @classmethod
+    def built(
+        cls, target: PostgresTarget, context: Context, container: ContainerMapper | None
+    ) -> PostgresSource:
+        """The source of one configured target (engines/engine.py `Engine.build`)."""
+        return cls(
+            target,
+            connect_psycopg(target),
+            locator(context),
+            context.db_labels,
+            container=container,
+            names_refresh=context.settings.refresh_interval,
+        )
 
     def collect(self) -> SourceResult:
         conn = self._session.connection()
@@ -403,18 +418,3 @@ class PostgresSource(DbSource[Connection]):
             return "data", text_value(row[0], "datname"), "", values
 
         return self._rows(rows, sql.DATABASES, errors, parse)
-
-
-def build(context: Context) -> list[PostgresSource] | BuildError:
-    """One source per configured PostgreSQL cluster."""
-    return context.per_target(
-        targets(context.config),
-        lambda target, container: PostgresSource(
-            target,
-            connect_psycopg(target),
-            context.locator(),
-            context.db_labels,
-            container=container,
-            names_refresh=context.settings.refresh_interval,
-        ),
-    )
