@@ -6,8 +6,7 @@ import importlib
 from collections.abc import Sequence
 
 from lunlat.engines.engine import Engine, FileLayer, Hints, TargetProblem, WaitLayer
-from lunlat.engines.mssql import dashboard
-from lunlat.engines.mssql import metrics as m
+from lunlat.engines.mssql import dashboard, metrics
 from lunlat.engines.mssql import waits as mssql_waits
 from lunlat.engines.mssql.config import MssqlTarget
 from lunlat.engines.mssql.source import MssqlSource
@@ -44,8 +43,8 @@ ENGINE = Engine(
     extra="mssql",
     driver_module="pyodbc",
     driver_name="pyodbc",
-    metrics=m.MSSQL_METRICS,
-    capabilities=m.CAPABILITIES,
+    metrics=metrics.MSSQL_METRICS,
+    capabilities=metrics.CAPABILITIES,
     # The file stall as SQL Server reports it, with no queued part taken out: io_stall_*_ms is the time
     # "users waited" for the file's I/Os and io_stall_queued_*_ms the "IO latency introduced by IO
     # resource governance" (sys.dm_io_virtual_file_stats,
@@ -56,20 +55,20 @@ ENGINE = Engine(
     # The write stall of a Hyperscale page server's data file is simulated by the service: it is never in
     # MSSQL_FILE_WRITE_STALL (metrics.MSSQL_FILE_SIMULATED_WRITE_STALL), so the layer never averages it.
     files=FileLayer(
-        m.MSSQL_FILE_READS,
-        m.MSSQL_FILE_WRITES,
-        m.MSSQL_FILE_READ_STALL,
-        m.MSSQL_FILE_WRITE_STALL,
-        m.MSSQL_FILE_READ_BYTES,
-        m.MSSQL_FILE_WRITE_BYTES,
+        metrics.MSSQL_FILE_READS,
+        metrics.MSSQL_FILE_WRITES,
+        metrics.MSSQL_FILE_READ_STALL,
+        metrics.MSSQL_FILE_WRITE_STALL,
+        metrics.MSSQL_FILE_READ_BYTES,
+        metrics.MSSQL_FILE_WRITE_BYTES,
     ),
     # SQL Server keeps no per-I/O wait of the log write: WRITELOG is the commit's wait for its log
     # flush (per_commit, Oracle's 'log file sync' counterpart), HADR_SYNC_COMMIT the replica's share of
     # the same commit (waits.py, each with its Microsoft page); the log file's write stall is the
     # per-I/O side (the database layer of the rules).
     waits=WaitLayer(
-        m.MSSQL_WAITS,
-        m.MSSQL_WAIT_TIME,
+        metrics.MSSQL_WAITS,
+        metrics.MSSQL_WAIT_TIME,
         label="wait_type",
         log_write="WRITELOG",
         replica="HADR_SYNC_COMMIT",

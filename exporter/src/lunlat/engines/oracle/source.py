@@ -41,8 +41,7 @@ from lunlat.engines.dbsource import (
     text_value,
 )
 from lunlat.engines.oracle import events as oracle_events
-from lunlat.engines.oracle import metrics as oracle_metrics
-from lunlat.engines.oracle import sql
+from lunlat.engines.oracle import metrics, sql
 from lunlat.engines.oracle.config import OracleTarget
 from lunlat.engines.oracle.metrics import BUCKET_BOUNDS_MICRO, format_le
 from lunlat.model import Family, LabelSet
@@ -473,12 +472,12 @@ class OracleSource(DbSource[OracleConnection]):
     # --- families -----------------------------------------------------------------------------
 
     def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        reads = Family(oracle_metrics.ORACLE_FILE_READS)
-        writes = Family(oracle_metrics.ORACLE_FILE_WRITES)
-        read_time = Family(oracle_metrics.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
-        write_time = Family(oracle_metrics.ORACLE_FILE_WRITE_TIME, exponent=-3)
-        sync_reads = Family(oracle_metrics.ORACLE_FILE_SYNC_READS)
-        sync_read_time = Family(oracle_metrics.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
+        reads = Family(metrics.ORACLE_FILE_READS)
+        writes = Family(metrics.ORACLE_FILE_WRITES)
+        read_time = Family(metrics.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
+        write_time = Family(metrics.ORACLE_FILE_WRITE_TIME, exponent=-3)
+        sync_reads = Family(metrics.ORACLE_FILE_SYNC_READS)
+        sync_read_time = Family(metrics.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, ...]]:
             inst, con, file_no = (
@@ -497,7 +496,7 @@ class OracleSource(DbSource[OracleConnection]):
             )
             file, lun = self._file_and_lun(role, con, file_no)
             labels = self._label_set(
-                oracle_metrics.ORACLE_FILE_LABELS,
+                metrics.ORACLE_FILE_LABELS,
                 (
                     self._target.name,
                     self._target.workload or "",
@@ -547,8 +546,8 @@ class OracleSource(DbSource[OracleConnection]):
         )
 
     def _event_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        waits = Family(oracle_metrics.ORACLE_WAITS)
-        time_waited = Family(oracle_metrics.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
+        waits = Family(metrics.ORACLE_WAITS)
+        time_waited = Family(metrics.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
             labels = self._event_labels(row)
@@ -561,12 +560,12 @@ class OracleSource(DbSource[OracleConnection]):
         return [waits, time_waited]
 
     def _wait_class_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        waits = Family(oracle_metrics.ORACLE_WAIT_CLASS_WAITS)
-        time_waited = Family(oracle_metrics.ORACLE_WAIT_CLASS_TIME, exponent=-6)  # µs, exact
+        waits = Family(metrics.ORACLE_WAIT_CLASS_WAITS)
+        time_waited = Family(metrics.ORACLE_WAIT_CLASS_TIME, exponent=-6)  # µs, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
             labels = self._label_set(
-                oracle_metrics.ORACLE_WAIT_CLASS_LABELS,
+                metrics.ORACLE_WAIT_CLASS_LABELS,
                 (
                     self._target.name,
                     self._db(id_value(row[1], "con_id")),
@@ -586,7 +585,7 @@ class OracleSource(DbSource[OracleConnection]):
         event = text_value(row[2], "event")
         role = sql.IO_EVENTS.get(event, ("other", ""))[0]
         return self._label_set(
-            oracle_metrics.ORACLE_EVENT_LABELS,
+            metrics.ORACLE_EVENT_LABELS,
             (
                 self._target.name,
                 self._db(id_value(row[1], "con_id")),
@@ -598,7 +597,7 @@ class OracleSource(DbSource[OracleConnection]):
         )
 
     def _histogram_family(self, rows: Sequence[Any], errors: Counter[str]) -> Family:
-        family = Family(oracle_metrics.ORACLE_WAIT_DURATION)
+        family = Family(metrics.ORACLE_WAIT_DURATION)
 
         def parse(row: Any) -> tuple[LabelSet, int, int]:
             bound = count_value(row[3], "wait_time_micro")
@@ -631,10 +630,10 @@ class OracleSource(DbSource[OracleConnection]):
 
     def _asm_families(self, rows: Sequence[Any] | None, errors: Counter[str]) -> list[Family]:
         """The ASM disk series; unanswered (None), the last disks stay for the files' LUNs."""
-        reads = Family(oracle_metrics.ORACLE_ASM_READS)
-        writes = Family(oracle_metrics.ORACLE_ASM_WRITES)
-        read_time = Family(oracle_metrics.ORACLE_ASM_READ_TIME)  # seconds (fractional)
-        write_time = Family(oracle_metrics.ORACLE_ASM_WRITE_TIME)
+        reads = Family(metrics.ORACLE_ASM_READS)
+        writes = Family(metrics.ORACLE_ASM_WRITES)
+        read_time = Family(metrics.ORACLE_ASM_READ_TIME)  # seconds (fractional)
+        write_time = Family(metrics.ORACLE_ASM_WRITE_TIME)
         disks: set[tuple[int, str]] = set()
 
         def parse(row: Any) -> tuple[LabelSet, tuple[float, ...]]:
@@ -642,7 +641,7 @@ class OracleSource(DbSource[OracleConnection]):
             path = text_value(row[4], "path")
             disks.add((group, path))
             labels = self._label_set(
-                oracle_metrics.ORACLE_ASM_LABELS,
+                metrics.ORACLE_ASM_LABELS,
                 (
                     self._target.name,
                     self._instance(id_value(row[0], "inst_id")),

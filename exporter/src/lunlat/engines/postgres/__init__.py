@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from lunlat.engines.engine import Engine, FileLayer, Hints
-from lunlat.engines.postgres import dashboard
-from lunlat.engines.postgres import metrics as m
+from lunlat.engines.postgres import dashboard, metrics
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import PostgresSource
 
@@ -16,20 +15,20 @@ ENGINE = Engine(
     extra="postgres",
     driver_module="psycopg",
     driver_name="psycopg 3",
-    metrics=m.POSTGRES_METRICS,
-    capabilities=m.CAPABILITIES,
+    metrics=metrics.POSTGRES_METRICS,
+    capabilities=metrics.CAPABILITIES,
     # The write direction is the WAL's sync, its per-I/O write latency; the data files' writes are copies
     # into the page cache (metrics.py). No wait layer: PostgreSQL keeps no per-wait counters (pg_stat_activity
     # shows the wait of the moment only). The data reads judged are the sessions' own (kind client, 16+):
     # bulk reads, vacuum's and the workers' stay published beside them (metrics.JUDGED_KINDS).
     files=FileLayer(
-        m.POSTGRES_FILE_READS,
-        m.POSTGRES_FILE_SYNCS,
-        m.POSTGRES_FILE_READ_TIME,
-        m.POSTGRES_FILE_SYNC_TIME,
-        m.POSTGRES_FILE_READ_BYTES,
-        m.POSTGRES_FILE_WRITE_BYTES,
-        judged=m.JUDGED_KINDS,
+        metrics.POSTGRES_FILE_READS,
+        metrics.POSTGRES_FILE_SYNCS,
+        metrics.POSTGRES_FILE_READ_TIME,
+        metrics.POSTGRES_FILE_SYNC_TIME,
+        metrics.POSTGRES_FILE_READ_BYTES,
+        metrics.POSTGRES_FILE_WRITE_BYTES,
+        judged=metrics.JUDGED_KINDS,
     ),
     waits=None,
     dashboard=dashboard.ROWS,
