@@ -97,9 +97,9 @@ def metrics_page() -> str:
 
 # --- config --------------------------------------------------------------------------------------
 def config_schema() -> dict[str, Any]:
-    from lunlat.config import Config  # noqa: PLC0415
+    from lunlat.configfile import CONFIG_MODEL  # noqa: PLC0415
 
-    schema = Config.model_json_schema()
+    schema = CONFIG_MODEL.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"  # what pydantic emits
     schema["title"] = "lunlat exporter config (lunlat.yaml)"
     return schema

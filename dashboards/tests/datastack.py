@@ -31,7 +31,7 @@ from unittest import mock
 import yaml
 
 from lunlat import cli
-from lunlat.config import load_config
+from lunlat.configfile import load_config
 from lunlat.engines.oracle import source as oracle_source
 from lunlat.scrape import Scraper
 from lunlat.sources.registry import build_sources

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lunlat.config import load_config
-from lunlat.engines.mssql import targets as mssql_targets
-from lunlat.engines.oracle import targets as oracle_targets
+from lunlat.configfile import load_config
+from lunlat.engines.mssql import ENGINE as MSSQL_ENGINE
+from lunlat.engines.oracle import ENGINE as ORACLE_ENGINE
 from tests.compose import bind_mounts, compose_config
 from tests.extras import need
 
@@ -39,9 +39,9 @@ def test_the_oracle_profile_mounts_files_that_exist_and_configs_that_load() -> N
             source = volume.split(":", 1)[0]  # `config` prints short syntax, bind sources absolute
             if source.startswith(str(ROOT)):
                 assert Path(source).exists(), f"{service} mounts {source}, which the repository lacks"
-    oracle = oracle_targets(load_config(ROOT / "deploy" / "oracle" / "lunlat.yaml"))
+    oracle = load_config(ROOT / "deploy" / "oracle" / "lunlat.yaml").targets(ORACLE_ENGINE)
     assert [t.dsn for t in oracle] == ["oracle:1521/FREEPDB1"]
-    assert oracle_targets(load_config(ROOT / "deploy" / "lunlat" / "host.yaml")) == []
+    assert load_config(ROOT / "deploy" / "lunlat" / "host.yaml").targets(ORACLE_ENGINE) == []
     # The setup script itself is tested in tests/oracle/test_deploy.py.
 
 
@@ -52,7 +52,7 @@ def test_the_mssql_profile_mounts_files_that_exist_and_its_config_loads() -> Non
             source = volume.split(":", 1)[0]
             if source.startswith(str(ROOT)):
                 assert Path(source).exists(), f"{service} mounts {source}, which the repository lacks"
-    (target,) = mssql_targets(load_config(ROOT / "deploy" / "mssql" / "lunlat.yaml"))
+    (target,) = load_config(ROOT / "deploy" / "mssql" / "lunlat.yaml").targets(MSSQL_ENGINE)
     assert (target.server, target.driver) == ("mssql,1433", "FreeTDS")  # the driver the image carries
     assert "tdsodbc" in (ROOT / "exporter" / "Dockerfile").read_text()
     setup = (ROOT / "deploy" / "mssql" / "setup.sh").read_text()
@@ -65,7 +65,7 @@ def test_the_database_profiles_map_the_container_through_a_read_only_socket_prox
     through the profile's proxy, which lets GET on containers through and nothing that writes."""
     services = compose_config(profile)["services"]
     config = load_config(ROOT / "deploy" / profile / "lunlat.yaml")
-    (target,) = oracle_targets(config) if profile == "oracle" else mssql_targets(config)
+    (target,) = config.targets(ORACLE_ENGINE) if profile == "oracle" else config.targets(MSSQL_ENGINE)
     assert target.container == services[profile]["container_name"]
     assert config.docker is not None and config.docker.url == "tcp://docker-socket-proxy:2375"
     proxy = services["docker-socket-proxy"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from lunlat.config import ConfigError, parse_config
+from lunlat.config import ConfigError
+from lunlat.configfile import parse_config
 from lunlat.containers import ContainerRef, ref_for
-from lunlat.engines.mssql import targets as mssql_targets
-from lunlat.engines.oracle import targets as oracle_targets
+from lunlat.engines.mssql import ENGINE as MSSQL_ENGINE
+from lunlat.engines.oracle import ENGINE as ORACLE_ENGINE
 
 MSSQL = """\
 mssql:
@@ -35,14 +36,14 @@ def problems(text: str) -> list[tuple[int | None, str, str]]:
 def test_container_names_the_target_container_with_or_without_a_docker_section() -> None:
     config = parse_config(MSSQL + "    container: sql1\n" + ORACLE + "    container: /ora-free_1.x\n")
     assert config.docker is None
-    assert ref_for(mssql_targets(config)[0], config.docker) == ContainerRef(name="sql1")
-    assert ref_for(oracle_targets(config)[0], config.docker) == ContainerRef(name="/ora-free_1.x")
+    assert ref_for(config.targets(MSSQL_ENGINE)[0], config.docker) == ContainerRef(name="sql1")
+    assert ref_for(config.targets(ORACLE_ENGINE)[0], config.docker) == ContainerRef(name="/ora-free_1.x")
 
 
 def test_without_a_docker_section_there_is_no_auto_lookup() -> None:
     config = parse_config(MSSQL + ORACLE)
-    assert ref_for(mssql_targets(config)[0], config.docker) is None
-    assert ref_for(oracle_targets(config)[0], config.docker) is None
+    assert ref_for(config.targets(MSSQL_ENGINE)[0], config.docker) is None
+    assert ref_for(config.targets(ORACLE_ENGINE)[0], config.docker) is None
 
 
 @pytest.mark.parametrize(
@@ -57,7 +58,7 @@ def test_without_a_docker_section_there_is_no_auto_lookup() -> None:
 )
 def test_auto_lookup_by_the_sql_server_port(server: str, want: ContainerRef | None) -> None:
     config = parse_config("docker: {}\n" + MSSQL.replace("127.0.0.1,14330", server))
-    assert ref_for(mssql_targets(config)[0], config.docker) == want
+    assert ref_for(config.targets(MSSQL_ENGINE)[0], config.docker) == want
 
 
 @pytest.mark.parametrize(
@@ -74,12 +75,12 @@ def test_auto_lookup_by_the_easy_connect_port(dsn: str, want: ContainerRef | Non
     config = parse_config(
         "docker:\n  url: unix:///run/docker.sock\n" + ORACLE.replace("localhost:1522/FREEPDB1", dsn)
     )
-    assert ref_for(oracle_targets(config)[0], config.docker) == want
+    assert ref_for(config.targets(ORACLE_ENGINE)[0], config.docker) == want
 
 
 def test_a_container_key_wins_over_the_port() -> None:
     config = parse_config("docker: {}\n" + MSSQL + "    container: sql1\n")
-    assert ref_for(mssql_targets(config)[0], config.docker) == ContainerRef(name="sql1")
+    assert ref_for(config.targets(MSSQL_ENGINE)[0], config.docker) == ContainerRef(name="sql1")
 
 
 def test_docker_section_defaults_and_values() -> None:

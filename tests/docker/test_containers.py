@@ -20,14 +20,15 @@ from typing import Any
 import pytest
 
 from lunlat import contract
-from lunlat.config import DiskstatsConfig, DockerConfig, parse_config
+from lunlat.config import DiskstatsConfig, DockerConfig
+from lunlat.configfile import parse_config
 from lunlat.containers import ContainerMapper, ContainerRef
 from lunlat.dbfiles import DbLunLabels, FileLocator
+from lunlat.engines.mssql import ENGINE as MSSQL_ENGINE
 from lunlat.engines.mssql import metrics as mssql_metrics
-from lunlat.engines.mssql import targets as mssql_targets
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
+from lunlat.engines.oracle import ENGINE as ORACLE_ENGINE
 from lunlat.engines.oracle import metrics as oracle_metrics
-from lunlat.engines.oracle import targets as oracle_targets
 from lunlat.engines.oracle.source import OracleSource
 from lunlat.model import Family
 from lunlat.scrape import Scraper
@@ -243,7 +244,7 @@ def test_a_target_elsewhere_is_not_looked_up_and_publishes_no_container_capabili
     built = build_sources(config, Settings(procfs=host.procfs, sysfs=host.sysfs))
     try:
         (source,) = [s for s in built.sources if s.name == NAME]
-        assert isinstance(source, MssqlSource) and source.built_from == mssql_targets(config)[0]
+        assert isinstance(source, MssqlSource) and source.built_from == config.targets(MSSQL_ENGINE)[0]
     finally:
         built.close()
     assert not engine.requests
@@ -487,12 +488,10 @@ def test_oracle_files_and_asm_disks_in_a_container_get_the_host_luns(
         asm_disks={"DATA": ["/dev/oracleasm/disk1"]},
     )
     registry = DbLunLabels()
-    target = oracle_targets(
-        parse_config(
-            "oracle:\n  - name: Oracle\n    dsn: localhost:1521/FREEPDB1\n    user: lunlat\n"
-            "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n    timeout_seconds: 2\n"
-        )
-    )[0]
+    target = parse_config(
+        "oracle:\n  - name: Oracle\n    dsn: localhost:1521/FREEPDB1\n    user: lunlat\n"
+        "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n    timeout_seconds: 2\n"
+    ).targets(ORACLE_ENGINE)[0]
     mapper = ContainerMapper(ContainerRef(name="ora1"), DockerConfig(url=engine.url, timeout_seconds=1))
     source = OracleSource(
         target, emu.connect, FileLocator(host.procfs, host.sysfs), registry, container=mapper
@@ -538,7 +537,7 @@ def test_oracle_auto_lookup_by_the_easy_connect_port(host: FakeHost, engine: Fak
     finally:
         built.close()
     emu = OracleEmulation(datafiles=[f"{ORADATA}/users01.dbf"])
-    (target,) = oracle_targets(config)
+    (target,) = config.targets(ORACLE_ENGINE)
     source = OracleSource(
         target,
         emu.connect,
@@ -587,12 +586,10 @@ def test_capability_families_are_one_per_source(host: FakeHost, engine: FakeEngi
 
     engine.run(FakeContainer("ora1", mounts=[bind("/srv/oradata", "/opt/oracle/oradata")]))
     emu = OracleEmulation(datafiles=[f"{ORADATA}/users01.dbf"])
-    target = oracle_targets(
-        parse_config(
-            "oracle:\n  - name: Oracle\n    dsn: db1:1521/ORCL\n    user: lunlat\n"
-            "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n"
-        )
-    )[0]
+    target = parse_config(
+        "oracle:\n  - name: Oracle\n    dsn: db1:1521/ORCL\n    user: lunlat\n"
+        "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n"
+    ).targets(ORACLE_ENGINE)[0]
     mapper = ContainerMapper(ContainerRef(name="ora1"), DockerConfig(url=engine.url))
     source = OracleSource(target, emu.connect, FileLocator(host.procfs, host.sysfs), container=mapper)
     result = source.collect()

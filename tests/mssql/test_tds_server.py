@@ -19,10 +19,10 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
+from lunlat.engines.dbsession import Kind
+from lunlat.engines.dbsource import Query
 from lunlat.engines.mssql import sql as mssql_sql
 from lunlat.engines.mssql.source import classify
-from lunlat.sources.dbsession import Kind
-from lunlat.sources.dbsource import Query
 from tests.mssql import tds_protocol as tds
 from tests.mssql.tds_server import LOG, ROWS, STATEMENTS, DmvState, Load, Stream, TdsServer
 

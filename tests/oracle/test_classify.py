@@ -13,9 +13,9 @@ need("oracledb")  # without the `oracle` extra this module skips, naming it
 import oracledb  # noqa: E402 - after the skip above
 from oracledb import errors  # noqa: E402
 
+from lunlat.engines.dbsession import Kind  # noqa: E402
 from lunlat.engines.oracle.metrics import format_le  # noqa: E402
 from lunlat.engines.oracle.source import classify, error_code  # noqa: E402
-from lunlat.sources.dbsession import Kind  # noqa: E402
 from tests.oracle.emulation import oracle_error  # noqa: E402
 
 

@@ -24,9 +24,9 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from lunlat.config import load_config
+from lunlat.configfile import load_config
+from lunlat.engines.oracle import ENGINE as ORACLE_ENGINE
 from lunlat.engines.oracle import sql as oracle_sql
-from lunlat.engines.oracle import targets as oracle_targets
 from tests.compose import compose_config, mounts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -325,7 +325,7 @@ def test_setup_creates_lunlat_in_freepdb1_with_the_secret_password(tmp_path: Pat
     assert "e" not in options and "u" not in options
     user = re.search(r"DEFINE lunlat_user = (\w+)", run.stdin)
     assert user
-    (target,) = oracle_targets(load_config(ORACLE / "lunlat.yaml"))
+    (target,) = load_config(ORACLE / "lunlat.yaml").targets(ORACLE_ENGINE)
     assert target.user.upper() == user[1]  # unquoted Oracle names are case-insensitive
     pdb = re.search(r"ALTER SESSION SET CONTAINER = (\w+);", run.stdin)
     assert pdb and target.dsn.endswith(f"/{pdb[1]}")  # the exporter logs in where LUNLAT is
@@ -398,7 +398,7 @@ def test_the_default_stack_runs_the_exporter_on_the_host_config() -> None:
     assert "--config.file=/etc/lunlat/lunlat.yaml" in exporter["command"]
     (config_mount,) = [m for m in mounts(exporter) if m.target == "/etc/lunlat/lunlat.yaml"]
     assert config_mount.read_only and config_mount.source == str(ROOT / "deploy" / "lunlat" / "host.yaml")
-    assert oracle_targets(load_config(ROOT / "deploy" / "lunlat" / "host.yaml")) == []
+    assert load_config(ROOT / "deploy" / "lunlat" / "host.yaml").targets(ORACLE_ENGINE) == []
     # LUNLAT_CONFIG chooses another file, and only that changes.
     chosen = compose_config(env={"LUNLAT_CONFIG": "./deploy/oracle/lunlat.yaml"})["services"]["exporter"]
     (chosen_mount,) = [m for m in mounts(chosen) if m.target == "/etc/lunlat/lunlat.yaml"]
@@ -497,7 +497,7 @@ def test_the_oracle_profile_mounts_what_the_repository_has(compose_oracle: dict[
 
 def test_the_exporter_reads_the_password_the_setup_script_used(compose_oracle: dict[str, Any]) -> None:
     services = compose_oracle["services"]
-    (target,) = oracle_targets(load_config(ORACLE / "lunlat.yaml"))
+    (target,) = load_config(ORACLE / "lunlat.yaml").targets(ORACLE_ENGINE)
     assert target.dsn == "oracle:1521/FREEPDB1" and "oracle" in services
     assert target.password_file is not None and target.password_env is None
     # The exporter's password_file, through its mounts, is the file the oracle service's secret is.

@@ -19,8 +19,8 @@ import oracledb  # noqa: E402 - after the skip above
 import sqlglot  # noqa: E402
 from oracledb import errors as oerr  # noqa: E402
 
+from lunlat.engines.dbsource import Query  # noqa: E402
 from lunlat.engines.oracle.sql import ALL_QUERIES, IO_EVENTS  # noqa: E402
-from lunlat.sources.dbsource import Query  # noqa: E402
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation, oracle_error  # noqa: E402
 from tests.oracle.simulator import IO, Choice, Commits, Constant, Load, bucket_micro  # noqa: E402
 

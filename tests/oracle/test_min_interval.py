@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import load_config
+from lunlat.configfile import load_config
 from lunlat.engines.oracle import source as oracle
 from lunlat.engines.oracle.source import OracleSource
 from lunlat.reload import Reloader

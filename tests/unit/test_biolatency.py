@@ -13,7 +13,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from lunlat import contract
-from lunlat.config import BiolatencyConfig, parse_config
+from lunlat.config import BiolatencyConfig
+from lunlat.configfile import parse_config
 from lunlat.exposition import render
 from lunlat.sources import biolatency
 from lunlat.sources.base import SourceError

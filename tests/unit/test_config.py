@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import DEFAULT_EXCLUDE, Config, ConfigError, load_config, parse_config
-from lunlat.engines.mssql import targets as mssql_targets
-from lunlat.engines.oracle import targets as oracle_targets
+from lunlat.config import DEFAULT_EXCLUDE, Config, ConfigError
+from lunlat.configfile import CONFIG_MODEL, load_config, parse_config
+from lunlat.engines.build import per_target
+from lunlat.engines.mssql import ENGINE as MSSQL_ENGINE
+from lunlat.engines.oracle import ENGINE as ORACLE_ENGINE
 from lunlat.sources.factory import BuildError, Context, Settings
 from tests.unit.test_scrape import FakeSource
 
@@ -50,9 +52,9 @@ def test_the_design_shape_loads() -> None:
 
 
 def test_no_file_and_empty_file_give_the_embedded_default() -> None:
-    assert load_config(None) == Config()
-    assert parse_config("") == Config()
-    assert parse_config("# only a comment\n") == Config()
+    assert load_config(None) == CONFIG_MODEL()
+    assert parse_config("") == CONFIG_MODEL()
+    assert parse_config("# only a comment\n") == CONFIG_MODEL()
     assert Config().diskstats.exclude == DEFAULT_EXCLUDE
     assert Config().diskstats.include is None and Config().luns == []
 
@@ -121,7 +123,7 @@ mssql:
 
 
 def test_sql_server_target_loads_and_bad_ones_are_named() -> None:
-    (target,) = mssql_targets(parse_config(MSSQL))
+    (target,) = parse_config(MSSQL).targets(MSSQL_ENGINE)
     assert (target.name, target.server, target.driver, target.encrypt) == (
         "SQL Server 1",
         "sql1.example.com,1433",
@@ -151,7 +153,7 @@ oracle:
 
 
 def test_oracle_target_loads_with_its_password_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    (target,) = oracle_targets(parse_config(ORACLE))
+    (target,) = parse_config(ORACLE).targets(ORACLE_ENGINE)
     assert (target.name, target.dsn, target.user, target.workload) == (
         "Oracle",
         "db1.example.com:1521/ORCLPDB1",
@@ -169,7 +171,7 @@ def test_oracle_password_file_loses_one_trailing_newline_only(tmp_path: Path) ->
     secret = tmp_path / "pw"
     secret.write_text("  pass word \n", encoding="utf-8")
     text = ORACLE.replace("password_env: LUNLAT_ORACLE_PASSWORD", f"password_file: {secret}")
-    (target,) = oracle_targets(parse_config(text))
+    (target,) = parse_config(text).targets(ORACLE_ENGINE)
     assert target.password.read() == "  pass word "
     secret.unlink()
     with pytest.raises(ValueError, match=r"cannot read .*pw") as caught:
@@ -232,16 +234,16 @@ def test_a_file_map_limit_the_refresh_would_outrun_is_refused_naming_both_and_th
     # A healthy map is read again every --collector.topology.refresh-interval: a limit below that would
     # drop it between two readings (issue 43).
     config = parse_config(ORACLE.replace("timeout_seconds: 5", "file_map_max_age_seconds: 600"))
-    (target,) = oracle_targets(config)
+    (target,) = config.targets(ORACLE_ENGINE)
     assert target.file_map_max_age_seconds == 600
     context = Context.of(config, Settings(refresh_interval=900))
-    built = context.per_target([target], lambda t, _: FakeSource(t.name))
+    built = per_target(context, [target], lambda t, _: FakeSource(t.name))
     assert isinstance(built, BuildError)
     assert "file_map_max_age_seconds (600 s)" in str(built) and "refresh-interval (900 s)" in str(built)
     assert "raise" in str(built)
-    kept = Context.of(config, Settings(refresh_interval=300)).per_target(
-        [target], lambda t, _: FakeSource(t.name)
+    kept = per_target(
+        Context.of(config, Settings(refresh_interval=300)), [target], lambda t, _: FakeSource(t.name)
     )
     assert not isinstance(kept, BuildError) and [s.name for s in kept] == ["Oracle"]
-    (default,) = oracle_targets(parse_config(ORACLE))
+    (default,) = parse_config(ORACLE).targets(ORACLE_ENGINE)
     assert default.file_map_max_age_seconds == 3600

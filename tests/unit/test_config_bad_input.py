@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import CONFIG_MAX_BYTES, ConfigError, parse_config
+from lunlat.config import CONFIG_MAX_BYTES, ConfigError
+from lunlat.configfile import parse_config
 from lunlat.dbtarget import SECRET_MAX_BYTES
 from lunlat.goals import load_goals, parse_goals
 from lunlat.yamlmodel import MAX_PROBLEMS

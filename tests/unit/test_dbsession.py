@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from lunlat.engines.dbsession import Classified, Kind, QueryGates, Session
 from lunlat.sources.base import SourceError
-from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
 from tests.clock import FakeClock
 
 

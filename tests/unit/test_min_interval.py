@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lunlat.config import parse_config
+from lunlat.configfile import parse_config
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError, SourceResult
 from tests.clock import FakeClock

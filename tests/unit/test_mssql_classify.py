@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from lunlat.engines.dbsession import Kind
 from lunlat.engines.mssql.config import MssqlTarget
 from lunlat.engines.mssql.source import MssqlSource, classify, connect_pyodbc, connection_string
 from lunlat.sources.base import SourceError
-from lunlat.sources.dbsession import Kind
 
 pyodbc = pytest.importorskip("pyodbc", reason="pyodbc is not installed (pip install 'lunlat[mssql]')")
 

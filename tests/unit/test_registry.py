@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import parse_config
+from lunlat.configfile import parse_config
 from lunlat.engines.mssql.source import MssqlSource
 from lunlat.engines.oracle.source import OracleSource
 from lunlat.sources import registry

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lunlat import reload as reload_module
-from lunlat.config import load_config
+from lunlat.configfile import load_config
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
 from lunlat.sources.base import Source, SourceError, SourceResult

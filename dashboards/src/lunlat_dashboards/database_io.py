@@ -14,7 +14,7 @@ from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.models import dashboard as model
 
 from lunlat import contract, recorded
-from lunlat.engines.engine import Expression, Panel, PerFile, PerWait, Quantile, SumRate
+from lunlat.engines.dashboardspec import Expression, Panel, PerFile, PerWait, Quantile, SumRate
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
 from lunlat_dashboards import panels as p

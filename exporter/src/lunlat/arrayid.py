@@ -2,7 +2,7 @@
 
 lunlat_lun_info's `array` (docs/metrics.md, "Array identity") is, in this order: the `array:` of the
 LUN's `luns:` entry (the user knows their arrays, and names them as they like); else what this
-module reads from the LUN's WWID; else contract.ARRAY_UNKNOWN. Only formats a vendor documents are
+module reads from the LUN's WWID; else ground.ARRAY_UNKNOWN. Only formats a vendor documents are
 read, each cited beside its code; any other designator gives "" here (unknown), never a guess.
 
 The designators:
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lunlat import contract, wwid
+from lunlat import ground, wwid
 
 # The NAA of a FlashArray volume before its serial: NAA type 6 + Pure's OUI 24a937 + 0 (module doc).
 PURE_NAA_PREFIX = "624a9370"
@@ -89,11 +89,11 @@ def from_wwid(spelling: str) -> str:
 def label(configured: str, spelling: str, below: Iterable[str] = ()) -> str:
     """lunlat_lun_info's `array`: the `luns:` entry's, else the WWID's, else the one array the WWIDs
     of the devices it is built on (`below`: an LV's multipath maps and paths) all name, else
-    contract.ARRAY_UNKNOWN. An LV spanning two arrays, or an array and a local disk, is unknown:
+    ground.ARRAY_UNKNOWN. An LV spanning two arrays, or an array and a local disk, is unknown:
     no one value is true of it."""
     found = configured or from_wwid(spelling)
     if not found:
         arrays = {from_wwid(spelling) for spelling in below}
         if len(arrays) == 1:
             found = arrays.pop()
-    return found or contract.ARRAY_UNKNOWN
+    return found or ground.ARRAY_UNKNOWN

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lunlat import contract
+from lunlat import ground
 
 # The labels lunlat_lun_info lends each device counter.
 ROLE_LABELS = "workload, database, role"
@@ -22,16 +22,16 @@ OPS: tuple[str, ...] = ("read", "write")
 Selector = Callable[[str], str]
 
 
-def time_counter(op: str) -> contract.MetricSpec:
-    return contract.DEVICE_READ_TIME if op == "read" else contract.DEVICE_WRITE_TIME
+def time_counter(op: str) -> ground.MetricSpec:
+    return ground.DEVICE_READ_TIME if op == "read" else ground.DEVICE_WRITE_TIME
 
 
-def ops_counter(op: str) -> contract.MetricSpec:
-    return contract.DEVICE_READS if op == "read" else contract.DEVICE_WRITES
+def ops_counter(op: str) -> ground.MetricSpec:
+    return ground.DEVICE_READS if op == "read" else ground.DEVICE_WRITES
 
 
-def bytes_counter(op: str) -> contract.MetricSpec:
-    return contract.DEVICE_READ_BYTES if op == "read" else contract.DEVICE_WRITE_BYTES
+def bytes_counter(op: str) -> ground.MetricSpec:
+    return ground.DEVICE_READ_BYTES if op == "read" else ground.DEVICE_WRITE_BYTES
 
 
 def range_total(counter: str, info: str, window: str, by: str) -> str:

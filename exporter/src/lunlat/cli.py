@@ -22,8 +22,10 @@ from types import FrameType
 
 from lunlat import __version__, logs, memtune, pathhealth
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
-from lunlat.config import Config, ConfigError, load_config
-from lunlat.engines.registry import ENGINES
+from lunlat.config import Config, ConfigError
+from lunlat.configfile import load_config
+from lunlat.dbtarget import DatabaseTarget
+from lunlat.engines.registry import ENGINES, engine
 from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
@@ -273,7 +275,8 @@ def _load(path: Path | None, check_secrets: bool = False) -> Config:
 
 def _target_name(config: Config, loc: tuple[int | str, ...]) -> str:
     """The `name` of the database target at key path `loc` ((<engine section>, 0, …))."""
-    return config.targets(str(loc[0]))[int(loc[1])].name
+    target: DatabaseTarget = config.targets(engine(str(loc[0])))[int(loc[1])]
+    return target.name
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -366,9 +369,9 @@ def serve(args: argparse.Namespace) -> int:
 def check_config(args: argparse.Namespace) -> int:
     config = _load(args.file, check_secrets=not args.syntax_only)
     databases = "".join(
-        f", {len(targets)} {engine.title} targets"
-        for engine in ENGINES
-        if (targets := config.targets(engine.key))
+        f", {len(targets)} {candidate.title} targets"
+        for candidate in ENGINES
+        if (targets := config.targets(candidate))
     )
     print(f"{args.file}: valid ({len(config.luns)} luns entries{databases})")
     return 0

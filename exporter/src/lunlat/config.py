@@ -2,33 +2,27 @@
 
 Every key is optional and unknown keys are errors. With no file at all, the embedded default is
 used: every LUN of the host, no database.
+
+This module knows no engine: `Config` is the config without database sections, and
+`config_model(engines)` adds one section per engine. The registry's model, the one the commands read,
+is assembled at the top (`configfile.py`), so the config sits below the engines and the sources that
+read it (docs/architecture.md, "The layers").
 """
 
 from __future__ import annotations
 
-import importlib
 import ipaddress
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from pydantic import Field, create_model, field_validator, model_validator
 
-from lunlat.contract import ARRAY_UNKNOWN, Role
 from lunlat.dbtarget import DatabaseTarget
-from lunlat.engines.engine import Engine
-from lunlat.engines.registry import ENGINES
 from lunlat.files import MiB
+from lunlat.ground import ARRAY_UNKNOWN, Role
 from lunlat.wwid import key as wwid_key
-from lunlat.yamlmodel import (
-    ConfigError,
-    ConfigProblem,
-    LocatedError,
-    Strict,
-    check_regex,
-    load_model,
-    parse_model,
-    quote,
-)
+from lunlat.yamlmodel import ConfigError, ConfigProblem, LocatedError, Strict, check_regex, quote
 
 __all__ = [
     "BiolatencyConfig",
@@ -36,8 +30,8 @@ __all__ = [
     "ConfigError",
     "ConfigProblem",
     "DockerConfig",
-    "load_config",
-    "parse_config",
+    "Section",
+    "config_model",
 ]
 
 # The config is read whole and every entry validated: at 1 MiB (~25,000 one-line `luns:` entries)
@@ -197,9 +191,32 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class _Config(Strict):
+TargetT_co = TypeVar("TargetT_co", bound=DatabaseTarget, covariant=True)
+
+
+class Section(Protocol[TargetT_co]):
+    """What the config needs of a database engine (engines/engine.py `Engine`): its section's key,
+    how people name it, and the type of one entry of the section."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def target(self) -> type[TargetT_co]: ...
+
+
+TargetT = TypeVar("TargetT", bound=DatabaseTarget)
+
+
+class Config(Strict):
     """The exporter's config file. Every key is optional; each database engine has a section, a list of
     its targets."""
+
+    # The engines whose sections the model has (config_model); none in this base.
+    engines: ClassVar[tuple[Section[DatabaseTarget], ...]] = ()
 
     diskstats: DiskstatsConfig = DiskstatsConfig()
     biolatency: BiolatencyConfig = BiolatencyConfig()
@@ -210,19 +227,19 @@ class _Config(Strict):
         "address is looked up by the TCP port a running container publishes.",
     )
 
-    def targets(self, key: str) -> list[DatabaseTarget]:
-        """The targets of the engine whose section is `key`."""
-        found: list[DatabaseTarget] = getattr(self, key)
+    def targets(self, engine: Section[TargetT]) -> list[TargetT]:
+        """The targets of `engine`'s section (none when the model has no such section)."""
+        found: list[TargetT] = getattr(self, engine.key, [])
         return found
 
-    def database_targets(self) -> list[tuple[Engine, int, DatabaseTarget]]:
+    def database_targets(self) -> list[tuple[Section[DatabaseTarget], int, DatabaseTarget]]:
         """Every database target, with its engine and its index in the engine's section."""
         return [
-            (engine, i, target) for engine in ENGINES for i, target in enumerate(self.targets(engine.key))
+            (engine, i, target) for engine in self.engines for i, target in enumerate(self.targets(engine))
         ]
 
     @model_validator(mode="after")
-    def _unique_databases(self) -> _Config:
+    def _unique_databases(self) -> Config:
         first: dict[str, tuple[str, int]] = {}
         for engine, i, target in self.database_targets():
             if target.name in first:
@@ -235,7 +252,7 @@ class _Config(Strict):
         return self
 
     @model_validator(mode="after")
-    def _unique_luns(self) -> _Config:
+    def _unique_luns(self) -> Config:
         """Two entries naming the same device the same way: the second would never apply.
 
         Entries naming one device different ways (an alias and its WWID) show only at run time,
@@ -271,29 +288,16 @@ class _Config(Strict):
                     problems.append(((engine.key, i, key), f"{where} is empty"))
         return problems
 
-    def driver_problems(self) -> list[tuple[tuple[int | str, ...], str]]:
-        """What `serve` could not use for a target on this host: the engine's driver (the extra) not
-        installed, or what the driver needs besides (engine.host_problems). Imports the drivers:
-        check-config only."""
-        problems: list[tuple[tuple[int | str, ...], str]] = []
-        for engine in ENGINES:
-            found = self.targets(engine.key)
-            if not found:
-                continue
-            if not _importable(engine.driver_module):
-                missing = f"{engine.driver_name} is not installed: pip install 'lunlat[{engine.extra}]'{engine.install_hint}"
-                problems += [((engine.key, i), missing) for i in range(len(found))]
-            elif engine.host_problems is not None:
-                problems += [((engine.key, *loc), text) for loc, text in engine.host_problems(found)]
-        return problems
-
 
 def _first_line(doc: str | None) -> str:
     return (doc or "").strip().splitlines()[0] if doc else ""
 
 
-def _engine_sections() -> dict[str, Any]:
-    return {
+def config_model(engines: Iterable[Section[DatabaseTarget]]) -> type[Config]:
+    """`Config` with one section per engine, a list of its targets: adding an engine adds its config
+    key without an edit here."""
+    chosen = tuple(engines)
+    sections: dict[str, Any] = {
         engine.key: (
             list[engine.target],  # type: ignore[name-defined]  # a type made at run time, per engine
             Field(
@@ -301,46 +305,8 @@ def _engine_sections() -> dict[str, Any]:
                 description=f"{engine.title} targets. {_first_line(engine.target.__doc__)}",
             ),
         )
-        for engine in ENGINES
+        for engine in chosen
     }
-
-
-if TYPE_CHECKING:
-    Config = _Config
-else:
-    # One section per registered engine, so adding an engine adds its config key without an edit here.
-    Config = create_model("Config", __base__=_Config, __doc__=_Config.__doc__, **_engine_sections())
-
-
-def _importable(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
-def parse_config(text: str, source: str = "<config>", check_secrets: bool = False) -> Config:
-    """`check_secrets` also refuses password sources that cannot be read now (check-config)."""
-    return parse_model(text, source, Config, _explain_extra, _secret_check if check_secrets else None)
-
-
-def _secret_check(config: Config) -> list[tuple[tuple[int | str, ...], str]]:
-    """What check-config refuses beyond the file itself: what `serve` would refuse or could not serve."""
-    return config.secret_problems() + config.driver_problems()
-
-
-def _explain_extra(loc: tuple[int | str, ...]) -> str:
-    if len(loc) == 3 and loc[0] in {engine.key for engine in ENGINES} and loc[2] == "password":
-        return "passwords are never inline: use password_env or password_file"
-    return "unknown key"
-
-
-def load_config(path: Path | None, check_secrets: bool = False) -> Config:
-    """The config in `path`, or the embedded default when no path is given. `check_secrets` also
-    refuses password sources that cannot be read now (check-config)."""
-    if path is None:
-        return Config()
-    return load_model(
-        path, Config, _explain_extra, _secret_check if check_secrets else None, max_bytes=CONFIG_MAX_BYTES
-    )
+    model = create_model("Config", __base__=Config, __doc__=Config.__doc__, **sections)
+    model.engines = chosen
+    return model

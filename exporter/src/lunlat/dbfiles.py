@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lunlat import contract, logs
+from lunlat import ground, logs
 from lunlat.luns import NO_LABELS, LunLabels, mount_devices
 from lunlat.topology import (
     BlockDevice,
@@ -126,7 +126,7 @@ class FileLocator:
 
 def pick_role(roles: Iterable[str]) -> str:
     present = set(roles)
-    return next((r for r in contract.ROLE_PRIORITY if r in present), "")
+    return next((r for r in ground.ROLE_PRIORITY if r in present), "")
 
 
 def device_labels(

@@ -93,7 +93,7 @@ class DatabaseTarget(Strict):
     # that files moved while the map could not be read do not keep a wrong `lun` for long. At least a
     # minute: a lookup refused for a missing grant is asked again after 60 s (dbsession.QueryGates);
     # it must also exceed --collector.topology.refresh-interval, how often a healthy map is re-read
-    # (checked when the sources are built, factory.Context.per_target).
+    # (checked when the sources are built, engines/build.py per_target).
     file_map_max_age_seconds: float = Field(
         default=FILE_MAP_MAX_AGE_DEFAULT,
         ge=60,

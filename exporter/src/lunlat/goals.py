@@ -23,7 +23,7 @@ TailSeverity = Literal["page", "warning", "ticket"]
 # Labels of a judged latency series an override can match on.
 MatchLabel = Literal["workload", "database", "role"]
 # Which I/Os of a LUN's host layer its goal judges, per op (docs/alerting.md, "What is judged"):
-# `small`, the I/Os of the per-I/O histogram's small size class (contract.BIO_SIZES: up to 16 KiB, the
+# `small`, the I/Os of the per-I/O histogram's small size class (ground.BIO_SIZES: up to 16 KiB, the
 # database's one- and two-page transactional I/O), or `all` of them (the LUN's average). Without the
 # histogram on a host, every I/O is judged whatever this says, and the alert says so.
 Judged = Literal["small", "all"]

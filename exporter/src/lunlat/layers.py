@@ -6,8 +6,9 @@ report computes a phase's averages with the same expressions, so the two never d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from lunlat import contract
+from lunlat import ground
 from lunlat.engines.engine import Engine, FileLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals, HostJoin
@@ -29,40 +30,40 @@ class HostLayer:
             f"sum by ({by}) (\n"
             f"    rate({counter}{{{self.selector}}}[{window}])\n"
             "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
-            f'    {contract.LUN_INFO.name}{{{self.selector}, kind="lun"}}\n'
+            f'    {ground.LUN_INFO.name}{{{self.selector}, kind="lun"}}\n'
             ")"
         )
 
     def operations(self, op: str, window: str) -> str:
-        spec = contract.DEVICE_READS if op == "read" else contract.DEVICE_WRITES
+        spec = ground.DEVICE_READS if op == "read" else ground.DEVICE_WRITES
         return self._per_lun(spec.name, window)
 
     def time(self, op: str, window: str) -> str:
-        spec = contract.DEVICE_READ_TIME if op == "read" else contract.DEVICE_WRITE_TIME
+        spec = ground.DEVICE_READ_TIME if op == "read" else ground.DEVICE_WRITE_TIME
         return self._per_lun(spec.name, window)
 
     def bytes(self, op: str, window: str) -> str | None:
-        spec = contract.DEVICE_READ_BYTES if op == "read" else contract.DEVICE_WRITE_BYTES
+        spec = ground.DEVICE_READ_BYTES if op == "read" else ground.DEVICE_WRITE_BYTES
         return self._per_lun(spec.name, window)
 
     def queue(self, window: str) -> str | None:
         """The LUN's average I/Os in flight (diskstats' weighted time per second)."""
-        return self._per_lun(contract.DEVICE_IO_WEIGHTED_TIME.name, window)
+        return self._per_lun(ground.DEVICE_IO_WEIGHTED_TIME.name, window)
 
 
 def small_ios(selector: str, op: str, part: str, window: str) -> str:
-    """Rate of the `part` (sum, count) of a LUN's small `op` I/Os (contract.BIO_SIZES' first class,
-    the per-I/O histogram contract.DEVICE_IO_LATENCY), labelled with roles through lunlat_lun_info
+    """Rate of the `part` (sum, count) of a LUN's small `op` I/Os (ground.BIO_SIZES' first class,
+    the per-I/O histogram ground.DEVICE_IO_LATENCY), labelled with roles through lunlat_lun_info
     like the host layer's counters. The rules' judged latency (`judge: small`) and `lunlat report`'s
     judged figure are both this expression, so the two never disagree on which I/Os were judged.
     Whatever the host layer's source: the histogram is lunlat's own (biolatency), beside any of them."""
     by = ", ".join(label for label in SERIES_LABELS if label != "layer")
-    matchers = f'{selector}, op="{op}", size="{contract.BIO_SIZES[0]}"'
+    matchers = f'{selector}, op="{op}", size="{ground.BIO_SIZES[0]}"'
     return (
         f"sum by ({by}) (\n"
-        f"    rate({contract.DEVICE_IO_LATENCY.name}_{part}{{{matchers}}}[{window}])\n"
+        f"    rate({ground.DEVICE_IO_LATENCY.name}_{part}{{{matchers}}}[{window}])\n"
         "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
-        f'    {contract.LUN_INFO.name}{{{selector}, kind="lun"}}\n'
+        f'    {ground.LUN_INFO.name}{{{selector}, kind="lun"}}\n'
         ")"
     )
 
@@ -257,7 +258,7 @@ def host_layer(goals: Goals) -> HostLayer | ExporterHostLayer:
         return HostLayer(goals.selector)
     exporter_host, lunlat_host = choice.hosts()
     if choice.source == "node_exporter":
-        info = f'{contract.LUN_INFO.name}{{{goals.selector}, kind="lun"}}'
+        info = f'{ground.LUN_INFO.name}{{{goals.selector}, kind="lun"}}'
         return ExporterHostLayer(
             choice.selector, NODE_EXPORTER_DISKSTATS, "device", info, exporter_host, lunlat_host
         )
@@ -321,7 +322,7 @@ class DbLayer:
         return None if spec is None else self._per_lun(spec.name, window)
 
 
-def db_layer(engine: Engine, selector: str) -> DbLayer:
+def db_layer(engine: Engine[Any], selector: str) -> DbLayer:
     """The database layer of `engine`'s series."""
     return DbLayer(selector, engine.files, engine=engine.key)
 

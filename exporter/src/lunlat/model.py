@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from lunlat.contract import MetricSpec
+from lunlat.ground import MetricSpec
 
 
 def escape_label_value(value: str) -> str:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from lunlat import contract
+from lunlat import ground
 from lunlat.model import Family, LabelSet, Sample
 from lunlat.topology import PathState, path_state
 
@@ -65,9 +65,7 @@ def read_states(multipaths: Multipaths, now: float) -> Reading:
         failed.append(("", labels, states.count(PathState.FAILED)))
         if PathState.UNKNOWN in states:
             unknown.extend(f for f, state in zip(files, states, strict=True) if state is PathState.UNKNOWN)
-    return Reading(
-        now, [Family(contract.LUN_PATHS, paths), Family(contract.LUN_PATHS_FAILED, failed)], unknown
-    )
+    return Reading(now, [Family(ground.LUN_PATHS, paths), Family(ground.LUN_PATHS_FAILED, failed)], unknown)
 
 
 class PathWatcher:

@@ -47,7 +47,7 @@ SLO_JUDGED_SINCE = "lunlat:slo_judged_since:timestamp"
 SLO_LABELS: tuple[str, ...] = ("job", "instance", "database", "role", "workload", "layer", "op", "indicator")
 SLO_INDICATORS: tuple[str, ...] = ("io", "minute")
 
-# The most paths each multipath LUN had over PATHS_HISTORY_WINDOW (contract.LUN_PATHS), recorded every
+# The most paths each multipath LUN had over PATHS_HISTORY_WINDOW (ground.LUN_PATHS), recorded every
 # PATHS_HISTORY_INTERVAL in a group of its own: the path-loss alert reads a day of these (288 samples a
 # LUN) instead of a day of the raw gauge (5,760 at 15 s scrapes) at every evaluation (issue 41).
 PATHS_MAX = "lunlat:lun_paths:max1h"
@@ -71,7 +71,7 @@ DRIFT_MIN_COVERAGE = 0.5
 # LUN's NAA designator (`naa`, as lunlat_lun_info carries it), and the host's latency minus it.
 ARRAY_LATENCY = "lunlat:array_latency_seconds:mean{window}"
 HOST_MINUS_ARRAY = "lunlat:host_minus_array_latency_seconds:diff{window}"
-# From the per-I/O latency histogram (contract.DEVICE_IO_LATENCY, host layer only; labels `op`,
+# From the per-I/O latency histogram (ground.DEVICE_IO_LATENCY, host layer only; labels `op`,
 # `layer="host"`): the share of I/Os slower than the LUN's goal, and its latency quantiles
 # (label `quantile`, one of QUANTILES), each over the breach window.
 IO_ABOVE_GOAL_RATIO = "lunlat:io_latency_above_goal:ratio{window}"

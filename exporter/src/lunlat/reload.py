@@ -22,13 +22,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lunlat import contract, logs
-from lunlat.config import ConfigError, load_config
+from lunlat import ground, logs
+from lunlat.config import ConfigError
+from lunlat.configfile import load_config
 from lunlat.dbfiles import DbLunLabels
+from lunlat.engines.dbsource import DbSource
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper
 from lunlat.sources.base import CarriesState, Reusable, Source
-from lunlat.sources.dbsource import DbSource
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import Built, build_sources, close_sources
 
@@ -188,10 +189,8 @@ class Reloader:
 
     def families(self) -> list[Family]:
         return [
-            Family(contract.CONFIG_LAST_RELOAD_SUCCESSFUL, [("", _NO_LABELS, 1 if self._successful else 0)]),
-            Family(
-                contract.CONFIG_LAST_RELOAD_SUCCESS_TIME, [("", _NO_LABELS, round(self._success_time, 3))]
-            ),
+            Family(ground.CONFIG_LAST_RELOAD_SUCCESSFUL, [("", _NO_LABELS, 1 if self._successful else 0)]),
+            Family(ground.CONFIG_LAST_RELOAD_SUCCESS_TIME, [("", _NO_LABELS, round(self._success_time, 3))]),
         ]
 
 

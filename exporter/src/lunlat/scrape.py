@@ -33,7 +33,7 @@ from prometheus_client.openmetrics import exposition as openmetrics_exposition
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from lunlat import __version__, contract, logs
+from lunlat import __version__, ground, logs
 from lunlat.exposition import render, render_openmetrics
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import Source, SourceError, Throttled
@@ -96,8 +96,8 @@ class Scraper:
         self._rendered: dict[bool, tuple[tuple[Outcome, ...], int, bytes, tuple[float, ...]]] = {}
         self._render_lock = threading.Lock()
         self._build_info = Family(
-            contract.BUILD_INFO,
-            [("", LabelSet(contract.BUILD_INFO.labels, (__version__, platform.python_version())), 1)],
+            ground.BUILD_INFO,
+            [("", LabelSet(ground.BUILD_INFO.labels, (__version__, platform.python_version())), 1)],
         )
 
     @staticmethod
@@ -245,19 +245,19 @@ class Scraper:
         self, outcomes: list[tuple[Source, Outcome]], ages: Sequence[float] | None = None
     ) -> list[Family]:
         """`ages`: of each outcome, as `_collect` measured them (None: all fresh)."""
-        up = Family(contract.SOURCE_UP)
-        duration = Family(contract.SOURCE_DURATION)
-        age = Family(contract.SOURCE_COLLECTION_AGE)
+        up = Family(ground.SOURCE_UP)
+        duration = Family(ground.SOURCE_DURATION)
+        age = Family(ground.SOURCE_COLLECTION_AGE)
         for i, (source, outcome) in enumerate(outcomes):
             labels = LabelSet(("source",), (source.name,))
             up.add(labels, 1 if outcome.up else 0)
             duration.add(labels, round(outcome.duration, 6))
             age.add(labels, 0.0 if ages is None else ages[i])
-        errors = Family(contract.SOURCE_ERRORS)
+        errors = Family(ground.SOURCE_ERRORS)
         with self._lock:
             snapshot = sorted(self._errors.items())
         for (name, reason), count in snapshot:
-            errors.add(LabelSet(contract.SOURCE_ERRORS.labels, (name, reason)), count)
+            errors.add(LabelSet(ground.SOURCE_ERRORS.labels, (name, reason)), count)
         return [up, duration, errors, age, self._build_info, *(f for p in self._providers for f in p())]
 
     def scrape(self, timeout: float) -> str:

@@ -61,7 +61,7 @@ class LunView:
 
     device: str
     lun: str
-    kind: str  # lun | path | partition (contract.KINDS)
+    kind: str  # lun | path | partition (ground.KINDS)
     wwid: str = ""
     vendor: str = ""
     model: str = ""

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from lunlat.config import Config
+from lunlat.configfile import CONFIG_MODEL
 from lunlat_lab import pgbench
 from lunlat_lab.config import LabConfig
 from lunlat_lab.defaults import DEFAULT_STATE_DIR
@@ -45,7 +46,7 @@ def exporter_config(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> Conf
     sections: dict[str, object] = {"diskstats": {"include": "^loop"}, "luns": luns}
     if postgres:
         sections["postgres"] = postgres
-    return Config.model_validate(sections)
+    return CONFIG_MODEL.model_validate(sections)
 
 
 def render(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> str:

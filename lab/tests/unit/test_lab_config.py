@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lunlat.config import ConfigError, LunMatch, load_config, parse_config
+from lunlat.config import ConfigError, LunMatch
+from lunlat.configfile import load_config, parse_config
 from lunlat.engines.registry import ENGINES
 from lunlat.luns import matched_devices
 from lunlat.topology import BlockDevice, MountTable, resolve

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lunlat.engines.postgres import ENGINE as POSTGRES
 from lunlat.yamlmodel import ConfigError, parse_model
 from lunlat_lab import commands, pgbench
 from lunlat_lab.config import LabConfig
@@ -29,7 +30,7 @@ def _lab(workload: str) -> LabConfig:
 
 def test_a_pgbench_workload_becomes_a_postgres_target_with_the_labs_password_file() -> None:
     lab = _lab("{kind: pgbench, luns: [pg_data, pg_log], rate_tps: 20, port: 55432}")
-    [target] = exporter_config(lab, Path("state")).targets("postgres")
+    [target] = exporter_config(lab, Path("state")).targets(POSTGRES)
     assert target.model_dump(include={"name", "host", "port", "user", "password_file", "workload"}) == {
         "name": "PG", "host": "127.0.0.1", "port": 55432, "user": "lunlat",
         "password_file": Path("state/postgres/bench.password"), "workload": "oltp",

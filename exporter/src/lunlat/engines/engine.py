@@ -1,25 +1,25 @@
-"""What an engine package tells the rest of lunlat (`engines/__init__.py`)."""
+"""What an engine package tells the rest of lunlat (`engines/__init__.py`): its `Engine`, data.
+
+An engine names its target type and its source class; the one build here (`Engine.build`) makes a
+source per target of its config section, typed by the target, with no engine code of its own.
+"""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Generic, Protocol, TypeVar
 
+from lunlat.containers import ContainerMapper
 from lunlat.dbtarget import DatabaseTarget
-from lunlat.metricspec import Capability, MetricSpec
+from lunlat.engines.build import per_target
+from lunlat.engines.dashboardspec import DashboardRow
+from lunlat.ground import Capability, MetricSpec
+from lunlat.sources.base import Source
+from lunlat.sources.factory import BuildError, Context
 
-if TYPE_CHECKING:  # the factory module imports the config, which imports the engines
-    from lunlat.sources.base import Source
-    from lunlat.sources.factory import BuildError, Context
-
-# The labels of every engine's per-file series. `db_instance` rather than `instance`: Prometheus
-# owns `instance` (the scrape target) and would rename an exporter's `instance` to
-# `exported_instance` at every scrape. `workload` (from the target's config) is on the file series
-# too, so the db-layer recording rules carry it like the host layer's and the goal overrides by
-# workload apply to both layers. `db` is the database inside the instance (a PDB, a SQL Server database).
-DB_FILE_LABELS: tuple[str, ...] = ("database", "workload", "db", "db_instance", "file", "role", "lun")
+TargetT = TypeVar("TargetT", bound=DatabaseTarget)
+TargetT_contra = TypeVar("TargetT_contra", bound=DatabaseTarget, contravariant=True)
 
 # A problem with a target this host could not serve: (key path inside the engine's list, what is wrong).
 TargetProblem = tuple[tuple[int | str, ...], str]
@@ -81,86 +81,6 @@ class WaitLayer:
             )
 
 
-# --- the engine's rows of the Database I/O dashboard, as data ------------------------------------
-# The exporter draws nothing: the dashboards' generator (dashboards/, lunlat-dashboards) turns these
-# into panels, adding the dashboard's variables (job, instance, database, role) to every selector.
-# `fixed` matchers are label -> value, or label -> '=~"regex"'.
-
-
-@dataclass(frozen=True, slots=True)
-class PerWait:
-    """Average wait = Δ time / Δ waits from two counters, summed by `by` (a replica's waits:
-    `replica`, filtered by database only and role="replica")."""
-
-    time: MetricSpec
-    waits: MetricSpec
-    by: str
-    fixed: tuple[tuple[str, str], ...] = ()
-    replica: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class PerFile:
-    """Average time per operation of each file: Δ time / Δ operations per file."""
-
-    time: MetricSpec
-    operations: MetricSpec
-
-
-@dataclass(frozen=True, slots=True)
-class SumRate:
-    """Rate of a counter summed by `by` (seconds waited per second, a count of waiters)."""
-
-    metric: MetricSpec
-    by: str
-    fixed: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Quantile:
-    """A quantile of a histogram's buckets, summed by `by`."""
-
-    quantile: float
-    histogram: MetricSpec
-    by: str
-    fixed: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Buckets:
-    """A histogram's buckets per `le` (a heatmap)."""
-
-    histogram: MetricSpec
-    fixed: tuple[tuple[str, str], ...] = ()
-
-
-Expression = PerWait | PerFile | SumRate | Quantile | Buckets
-
-
-@dataclass(frozen=True, slots=True)
-class PanelQuery:
-    expression: Expression
-    legend: str
-
-
-@dataclass(frozen=True, slots=True)
-class Panel:
-    """`latency`: seconds against the goal line; `rate`: a count per second; `heatmap`: one histogram."""
-
-    title: str
-    description: str
-    queries: tuple[PanelQuery, ...]
-    kind: Literal["latency", "rate", "heatmap"] = "latency"
-    span: int = 12
-    height: int = 9
-
-
-@dataclass(frozen=True, slots=True)
-class DashboardRow:
-    title: str
-    panels: tuple[Panel, ...]
-
-
 @dataclass(frozen=True, slots=True)
 class Hints:
     """How the alerts' hints name, to a reader of this engine, what a slow LUN of a role costs
@@ -171,13 +91,23 @@ class Hints:
     log_throttle: str | None = None  # waits of a governed log rate (role throttle)
 
 
+class EngineSource(Protocol[TargetT_contra]):
+    """An engine's source class as the build uses it: the source of one target of the config."""
+
+    @classmethod
+    def built(cls, target: TargetT_contra, context: Context, container: ContainerMapper | None) -> Source:
+        """The source of `target`, with its container (None: not in one) and what `context` gives."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
-class Engine:
+class Engine(Generic[TargetT]):
     """One database engine: see `engines/__init__.py`."""
 
     key: str  # the config's section, the sources' name prefix and the rules' `engine` label
     title: str  # how people name it ("SQL Server")
-    target: type[DatabaseTarget]  # one entry of the config's section
+    target: type[TargetT]  # one entry of the config's section
+    source: type[EngineSource[TargetT]]  # makes the source of one target (`build`)
     extra: str  # pip install 'lunlat[<extra>]' brings the driver
     driver_module: str  # what the extra installs, imported to check it is there
     driver_name: str  # how its users name the driver ("python-oracledb")
@@ -185,18 +115,17 @@ class Engine:
     capabilities: tuple[Capability, ...]
     files: FileLayer
     waits: WaitLayer | None  # None: the engine keeps no per-wait counters
-    # The module whose build(context) makes the engine's sources. Imported at the first build, not
-    # here: a source imports the config, which imports the engines.
-    source_module: str
     # What else the driver needs on this host (an ODBC driver registered with unixODBC), checked by
     # check-config once the driver imports.
-    host_problems: Callable[[Sequence[DatabaseTarget]], list[TargetProblem]] | None = None
+    host_problems: Callable[[Sequence[TargetT]], list[TargetProblem]] | None = None
     install_hint: str = ""  # said after `pip install 'lunlat[<extra>]'` when the driver is missing
-    dashboard: tuple[DashboardRow, ...] = ()  # its rows of the Database I/O dashboard
+    dashboard: tuple[DashboardRow, ...] = ()  # its rows of the Database I/O dashboard (dashboardspec.py)
     hints: Hints = Hints()
 
-    def build(self, context: Context) -> Sequence[Source] | BuildError:
+    def build(self, context: Context) -> list[Source] | BuildError:
         """The sources of the config's targets of this engine, or why they cannot be built."""
-        module = importlib.import_module(self.source_module)
-        built: Sequence[Source] | BuildError = module.build(context)
-        return built
+        return per_target(
+            context,
+            context.config.targets(self),
+            lambda target, container: self.source.built(target, context, container),
+        )

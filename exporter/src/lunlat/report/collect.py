@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from lunlat import averages, contract
+from lunlat import averages, ground
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
 from lunlat.layers import (
@@ -280,7 +280,7 @@ class Collector:
 
     @property
     def info(self) -> str:
-        return f'{contract.LUN_INFO.name}{{{self.goals.selector}, kind="lun"}}'
+        return f'{ground.LUN_INFO.name}{{{self.goals.selector}, kind="lun"}}'
 
     def _vector(self, promql: str, at: float, labels: tuple[str, ...]) -> dict[tuple[str, ...], float]:
         result = self.prometheus.query(promql, at)
@@ -316,10 +316,10 @@ class Collector:
         window = f"{max(1, round(end - start))}s"
         host = self.host
         if isinstance(host, HostLayer):
-            promql = f"count(last_over_time({self.selector(contract.DEVICE_READS.name)}[{window}]))"
+            promql = f"count(last_over_time({self.selector(ground.DEVICE_READS.name)}[{window}]))"
             if not self._check(promql, end):
                 raise ReportError(
-                    f"no lunlat series ({contract.DEVICE_READS.name}{{{self.goals.selector}}}) "
+                    f"no lunlat series ({ground.DEVICE_READS.name}{{{self.goals.selector}}}) "
                     f"between {_iso(start)} and {_iso(end)}"
                 )
             return
@@ -359,7 +359,7 @@ class Collector:
         # with it but without small I/Os has nothing judged (idle), never its average instead.
         promql = (
             f"group by (job, instance, lun) "
-            f"(last_over_time({self.selector(contract.DEVICE_IO_LATENCY.name + '_count')}[{phase.window}]))"
+            f"(last_over_time({self.selector(ground.DEVICE_IO_LATENCY.name + '_count')}[{phase.window}]))"
         )
         with_histogram = set(self._vector(promql, phase.end, ("job", "instance", "lun")))
         small: dict[tuple[str, str], dict[tuple[str, ...], float]] = {}
@@ -447,8 +447,8 @@ class Collector:
     def histograms(self, start: float, end: float) -> dict[str, list[tuple[float, float]]]:
         window = f"{max(1, round(end - start))}s"
         found: dict[str, list[tuple[float, float]]] = {}
-        wanted: list[tuple[contract.MetricSpec, tuple[str, ...], str]] = [
-            (contract.DEVICE_IO_LATENCY, ("instance", "lun", "op"), "{lun} {op} ({instance}), per I/O")
+        wanted: list[tuple[ground.MetricSpec, tuple[str, ...], str]] = [
+            (ground.DEVICE_IO_LATENCY, ("instance", "lun", "op"), "{lun} {op} ({instance}), per I/O")
         ]
         for engine in ENGINES:
             waits = engine.waits

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 
-from lunlat import contract
+from lunlat import ground
 from lunlat.reference import TOLERANCE_MS, TOLERANCE_SHARE, Comparison
 from lunlat.reference import rows as reference_rows
 from lunlat.report import svg
@@ -65,7 +65,7 @@ def _time(at: float) -> str:
     return datetime.fromtimestamp(at).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-SMALL_KIB = contract.BIO_SMALL_MAX // 1024
+SMALL_KIB = ground.BIO_SMALL_MAX // 1024
 
 
 def judged_words(kind: JudgedKind | None, op: str) -> str:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from lunlat import contract, logs
+from lunlat import ground, logs
 from lunlat.config import BiolatencyConfig
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError, SourceResult
@@ -54,9 +54,9 @@ from lunlat.sources.published import PublishedDevice, PublishedDevices
 log = logs.get(__name__)
 
 MINORBITS = 20  # include/linux/kdev_t.h: the kernel's dev_t is major << 20 | minor
-OPS: tuple[str, ...] = contract.BIO_OPS  # index 0 read, 1 write, as the programs number them
-SIZES: tuple[str, ...] = contract.BIO_SIZES  # index 0 small, 1 middle, 2 large, likewise
-BUCKETS = len(contract.BIO_BUCKETS) + 1  # the last one: at or above the top bound (+Inf)
+OPS: tuple[str, ...] = ground.BIO_OPS  # index 0 read, 1 write, as the programs number them
+SIZES: tuple[str, ...] = ground.BIO_SIZES  # index 0 small, 1 middle, 2 large, likewise
+BUCKETS = len(ground.BIO_BUCKETS) + 1  # the last one: at or above the top bound (+Inf)
 # struct counters (biolatency.bpf.c): the buckets, then the summed latency, the summed queue time and
 # the completions without a start time, all u64. Element ((slot * OPS) + op) * SIZES + size.
 WORDS = BUCKETS + 3
@@ -89,14 +89,14 @@ def format_le(bound: float) -> str:
     return repr(bound)
 
 
-LE_VALUES: tuple[str, ...] = tuple(format_le(b) for b in contract.BIO_BUCKETS)
+LE_VALUES: tuple[str, ...] = tuple(format_le(b) for b in ground.BIO_BUCKETS)
 
 
 def size_class(nbytes: int) -> str:
     """The size class of a request of `nbytes` (what biolatency.bpf.c's size_class computes)."""
-    if nbytes <= contract.BIO_SMALL_MAX:
+    if nbytes <= ground.BIO_SMALL_MAX:
         return SIZES[0]
-    return SIZES[1] if nbytes < contract.BIO_LARGE_MIN else SIZES[2]
+    return SIZES[1] if nbytes < ground.BIO_LARGE_MIN else SIZES[2]
 
 
 def element(slot: int, op: int, size: int) -> int:
@@ -154,9 +154,9 @@ def families(
     """The histogram and queue-time families of `devices` (counters keyed (dev_t, op, size)), zeros
     for a device with no I/O yet so its series exist from the start (2 ops x 3 sizes x (18 buckets +
     _sum + _count + queue))."""
-    hist = Family(contract.DEVICE_IO_LATENCY)
-    queue = Family(contract.DEVICE_IO_QUEUE_TIME)
-    names = (*contract.BIO_LABELS, "le")
+    hist = Family(ground.DEVICE_IO_LATENCY)
+    queue = Family(ground.DEVICE_IO_QUEUE_TIME)
+    names = (*ground.BIO_LABELS, "le")
     empty = Counters()
     for (major, minor), device in devices.items():
         dev = kernel_dev(major, minor)
@@ -164,7 +164,7 @@ def families(
             for size_index, size in enumerate(SIZES):
                 c = counters.get((dev, op_index, size_index), empty)
                 values = (device.lun, device.device, op, size)
-                labels = LabelSet(contract.BIO_LABELS, values)
+                labels = LabelSet(ground.BIO_LABELS, values)
                 below, total = c.cumulative()
                 for le, count in zip(LE_VALUES, below, strict=True):
                     hist.add(LabelSet(names, (*values, le)), count, "_bucket")

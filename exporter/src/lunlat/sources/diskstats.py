@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from pathlib import Path
 
-from lunlat import arrayid, contract, logs
+from lunlat import arrayid, ground, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.dbfiles import DbLunLabels
 from lunlat.luns import NO_LABELS, assign
@@ -502,16 +502,16 @@ class DiskstatsSource:
         cols = table.columns
         if published.mask is not None:
             cols = [list(compress(column, published.mask)) for column in cols]
-        columns: dict[contract.MetricSpec, list[int]] = {
-            contract.DEVICE_READS: cols[READS],
-            contract.DEVICE_WRITES: cols[WRITES],
-            contract.DEVICE_READ_TIME: cols[READ_MS],
-            contract.DEVICE_WRITE_TIME: cols[WRITE_MS],
-            contract.DEVICE_READ_BYTES: list(map(operator.mul, cols[READ_SECTORS], repeat(SECTOR_BYTES))),
-            contract.DEVICE_WRITE_BYTES: list(map(operator.mul, cols[WRITE_SECTORS], repeat(SECTOR_BYTES))),
-            contract.DEVICE_IO_IN_PROGRESS: cols[IN_FLIGHT],
-            contract.DEVICE_IO_TIME: cols[IO_MS],
-            contract.DEVICE_IO_WEIGHTED_TIME: cols[WEIGHTED_MS],
+        columns: dict[ground.MetricSpec, list[int]] = {
+            ground.DEVICE_READS: cols[READS],
+            ground.DEVICE_WRITES: cols[WRITES],
+            ground.DEVICE_READ_TIME: cols[READ_MS],
+            ground.DEVICE_WRITE_TIME: cols[WRITE_MS],
+            ground.DEVICE_READ_BYTES: list(map(operator.mul, cols[READ_SECTORS], repeat(SECTOR_BYTES))),
+            ground.DEVICE_WRITE_BYTES: list(map(operator.mul, cols[WRITE_SECTORS], repeat(SECTOR_BYTES))),
+            ground.DEVICE_IO_IN_PROGRESS: cols[IN_FLIGHT],
+            ground.DEVICE_IO_TIME: cols[IO_MS],
+            ground.DEVICE_IO_WEIGHTED_TIME: cols[WEIGHTED_MS],
         }
         # Only what this kernel prints: a 0 for a field it lacks would read as "no discards".
         # Without counters (node_exporter's are the host layer) the table is still read: it names
@@ -521,13 +521,13 @@ class DiskstatsSource:
             families = device_families(published.labels, columns)
             families.extend(_optional_families(table, cols, published))
         self._count_format(table, errors)
-        families.append(Family(contract.LUN_INFO, published.info))
+        families.append(Family(ground.LUN_INFO, published.info))
         families.extend(published.queue_limits)
         self._paths.watch(published.multipaths)
         reading = self._paths.reading()
         families.extend(reading.families)
         if published.multipaths:
-            families.append(Family(contract.LUN_PATHS_AGE, [("", NO_PATH_LABELS, self._paths.age(reading))]))
+            families.append(Family(ground.LUN_PATHS_AGE, [("", NO_PATH_LABELS, self._paths.age(reading))]))
         unknown = reading.unknown
         if unknown:
             errors["path_state_unknown"] += len(unknown)
@@ -624,7 +624,7 @@ class DiskstatsSource:
             mask.append(shown)
             if not shown:
                 continue
-            labels.append(LabelSet(contract.DEVICE_LABELS, (view.lun, view.device)))
+            labels.append(LabelSet(ground.DEVICE_LABELS, (view.lun, view.device)))
             paths = view.paths.split(",") if view.paths else []
             depth, nr_requests = queue_limits(devices, name, paths if view.multipath else ())
             if depth is not None:
@@ -670,8 +670,8 @@ class DiskstatsSource:
             [
                 Family(spec, samples)
                 for spec, samples in (
-                    (contract.DEVICE_QUEUE_DEPTH, depths),
-                    (contract.DEVICE_NR_REQUESTS, requests),
+                    (ground.DEVICE_QUEUE_DEPTH, depths),
+                    (ground.DEVICE_NR_REQUESTS, requests),
                 )
                 if samples
             ],
@@ -737,9 +737,9 @@ def _optional_families(table: Table, cols: list[list[int]], published: _Publishe
     for needed, specs in (
         (
             DISCARD_WIDTH,
-            (contract.DEVICE_DISCARDS, contract.DEVICE_DISCARD_TIME, contract.DEVICE_DISCARD_BYTES),
+            (ground.DEVICE_DISCARDS, ground.DEVICE_DISCARD_TIME, ground.DEVICE_DISCARD_BYTES),
         ),
-        (KEPT_FIELDS, (contract.DEVICE_FLUSHES, contract.DEVICE_FLUSH_TIME)),
+        (KEPT_FIELDS, (ground.DEVICE_FLUSHES, ground.DEVICE_FLUSH_TIME)),
     ):
         if table.width >= needed:  # every line has them (one kernel, one format)
             families.extend(device_families(published.labels, {s: _column(s, cols) for s in specs}))
@@ -752,18 +752,18 @@ def _optional_families(table: Table, cols: list[list[int]], published: _Publishe
     return families
 
 
-def _column(spec: contract.MetricSpec, cols: list[list[int]]) -> list[int]:
+def _column(spec: ground.MetricSpec, cols: list[list[int]]) -> list[int]:
     """A discard or flush column in the metric's unit."""
-    if spec is contract.DEVICE_DISCARD_BYTES:
+    if spec is ground.DEVICE_DISCARD_BYTES:
         return list(map(operator.mul, cols[DISCARD_SECTORS], repeat(SECTOR_BYTES)))
     return cols[_OPTIONAL_FIELD[spec.name]]
 
 
 _OPTIONAL_FIELD = {
-    contract.DEVICE_DISCARDS.name: DISCARDS,
-    contract.DEVICE_DISCARD_TIME.name: DISCARD_MS,
-    contract.DEVICE_FLUSHES.name: FLUSHES,
-    contract.DEVICE_FLUSH_TIME.name: FLUSH_MS,
+    ground.DEVICE_DISCARDS.name: DISCARDS,
+    ground.DEVICE_DISCARD_TIME.name: DISCARD_MS,
+    ground.DEVICE_FLUSHES.name: FLUSHES,
+    ground.DEVICE_FLUSH_TIME.name: FLUSH_MS,
 }
 
 

@@ -1,4 +1,5 @@
-"""How a source is built: each source module offers a factory, `registry` lists them.
+"""How a source is built: each host source module offers a factory, each engine's is its `Engine.build`
+(engines/engine.py, with the database part of building in engines/build.py); `registry` lists them.
 
 A factory takes the `Context` (the config, the command line's settings, what the host layer shares
 with the database sources) and returns its sources, none when it has nothing to do (no target
@@ -13,18 +14,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
-from lunlat import containers
 from lunlat.config import BiolatencyConfig, Config, DiskstatsConfig
-from lunlat.dbfiles import DbLunLabels, FileLocator
-from lunlat.dbtarget import DatabaseTarget
+from lunlat.dbfiles import DbLunLabels
 from lunlat.pathhealth import DEFAULT_INTERVAL as PATH_STATE_INTERVAL
 from lunlat.sources.base import Source
 from lunlat.sources.published import PublishedDevices
-
-TargetT = TypeVar("TargetT", bound=DatabaseTarget)
-SourceT = TypeVar("SourceT", bound=Source)
 
 HostSource = Literal["auto", "diskstats", "psutil"]
 HOST_SOURCES: tuple[HostSource, ...] = ("auto", "diskstats", "psutil")
@@ -92,46 +88,6 @@ class Context:
         if self.settings.biolatency is None:
             return self.config.biolatency
         return self.config.biolatency.model_copy(update={"enabled": self.settings.biolatency})
-
-    def locator(self) -> FileLocator | None:
-        """Where a database source finds its files' LUNs (a new locator per source), or None
-        without sysfs."""
-        if self.platform != "diskstats":
-            return None
-        return FileLocator(self.settings.procfs, self.settings.sysfs)
-
-    def per_target(
-        self, found: Sequence[TargetT], make: Callable[[TargetT, containers.ContainerMapper | None], SourceT]
-    ) -> list[SourceT] | BuildError:
-        """One database source per target, each given its container (`container`); the BuildError of
-        the first target that cannot be built stands for them all."""
-        try:
-            for target in found:
-                self._check_map_age(target)
-            return [make(target, self.container(target)) for target in found]
-        except BuildError as exc:
-            return exc
-
-    def _check_map_age(self, target: DatabaseTarget) -> None:
-        """A file map is read again every refresh interval (dbsource, file lookups): a limit that is not
-        longer would drop a healthy map between two readings."""
-        limit, refresh = target.file_map_max_age_seconds, self.settings.refresh_interval
-        if limit <= refresh:
-            raise BuildError(
-                f"database {target.name!r}: file_map_max_age_seconds ({limit:g} s) must be longer than "
-                f"--collector.topology.refresh-interval ({refresh:g} s), how often its file map is read "
-                "again: raise file_map_max_age_seconds, or lower the refresh interval"
-            )
-
-    def container(self, target: DatabaseTarget) -> containers.ContainerMapper | None:
-        """The container `target`'s database runs in (its `container:`, or found by its published
-        port with a `docker:` section), or None; BuildError when one is asked for without the SDK."""
-        ref = containers.ref_for(target, self.config.docker)
-        if ref is None:
-            return None
-        if not containers.sdk_installed():
-            raise BuildError(f"database {target.name!r} runs in a container: {containers.SDK_MISSING}")
-        return containers.ContainerMapper(ref, self.config.docker)
 
 
 Factory = Callable[[Context], "Sequence[Source] | BuildError"]

@@ -6,29 +6,29 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from lunlat import contract
+from lunlat import ground
 from lunlat.config import DiskstatsConfig
 from lunlat.model import Family, LabelList, LabelSet, Sample
 
 # The per-device families in contract order, each with the exponent its column is counted in:
 # times arrive as integer milliseconds and are exposed exactly (see Family.exponent).
 _EXPONENTS: dict[str, int] = {
-    contract.DEVICE_READ_TIME.name: -3,
-    contract.DEVICE_WRITE_TIME.name: -3,
-    contract.DEVICE_IO_TIME.name: -3,
-    contract.DEVICE_IO_WEIGHTED_TIME.name: -3,
-    contract.DEVICE_DISCARD_TIME.name: -3,
-    contract.DEVICE_FLUSH_TIME.name: -3,
+    ground.DEVICE_READ_TIME.name: -3,
+    ground.DEVICE_WRITE_TIME.name: -3,
+    ground.DEVICE_IO_TIME.name: -3,
+    ground.DEVICE_IO_WEIGHTED_TIME.name: -3,
+    ground.DEVICE_DISCARD_TIME.name: -3,
+    ground.DEVICE_FLUSH_TIME.name: -3,
 }
 
 
-def device_families(labels: LabelList, columns: dict[contract.MetricSpec, list[int]]) -> list[Family]:
+def device_families(labels: LabelList, columns: dict[ground.MetricSpec, list[int]]) -> list[Family]:
     """One family per contract metric present in `columns`; each column is aligned with `labels`.
 
     Time columns are in milliseconds, everything else in the metric's base unit.
     """
     families = []
-    for spec in contract.DEVICE_METRICS:
+    for spec in ground.DEVICE_METRICS:
         column = columns.get(spec)
         if column is None:
             continue
@@ -60,13 +60,13 @@ class DeviceFilter:
 
 
 class LunInfo(NamedTuple):
-    """The labels of one lunlat_lun_info sample, in contract order (contract.LUN_INFO_LABELS)."""
+    """The labels of one lunlat_lun_info sample, in contract order (ground.LUN_INFO_LABELS)."""
 
     lun: str
     device: str
     wwid: str = ""
     naa: str = ""  # the NAA designator, lowercase hex (luns.naa): joins the array's own exporters
-    array: str = contract.ARRAY_UNKNOWN  # the array serving the LUN: `luns:` entry, else arrayid.from_wwid
+    array: str = ground.ARRAY_UNKNOWN  # the array serving the LUN: `luns:` entry, else arrayid.from_wwid
     vendor: str = ""
     model: str = ""
     paths: str = ""  # comma-separated path devices of a multipath LUN
@@ -74,10 +74,10 @@ class LunInfo(NamedTuple):
     role: str = ""
     workload: str = ""
     mountpoint: str = ""  # comma-separated mountpoints
-    kind: str = "lun"  # contract.KINDS
+    kind: str = "lun"  # ground.KINDS
 
     def sample(self) -> Sample:
-        return ("", LabelSet(contract.LUN_INFO_LABELS, tuple(self)), 1)
+        return ("", LabelSet(ground.LUN_INFO_LABELS, tuple(self)), 1)
 
 
-assert LunInfo._fields == contract.LUN_INFO_LABELS, "LunInfo must name the contract's labels in order"
+assert LunInfo._fields == ground.LUN_INFO_LABELS, "LunInfo must name the contract's labels in order"

@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from lunlat import arrayid, contract, logs
+from lunlat import arrayid, ground, logs
 from lunlat.config import DiskstatsConfig, LunEntry
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.sources.base import SourceError, SourceResult
@@ -74,21 +74,21 @@ class PsutilDisksSource:
         except (OSError, RuntimeError) as exc:
             raise SourceError("read_failed", f"psutil.disk_io_counters failed: {exc}") from None
         names = sorted(n for n in disks if not self._filter.ignored(n))
-        labels = LabelList([LabelSet(contract.DEVICE_LABELS, (n, n)) for n in names])
+        labels = LabelList([LabelSet(ground.DEVICE_LABELS, (n, n)) for n in names])
         rows = [disks[n] for n in names]
-        columns: dict[contract.MetricSpec, list[int]] = {
-            contract.DEVICE_READS: [int(r.read_count) for r in rows],
-            contract.DEVICE_WRITES: [int(r.write_count) for r in rows],
-            contract.DEVICE_READ_TIME: [int(r.read_time) for r in rows],
-            contract.DEVICE_WRITE_TIME: [int(r.write_time) for r in rows],
-            contract.DEVICE_READ_BYTES: [int(r.read_bytes) for r in rows],
-            contract.DEVICE_WRITE_BYTES: [int(r.write_bytes) for r in rows],
+        columns: dict[ground.MetricSpec, list[int]] = {
+            ground.DEVICE_READS: [int(r.read_count) for r in rows],
+            ground.DEVICE_WRITES: [int(r.write_count) for r in rows],
+            ground.DEVICE_READ_TIME: [int(r.read_time) for r in rows],
+            ground.DEVICE_WRITE_TIME: [int(r.write_time) for r in rows],
+            ground.DEVICE_READ_BYTES: [int(r.read_bytes) for r in rows],
+            ground.DEVICE_WRITE_BYTES: [int(r.write_bytes) for r in rows],
         }
         # busy_time exists on Linux and FreeBSD only.
         if rows and all(hasattr(r, "busy_time") for r in rows):
-            columns[contract.DEVICE_IO_TIME] = [int(r.busy_time) for r in rows]
+            columns[ground.DEVICE_IO_TIME] = [int(r.busy_time) for r in rows]
         families = device_families(labels, columns)
-        families.append(Family(contract.LUN_INFO, [self._info(n) for n in names]))
+        families.append(Family(ground.LUN_INFO, [self._info(n) for n in names]))
         return SourceResult(families)
 
 

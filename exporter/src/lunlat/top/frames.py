@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from lunlat import contract
+from lunlat import ground
 from lunlat.model import Family
 
 if TYPE_CHECKING:
@@ -64,17 +64,17 @@ class Snapshot:
 
 
 COUNTER_FIELDS: dict[str, str] = {
-    contract.DEVICE_READS.name: "reads",
-    contract.DEVICE_WRITES.name: "writes",
-    contract.DEVICE_READ_TIME.name: "read_seconds",
-    contract.DEVICE_WRITE_TIME.name: "write_seconds",
-    contract.DEVICE_READ_BYTES.name: "read_bytes",
-    contract.DEVICE_WRITE_BYTES.name: "write_bytes",
-    contract.DEVICE_IO_WEIGHTED_TIME.name: "weighted_seconds",
+    ground.DEVICE_READS.name: "reads",
+    ground.DEVICE_WRITES.name: "writes",
+    ground.DEVICE_READ_TIME.name: "read_seconds",
+    ground.DEVICE_WRITE_TIME.name: "write_seconds",
+    ground.DEVICE_READ_BYTES.name: "read_bytes",
+    ground.DEVICE_WRITE_BYTES.name: "write_bytes",
+    ground.DEVICE_IO_WEIGHTED_TIME.name: "weighted_seconds",
 }
-_BUCKET = contract.DEVICE_IO_LATENCY.name + "_bucket"
-_SMALL_PARTS = {contract.DEVICE_IO_LATENCY.name + "_sum": 0, contract.DEVICE_IO_LATENCY.name + "_count": 1}
-SMALL = contract.BIO_SIZES[0]  # the size class a `small` goal judges (goals.Judged)
+_BUCKET = ground.DEVICE_IO_LATENCY.name + "_bucket"
+_SMALL_PARTS = {ground.DEVICE_IO_LATENCY.name + "_sum": 0, ground.DEVICE_IO_LATENCY.name + "_count": 1}
+SMALL = ground.BIO_SIZES[0]  # the size class a `small` goal judges (goals.Judged)
 
 
 def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
@@ -90,13 +90,13 @@ def snapshot(samples: Iterable[Sample], at: float) -> Snapshot:
             le = sample_labels.get("le", "")
             bound = math.inf if le == "+Inf" else float(le)
             op = counters.setdefault(key, Counters()).buckets.setdefault(sample_labels.get("op", ""), {})
-            op[bound] = op.get(bound, 0.0) + value  # every size class of the op (contract.BIO_SIZES)
+            op[bound] = op.get(bound, 0.0) + value  # every size class of the op (ground.BIO_SIZES)
         elif name in _SMALL_PARTS and sample_labels.get("size") == SMALL:
             small = counters.setdefault(key, Counters()).small
             parts = list(small.get(sample_labels.get("op", ""), (0.0, 0.0)))
             parts[_SMALL_PARTS[name]] = value
             small[sample_labels.get("op", "")] = (parts[0], parts[1])
-        elif name == contract.LUN_INFO.name:
+        elif name == ground.LUN_INFO.name:
             get = sample_labels.get
             labels[key] = (get("database", ""), get("role", ""), get("workload", ""))
     return Snapshot(at, counters, labels)

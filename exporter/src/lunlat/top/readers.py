@@ -9,8 +9,9 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lunlat import averages, contract
-from lunlat.config import ConfigError, load_config
+from lunlat import averages, ground
+from lunlat.config import ConfigError
+from lunlat.configfile import load_config
 from lunlat.layers import NODE_EXPORTER_DISKSTATS
 from lunlat.sources.base import SourceError
 from lunlat.sources.factory import BuildError, Context, Settings
@@ -41,7 +42,7 @@ _FROM_NODE_EXPORTER: dict[str, str] = {
             (f"{op}_bytes", averages.bytes_counter(op)),
         )
     },
-    NODE_EXPORTER_DISKSTATS["queue"]: contract.DEVICE_IO_WEIGHTED_TIME.name,
+    NODE_EXPORTER_DISKSTATS["queue"]: ground.DEVICE_IO_WEIGHTED_TIME.name,
 }
 
 
@@ -121,7 +122,7 @@ class NodeExporterReader:
         luns = {
             labels.get("device", ""): labels.get("lun", "")
             for name, labels, _ in own
-            if name == contract.LUN_INFO.name and labels.get("kind") == "lun"
+            if name == ground.LUN_INFO.name and labels.get("kind") == "lun"
         }
         joined: list[Sample] = [s for s in own if s[0] not in COUNTER_FIELDS]
         for name, labels, value in theirs:
@@ -134,7 +135,7 @@ class NodeExporterReader:
         ):
             raise TopError(
                 f"none of {self.exporter.url}'s devices is a LUN of {self.lunlat.url} "
-                f"({contract.LUN_INFO.name}{{kind='lun'}} by device): give the node_exporter of "
+                f"({ground.LUN_INFO.name}{{kind='lun'}} by device): give the node_exporter of "
                 "the host lunlat runs on"
             )
         return snapshot(joined, at)

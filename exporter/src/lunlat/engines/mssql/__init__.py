@@ -4,37 +4,25 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
 
-from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.engine import Engine, FileLayer, Hints, TargetProblem, WaitLayer
-from lunlat.engines.mssql import dashboard
-from lunlat.engines.mssql import metrics as m
+from lunlat.engines.mssql import dashboard, metrics
 from lunlat.engines.mssql import waits as mssql_waits
 from lunlat.engines.mssql.config import MssqlTarget
-
-if TYPE_CHECKING:
-    from lunlat.config import Config
-
-KEY = "mssql"
+from lunlat.engines.mssql.source import MssqlSource
 
 
-def targets(config: Config) -> list[MssqlTarget]:
-    """The config's SQL Server targets."""
-    return cast("list[MssqlTarget]", config.targets(KEY))
-
-
-def _unregistered_drivers(found: Sequence[DatabaseTarget]) -> list[TargetProblem]:
+def _unregistered_drivers(found: Sequence[MssqlTarget]) -> list[TargetProblem]:
     """Targets naming an ODBC driver unixODBC does not know: the connect would fail with
     "Can't open lib"."""
-    pyodbc = importlib.import_module("pyodbc")  # the extra, present: Config checks it first
+    # The extra is present: check-config imports the driver before it asks (configfile.driver_problems).
+    pyodbc = importlib.import_module("pyodbc")
     # pyodbc.drivers() lists what the driver manager's SQLDrivers returns (mkleehammer/pyodbc
     # src/pyodbcmodule.cpp mod_drivers), i.e. the names unixODBC has registered in odbcinst.ini:
     # the names a connection string's DRIVER= can take.
     known = list(pyodbc.drivers())
     problems: list[TargetProblem] = []
     for i, target in enumerate(found):
-        assert isinstance(target, MssqlTarget)
         if target.driver not in known:
             listed = ", ".join(repr(name) for name in known) or "none"
             problems.append(
@@ -48,14 +36,15 @@ def _unregistered_drivers(found: Sequence[DatabaseTarget]) -> list[TargetProblem
 
 
 ENGINE = Engine(
-    key=KEY,
+    key="mssql",
     title="SQL Server",
     target=MssqlTarget,
+    source=MssqlSource,
     extra="mssql",
     driver_module="pyodbc",
     driver_name="pyodbc",
-    metrics=m.MSSQL_METRICS,
-    capabilities=m.CAPABILITIES,
+    metrics=metrics.MSSQL_METRICS,
+    capabilities=metrics.CAPABILITIES,
     # The file stall as SQL Server reports it, with no queued part taken out: io_stall_*_ms is the time
     # "users waited" for the file's I/Os and io_stall_queued_*_ms the "IO latency introduced by IO
     # resource governance" (sys.dm_io_virtual_file_stats,
@@ -66,27 +55,26 @@ ENGINE = Engine(
     # The write stall of a Hyperscale page server's data file is simulated by the service: it is never in
     # MSSQL_FILE_WRITE_STALL (metrics.MSSQL_FILE_SIMULATED_WRITE_STALL), so the layer never averages it.
     files=FileLayer(
-        m.MSSQL_FILE_READS,
-        m.MSSQL_FILE_WRITES,
-        m.MSSQL_FILE_READ_STALL,
-        m.MSSQL_FILE_WRITE_STALL,
-        m.MSSQL_FILE_READ_BYTES,
-        m.MSSQL_FILE_WRITE_BYTES,
+        metrics.MSSQL_FILE_READS,
+        metrics.MSSQL_FILE_WRITES,
+        metrics.MSSQL_FILE_READ_STALL,
+        metrics.MSSQL_FILE_WRITE_STALL,
+        metrics.MSSQL_FILE_READ_BYTES,
+        metrics.MSSQL_FILE_WRITE_BYTES,
     ),
     # SQL Server keeps no per-I/O wait of the log write: WRITELOG is the commit's wait for its log
     # flush (per_commit, Oracle's 'log file sync' counterpart), HADR_SYNC_COMMIT the replica's share of
     # the same commit (waits.py, each with its Microsoft page); the log file's write stall is the
     # per-I/O side (the database layer of the rules).
     waits=WaitLayer(
-        m.MSSQL_WAITS,
-        m.MSSQL_WAIT_TIME,
+        metrics.MSSQL_WAITS,
+        metrics.MSSQL_WAIT_TIME,
         label="wait_type",
         log_write="WRITELOG",
         replica="HADR_SYNC_COMMIT",
         data_read="PAGEIOLATCH_.*",
         measure_of=mssql_waits.measure_of,
     ),
-    source_module="lunlat.engines.mssql.source",
     dashboard=dashboard.ROWS,
     hints=Hints(
         data_read="SQL Server PAGEIOLATCH_*",

@@ -3,9 +3,9 @@ generator draws them)."""
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile, PerWait
-from lunlat.engines.mssql import metrics as m
-from lunlat.metricspec import MetricSpec
+from lunlat.engines.dashboardspec import DashboardRow, Panel, PanelQuery, PerFile, PerWait
+from lunlat.engines.mssql import metrics
+from lunlat.ground import MetricSpec
 
 BY_WAIT = "job, instance, database, wait_type, measure"
 LOG_WAIT = "WRITELOG"
@@ -30,8 +30,8 @@ ROWS: tuple[DashboardRow, ...] = (
     DashboardRow(
         "SQL Server files and waits",
         (
-            _stall("read", m.MSSQL_FILE_READ_STALL, m.MSSQL_FILE_READS),
-            _stall("write", m.MSSQL_FILE_WRITE_STALL, m.MSSQL_FILE_WRITES),
+            _stall("read", metrics.MSSQL_FILE_READ_STALL, metrics.MSSQL_FILE_READS),
+            _stall("write", metrics.MSSQL_FILE_WRITE_STALL, metrics.MSSQL_FILE_WRITES),
             Panel(
                 "SQL Server Resource Governor queue per file (throttling)",
                 "Average time each I/O of a file waited in Resource Governor's queue before SQL Server issued "
@@ -42,11 +42,11 @@ ROWS: tuple[DashboardRow, ...] = (
                 "raise the pool's limit or the service tier, not the storage.",
                 (
                     PanelQuery(
-                        PerFile(m.MSSQL_FILE_READ_QUEUED_STALL, m.MSSQL_FILE_READS),
+                        PerFile(metrics.MSSQL_FILE_READ_QUEUED_STALL, metrics.MSSQL_FILE_READS),
                         "read {{database}} {{db}} {{file}}",
                     ),
                     PanelQuery(
-                        PerFile(m.MSSQL_FILE_WRITE_QUEUED_STALL, m.MSSQL_FILE_WRITES),
+                        PerFile(metrics.MSSQL_FILE_WRITE_QUEUED_STALL, metrics.MSSQL_FILE_WRITES),
                         "write {{database}} {{db}} {{file}}",
                     ),
                 ),
@@ -65,8 +65,8 @@ ROWS: tuple[DashboardRow, ...] = (
                 (
                     PanelQuery(
                         PerWait(
-                            m.MSSQL_WAIT_TIME,
-                            m.MSSQL_WAITS,
+                            metrics.MSSQL_WAIT_TIME,
+                            metrics.MSSQL_WAITS,
                             BY_WAIT,
                             (("wait_type", LOG_WAIT), ("measure", PER_COMMIT)),
                         ),
@@ -74,8 +74,8 @@ ROWS: tuple[DashboardRow, ...] = (
                     ),
                     PanelQuery(
                         PerWait(
-                            m.MSSQL_WAIT_TIME,
-                            m.MSSQL_WAITS,
+                            metrics.MSSQL_WAIT_TIME,
+                            metrics.MSSQL_WAITS,
                             BY_WAIT,
                             (("measure", PER_COMMIT),),
                             replica=True,
@@ -96,8 +96,8 @@ ROWS: tuple[DashboardRow, ...] = (
                 (
                     PanelQuery(
                         PerWait(
-                            m.MSSQL_WAIT_TIME,
-                            m.MSSQL_WAITS,
+                            metrics.MSSQL_WAIT_TIME,
+                            metrics.MSSQL_WAITS,
                             BY_WAIT,
                             (("wait_type", f'=~"{DATA_WAITS}"'), ("measure", PER_LATCH)),
                         ),

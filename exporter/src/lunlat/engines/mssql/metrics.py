@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DB_FILE_LABELS
-from lunlat.metricspec import Capability, MetricSpec
+from lunlat.ground import DB_FILE_LABELS, Capability, MetricSpec
 
 # `db` is the database inside the instance, `db_instance` the server name.
 MSSQL_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS

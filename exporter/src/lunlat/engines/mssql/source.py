@@ -19,13 +19,13 @@ from typing import Any
 from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location
-from lunlat.engines.mssql import metrics as mssql_metrics
-from lunlat.engines.mssql import sql, targets
+from lunlat.engines.build import locator
+from lunlat.engines.dbsession import Classified, Connection, Kind
+from lunlat.engines.dbsource import DbSource, Query, count_value, id_value, text_value
+from lunlat.engines.mssql import metrics, sql
 from lunlat.engines.mssql.config import MssqlTarget
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Connection, Kind
-from lunlat.sources.dbsource import DbSource, Query, count_value, id_value, text_value
 from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
@@ -35,7 +35,7 @@ ROLE_OF_TYPE = {0: "data", 1: "log"}
 # Hyperscale's local RBPEX cache (sql.DB_FILE_STATS): its row has no catalog entry, so no path; it is
 # named as Telegraf names it (azuresqldbqueries.go: `WHEN (vfs.[database_id] = 0) THEN 'RBPEX'`). Role
 # other: a local SSD cache of data pages on the compute replica, neither the page servers' data files
-# (whose reads it would hide in an average) nor a log (contract.Role has no cache role).
+# (whose reads it would hide in an average) nor a log (ground.Role has no cache role).
 RBPEX_FILE = "RBPEX"
 RBPEX_ROLE = "other"
 LOST_STATES = frozenset({"08S01", "08001", "08003", "08004", "08007", "01000"})
@@ -258,6 +258,17 @@ class MssqlSource(DbSource[Connection]):
         self._volumes_failed = False  # the lookup was needed and failed: capability `volumes` 0
         self._volumes_retry_at = 0.0
 
+    @classmethod
+    def built(cls, target: MssqlTarget, context: Context, container: ContainerMapper | None) -> MssqlSource:
+        """The source of one configured target (engines/engine.py `Engine.build`)."""
+        return cls(
+            target,
+            connect_pyodbc(target),
+            locator(context),
+            context.db_labels,
+            container=container,
+        )
+
     def collect(self) -> SourceResult:
         conn = self._session.connection()
         errors: Counter[str] = Counter()
@@ -452,21 +463,17 @@ class MssqlSource(DbSource[Connection]):
         remote = self._edition in sql.AZURE_EDITIONS or self._rds
         expect_lun = not self._volumes
         specs = (
-            mssql_metrics.MSSQL_FILE_READS,
-            mssql_metrics.MSSQL_FILE_READ_BYTES,
-            mssql_metrics.MSSQL_FILE_READ_STALL,
-            mssql_metrics.MSSQL_FILE_WRITES,
-            mssql_metrics.MSSQL_FILE_WRITE_BYTES,
-            mssql_metrics.MSSQL_FILE_WRITE_STALL,
-        ) + (
-            (mssql_metrics.MSSQL_FILE_READ_QUEUED_STALL, mssql_metrics.MSSQL_FILE_WRITE_QUEUED_STALL)
-            if queued
-            else ()
-        )
+            metrics.MSSQL_FILE_READS,
+            metrics.MSSQL_FILE_READ_BYTES,
+            metrics.MSSQL_FILE_READ_STALL,
+            metrics.MSSQL_FILE_WRITES,
+            metrics.MSSQL_FILE_WRITE_BYTES,
+            metrics.MSSQL_FILE_WRITE_STALL,
+        ) + ((metrics.MSSQL_FILE_READ_QUEUED_STALL, metrics.MSSQL_FILE_WRITE_QUEUED_STALL) if queued else ())
         # Stalls are integer milliseconds: published exactly (see Family.exponent).
         families = [Family(s, exponent=-3 if "stall" in s.name else 0) for s in specs]
-        write_stall = specs.index(mssql_metrics.MSSQL_FILE_WRITE_STALL)
-        simulated_family = Family(mssql_metrics.MSSQL_FILE_SIMULATED_WRITE_STALL, exponent=-3)
+        write_stall = specs.index(metrics.MSSQL_FILE_WRITE_STALL)
+        simulated_family = Family(metrics.MSSQL_FILE_SIMULATED_WRITE_STALL, exponent=-3)
         simulated: set[LabelSet] = set()  # the files whose write stall the service simulates
         located: list[tuple[Location, str]] = []
 
@@ -510,7 +517,7 @@ class MssqlSource(DbSource[Connection]):
             # the name its admins know: 'D:\\' or a mount point folder.
             lun = location.lun or self._volumes.get((database_id, file_id), "")
             labels = self._label_set(
-                mssql_metrics.MSSQL_FILE_LABELS,
+                metrics.MSSQL_FILE_LABELS,
                 (self._target.name, self._target.workload or "", db, self._server, path, role, lun),
             )
             # Hyperscale: the data files other than file_id 0 are page servers, their write stall simulated,
@@ -532,14 +539,14 @@ class MssqlSource(DbSource[Connection]):
         return [*families, simulated_family] if self._hyperscale else families
 
     def _wait_families(self, rows: Sequence[Any], errors: Counter[str], query: Query) -> list[Family]:
-        waits = Family(mssql_metrics.MSSQL_WAITS)
-        waited = Family(mssql_metrics.MSSQL_WAIT_TIME, exponent=-3)
-        signal = Family(mssql_metrics.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
+        waits = Family(metrics.MSSQL_WAITS)
+        waited = Family(metrics.MSSQL_WAIT_TIME, exponent=-3)
+        signal = Family(metrics.MSSQL_WAIT_SIGNAL_TIME, exponent=-3)
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, int, int]]:
             wait_type = text_value(row[0], "wait_type")
             labels = self._label_set(
-                mssql_metrics.MSSQL_WAIT_LABELS,
+                metrics.MSSQL_WAIT_LABELS,
                 (self._target.name, self._server, wait_type, *sql.IO_WAITS.get(wait_type, ("other", ""))),
             )
             total = count_value(row[2], "wait_time_ms")
@@ -557,17 +564,3 @@ class MssqlSource(DbSource[Connection]):
             waited.add(labels, resource_ms)
             signal.add(labels, signal_ms)
         return [waits, waited, signal]
-
-
-def build(context: Context) -> list[MssqlSource] | BuildError:
-    """One source per configured SQL Server instance."""
-    return context.per_target(
-        targets(context.config),
-        lambda target, container: MssqlSource(
-            target,
-            connect_pyodbc(target),
-            context.locator(),
-            context.db_labels,
-            container=container,
-        ),
-    )

@@ -10,8 +10,8 @@ sys.dm_os_wait_stats times are milliseconds. Both count since the service starte
 
 from __future__ import annotations
 
+from lunlat.engines.dbsource import Query
 from lunlat.engines.mssql import waits as mssql_waits
-from lunlat.sources.dbsource import Query
 
 # Waits that are I/O: wait type -> (role, measure), from the table of engines/mssql/waits.py (each
 # row with Microsoft's description of the wait type and what one wait is: per_commit, per_latch or

@@ -20,7 +20,7 @@ carry the same `measure` label:
 SQL Server keeps no wait of one I/O (`per_io`): a file's own I/O time per operation is its stall in
 sys.dm_io_virtual_file_stats (the database layer of the rules).
 
-Roles `replica` and `throttle` are never a LUN's (not in `contract.Role`, which config files and
+Roles `replica` and `throttle` are never a LUN's (not in `ground.Role`, which config files and
 LUN labels are checked against; only the wait series' `role` label takes them): a synchronous
 replica's share of a commit, and a service tier holding the log rate back.
 
@@ -66,7 +66,7 @@ THROTTLE: Final = "throttle"
 @dataclass(frozen=True, slots=True)
 class WaitType:
     name: str
-    role: str  # contract.Role, "other", REPLICA or THROTTLE (never a LUN's)
+    role: str  # ground.Role, "other", REPLICA or THROTTLE (never a LUN's)
     measure: Measure
     why: str  # what the reference says one wait is
     reference: str = REFERENCE

@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from lunlat.engines.engine import Engine, FileLayer, Hints, WaitLayer
-from lunlat.engines.oracle import dashboard, events
-from lunlat.engines.oracle import metrics as m
+from lunlat.engines.oracle import dashboard, events, metrics
 from lunlat.engines.oracle.config import OracleTarget
-
-if TYPE_CHECKING:
-    from lunlat.config import Config
-
-KEY = "oracle"
-
-
-def targets(config: Config) -> list[OracleTarget]:
-    """The config's Oracle targets."""
-    return cast("list[OracleTarget]", config.targets(KEY))
-
+from lunlat.engines.oracle.source import OracleSource
 
 ENGINE = Engine(
-    key=KEY,
+    key="oracle",
     title="Oracle",
     target=OracleTarget,
+    source=OracleSource,
     extra="oracle",
     driver_module="oracledb",
     driver_name="python-oracledb",
-    metrics=m.ORACLE_METRICS,
-    capabilities=m.CAPABILITIES,
+    metrics=metrics.ORACLE_METRICS,
+    capabilities=metrics.CAPABILITIES,
     # The database layer the goal judges (docs/oracle.md, "What the goal judges"):
     # - reads: the synchronous single-block reads (SMALL_SYNC_READ_REQS, SMALL_SYNC_READ_LATENCY),
     #   the latency Oracle calls "the best indicator of I/O performance"; the small + large service
@@ -42,22 +30,24 @@ ENGINE = Engine(
     #   asynchronous I/O's service time is not the full wait) are stated on the page as a limitation.
     # No bytes: V$IOSTAT_FILE counts whole megabytes, too coarse for a throughput rate.
     files=FileLayer(
-        m.ORACLE_FILE_SYNC_READS, m.ORACLE_FILE_WRITES, m.ORACLE_FILE_SYNC_READ_TIME, m.ORACLE_FILE_WRITE_TIME
+        metrics.ORACLE_FILE_SYNC_READS,
+        metrics.ORACLE_FILE_WRITES,
+        metrics.ORACLE_FILE_SYNC_READ_TIME,
+        metrics.ORACLE_FILE_WRITE_TIME,
     ),
     # Oracle's per-I/O event of the log write is 'log file parallel write'; 'log file sync' is the
     # commit's wait around it, not one I/O (events.py).
     waits=WaitLayer(
-        m.ORACLE_WAITS,
-        m.ORACLE_WAIT_TIME,
+        metrics.ORACLE_WAITS,
+        metrics.ORACLE_WAIT_TIME,
         label="event",
         log_write="log file parallel write",
         replica="SYNC Remote Write",
         data_read="db file sequential read",
         measure_of=events.measure_of,
-        histogram=m.ORACLE_WAIT_DURATION,
-        histogram_buckets=m.WAIT_BUCKETS,
+        histogram=metrics.ORACLE_WAIT_DURATION,
+        histogram_buckets=metrics.WAIT_BUCKETS,
     ),
-    source_module="lunlat.engines.oracle.source",
     dashboard=dashboard.ROWS,
     hints=Hints(
         data_read="Oracle 'db file sequential read'",

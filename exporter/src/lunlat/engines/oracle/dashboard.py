@@ -3,8 +3,8 @@ generator draws them)."""
 
 from __future__ import annotations
 
-from lunlat.engines.engine import Buckets, DashboardRow, Panel, PanelQuery, PerWait, Quantile, SumRate
-from lunlat.engines.oracle import metrics as m
+from lunlat.engines.dashboardspec import Buckets, DashboardRow, Panel, PanelQuery, PerWait, Quantile, SumRate
+from lunlat.engines.oracle import metrics
 
 # Events whose latency distribution gets a heatmap, with what one wait of each is.
 HEATMAP_EVENTS = {
@@ -26,7 +26,7 @@ def _heatmap(event: str, meaning: str) -> Panel:
         "fell in it. Averages hide tails: a band creeping above the 1 ms line (the 512 µs-1 ms and "
         "1-2 ms buckets) while the average stays green is the first sign of trouble. Mass above 1 ms: "
         "compare with the host layer's latency of the same LUN (above) to place the time.",
-        (PanelQuery(Buckets(m.ORACLE_WAIT_DURATION, (("event", event),)), "__auto"),),
+        (PanelQuery(Buckets(metrics.ORACLE_WAIT_DURATION, (("event", event),)), "__auto"),),
         kind="heatmap",
     )
 
@@ -44,11 +44,11 @@ ROWS: tuple[DashboardRow, ...] = (
                 "few sessions feel (a busy path, a slow disk in the group); find the LUN in the overview.",
                 (
                     PanelQuery(
-                        Quantile(0.5, m.ORACLE_WAIT_DURATION, "database, event", (QUANTILE_EVENTS,)),
+                        Quantile(0.5, metrics.ORACLE_WAIT_DURATION, "database, event", (QUANTILE_EVENTS,)),
                         "p50 {{event}} {{database}}",
                     ),
                     PanelQuery(
-                        Quantile(0.99, m.ORACLE_WAIT_DURATION, "database, event", (QUANTILE_EVENTS,)),
+                        Quantile(0.99, metrics.ORACLE_WAIT_DURATION, "database, event", (QUANTILE_EVENTS,)),
                         "p99 {{event}} {{database}}",
                     ),
                 ),
@@ -64,7 +64,7 @@ ROWS: tuple[DashboardRow, ...] = (
                 "here: their time per wait is no I/O's latency; see the time spent panel.",
                 (
                     PanelQuery(
-                        PerWait(m.ORACLE_WAIT_TIME, m.ORACLE_WAITS, BY_EVENT, (PER_WAIT,)),
+                        PerWait(metrics.ORACLE_WAIT_TIME, metrics.ORACLE_WAITS, BY_EVENT, (PER_WAIT,)),
                         "{{event}} {{database}}",
                     ),
                 ),
@@ -80,7 +80,7 @@ ROWS: tuple[DashboardRow, ...] = (
                 "waiting on average: 2 means two at any time.",
                 (
                     PanelQuery(
-                        SumRate(m.ORACLE_WAIT_TIME, BY_EVENT, (("measure", "time_spent"),)),
+                        SumRate(metrics.ORACLE_WAIT_TIME, BY_EVENT, (("measure", "time_spent"),)),
                         "{{event}} {{database}}",
                     ),
                 ),
@@ -98,15 +98,21 @@ ROWS: tuple[DashboardRow, ...] = (
                 (
                     PanelQuery(
                         PerWait(
-                            m.ORACLE_WAIT_TIME,
-                            m.ORACLE_WAITS,
+                            metrics.ORACLE_WAIT_TIME,
+                            metrics.ORACLE_WAITS,
                             BY_EVENT,
                             (("event", '=~"' + "|".join(COMMIT_EVENTS) + '"'), PER_WAIT),
                         ),
                         "{{event}} {{database}}",
                     ),
                     PanelQuery(
-                        PerWait(m.ORACLE_WAIT_TIME, m.ORACLE_WAITS, BY_EVENT, (PER_WAIT,), replica=True),
+                        PerWait(
+                            metrics.ORACLE_WAIT_TIME,
+                            metrics.ORACLE_WAITS,
+                            BY_EVENT,
+                            (PER_WAIT,),
+                            replica=True,
+                        ),
                         "replica {{event}} {{database}}",
                     ),
                 ),

@@ -15,7 +15,7 @@ release since 12.1):
 Direction `other` (the redo transport's open, close and ping of a standby destination): neither a
 read nor a write of data.
 
-Role `replica` (never a LUN's role, so not in `contract.Role`, which config files and LUN labels
+Role `replica` (never a LUN's role, so not in `ground.Role`, which config files and LUN labels
 are checked against; only the wait series' `role` label takes it): the wait is a Data Guard SYNC
 standby's network round trip and standby redo write, which commits wait for on top of the local log
 write. Keeping it apart keeps a slow standby from reading as a slow log LUN.
@@ -37,7 +37,7 @@ _REFERENCE: Final = "https://docs.oracle.com/database/122/REFRN/descriptions-of-
 @dataclass(frozen=True, slots=True)
 class WaitEvent:
     name: str
-    role: str  # contract.Role, "other", or REPLICA (a standby's wait, never a local LUN's)
+    role: str  # ground.Role, "other", or REPLICA (a standby's wait, never a local LUN's)
     direction: str  # read | write | commit | other
     measure: Measure
     why: str  # what the reference says one wait is

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DB_FILE_LABELS
-from lunlat.metricspec import Capability, MetricSpec
+from lunlat.ground import DB_FILE_LABELS, Capability, MetricSpec
 
 ORACLE_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
 # `measure` says what one wait of the event is (engines/oracle/events.py): `per_io` (time / waits is

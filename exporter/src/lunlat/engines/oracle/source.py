@@ -28,15 +28,9 @@ from typing import Any, Protocol
 from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
-from lunlat.engines.oracle import events as oracle_events
-from lunlat.engines.oracle import metrics as oracle_metrics
-from lunlat.engines.oracle import sql, targets
-from lunlat.engines.oracle.config import OracleTarget
-from lunlat.engines.oracle.metrics import BUCKET_BOUNDS_MICRO, format_le
-from lunlat.model import Family, LabelSet
-from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Connection, Kind
-from lunlat.sources.dbsource import (
+from lunlat.engines.build import locator
+from lunlat.engines.dbsession import Classified, Connection, Kind
+from lunlat.engines.dbsource import (
     BadRowError,
     DbSource,
     Query,
@@ -46,6 +40,12 @@ from lunlat.sources.dbsource import (
     seconds_value,
     text_value,
 )
+from lunlat.engines.oracle import events as oracle_events
+from lunlat.engines.oracle import metrics, sql
+from lunlat.engines.oracle.config import OracleTarget
+from lunlat.engines.oracle.metrics import BUCKET_BOUNDS_MICRO, format_le
+from lunlat.model import Family, LabelSet
+from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
@@ -91,7 +91,7 @@ ASM_UNREADABLE = (
 )
 _CODE = re.compile(r"\b((?:ORA|DPY|TNS)-\d{4,5})\b")
 NAMES_REFRESH_SECONDS = 300.0
-# The lookups whose answers are the file map (DbSource, contract.DB_FILE_MAP_AGE).
+# The lookups whose answers are the file map (DbSource, ground.DB_FILE_MAP_AGE).
 FILE_LOOKUPS = (sql.DATAFILES, sql.TEMPFILES, sql.LOGFILES, sql.CONTROLFILES)
 # A file number the lookup does not know triggers a new lookup, at most this often.
 UNKNOWN_FILE_RECHECK_SECONDS = 30.0
@@ -243,6 +243,18 @@ class OracleSource(DbSource[OracleConnection]):
         self._names_read_at: float | None = None
         self._asm_read_at: float | None = None
         self._asm_current = False  # the disk query named disks at this scrape (capability `asm`)
+
+    @classmethod
+    def built(cls, target: OracleTarget, context: Context, container: ContainerMapper | None) -> OracleSource:
+        """The source of one configured target (engines/engine.py `Engine.build`)."""
+        return cls(
+            target,
+            connect_oracledb(target),
+            locator(context),
+            context.db_labels,
+            names_refresh=context.settings.refresh_interval,
+            container=container,
+        )
 
     def _prepare(self, cursor: Any) -> None:
         cursor.arraysize = 1000  # thousands of datafiles arrive in a few round trips
@@ -460,12 +472,12 @@ class OracleSource(DbSource[OracleConnection]):
     # --- families -----------------------------------------------------------------------------
 
     def _file_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        reads = Family(oracle_metrics.ORACLE_FILE_READS)
-        writes = Family(oracle_metrics.ORACLE_FILE_WRITES)
-        read_time = Family(oracle_metrics.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
-        write_time = Family(oracle_metrics.ORACLE_FILE_WRITE_TIME, exponent=-3)
-        sync_reads = Family(oracle_metrics.ORACLE_FILE_SYNC_READS)
-        sync_read_time = Family(oracle_metrics.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
+        reads = Family(metrics.ORACLE_FILE_READS)
+        writes = Family(metrics.ORACLE_FILE_WRITES)
+        read_time = Family(metrics.ORACLE_FILE_READ_TIME, exponent=-3)  # ms, exact
+        write_time = Family(metrics.ORACLE_FILE_WRITE_TIME, exponent=-3)
+        sync_reads = Family(metrics.ORACLE_FILE_SYNC_READS)
+        sync_read_time = Family(metrics.ORACLE_FILE_SYNC_READ_TIME, exponent=-3)  # ms, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, ...]]:
             inst, con, file_no = (
@@ -484,7 +496,7 @@ class OracleSource(DbSource[OracleConnection]):
             )
             file, lun = self._file_and_lun(role, con, file_no)
             labels = self._label_set(
-                oracle_metrics.ORACLE_FILE_LABELS,
+                metrics.ORACLE_FILE_LABELS,
                 (
                     self._target.name,
                     self._target.workload or "",
@@ -534,8 +546,8 @@ class OracleSource(DbSource[OracleConnection]):
         )
 
     def _event_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        waits = Family(oracle_metrics.ORACLE_WAITS)
-        time_waited = Family(oracle_metrics.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
+        waits = Family(metrics.ORACLE_WAITS)
+        time_waited = Family(metrics.ORACLE_WAIT_TIME, exponent=-6)  # µs, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
             labels = self._event_labels(row)
@@ -548,12 +560,12 @@ class OracleSource(DbSource[OracleConnection]):
         return [waits, time_waited]
 
     def _wait_class_families(self, rows: Sequence[Any], errors: Counter[str]) -> list[Family]:
-        waits = Family(oracle_metrics.ORACLE_WAIT_CLASS_WAITS)
-        time_waited = Family(oracle_metrics.ORACLE_WAIT_CLASS_TIME, exponent=-6)  # µs, exact
+        waits = Family(metrics.ORACLE_WAIT_CLASS_WAITS)
+        time_waited = Family(metrics.ORACLE_WAIT_CLASS_TIME, exponent=-6)  # µs, exact
 
         def parse(row: Any) -> tuple[LabelSet, tuple[int, int]]:
             labels = self._label_set(
-                oracle_metrics.ORACLE_WAIT_CLASS_LABELS,
+                metrics.ORACLE_WAIT_CLASS_LABELS,
                 (
                     self._target.name,
                     self._db(id_value(row[1], "con_id")),
@@ -573,7 +585,7 @@ class OracleSource(DbSource[OracleConnection]):
         event = text_value(row[2], "event")
         role = sql.IO_EVENTS.get(event, ("other", ""))[0]
         return self._label_set(
-            oracle_metrics.ORACLE_EVENT_LABELS,
+            metrics.ORACLE_EVENT_LABELS,
             (
                 self._target.name,
                 self._db(id_value(row[1], "con_id")),
@@ -585,7 +597,7 @@ class OracleSource(DbSource[OracleConnection]):
         )
 
     def _histogram_family(self, rows: Sequence[Any], errors: Counter[str]) -> Family:
-        family = Family(oracle_metrics.ORACLE_WAIT_DURATION)
+        family = Family(metrics.ORACLE_WAIT_DURATION)
 
         def parse(row: Any) -> tuple[LabelSet, int, int]:
             bound = count_value(row[3], "wait_time_micro")
@@ -618,10 +630,10 @@ class OracleSource(DbSource[OracleConnection]):
 
     def _asm_families(self, rows: Sequence[Any] | None, errors: Counter[str]) -> list[Family]:
         """The ASM disk series; unanswered (None), the last disks stay for the files' LUNs."""
-        reads = Family(oracle_metrics.ORACLE_ASM_READS)
-        writes = Family(oracle_metrics.ORACLE_ASM_WRITES)
-        read_time = Family(oracle_metrics.ORACLE_ASM_READ_TIME)  # seconds (fractional)
-        write_time = Family(oracle_metrics.ORACLE_ASM_WRITE_TIME)
+        reads = Family(metrics.ORACLE_ASM_READS)
+        writes = Family(metrics.ORACLE_ASM_WRITES)
+        read_time = Family(metrics.ORACLE_ASM_READ_TIME)  # seconds (fractional)
+        write_time = Family(metrics.ORACLE_ASM_WRITE_TIME)
         disks: set[tuple[int, str]] = set()
 
         def parse(row: Any) -> tuple[LabelSet, tuple[float, ...]]:
@@ -629,7 +641,7 @@ class OracleSource(DbSource[OracleConnection]):
             path = text_value(row[4], "path")
             disks.add((group, path))
             labels = self._label_set(
-                oracle_metrics.ORACLE_ASM_LABELS,
+                metrics.ORACLE_ASM_LABELS,
                 (
                     self._target.name,
                     self._instance(id_value(row[0], "inst_id")),
@@ -682,18 +694,3 @@ class OracleSource(DbSource[OracleConnection]):
             for path in self._names.files_of(role):
                 files.extend((location, role) for location in self._locations_of(path))
         return files
-
-
-def build(context: Context) -> list[OracleSource] | BuildError:
-    """One source per configured Oracle target."""
-    return context.per_target(
-        targets(context.config),
-        lambda target, container: OracleSource(
-            target,
-            connect_oracledb(target),
-            context.locator(),
-            context.db_labels,
-            names_refresh=context.settings.refresh_interval,
-            container=container,
-        ),
-    )

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
+from lunlat.engines.dbsource import Query
 from lunlat.engines.oracle import events as oracle_events
-from lunlat.sources.dbsource import Query
 
 # The wait events that are I/O, with the role and direction each one measures (what one wait of
 # each means, with its reference: oracle_events).

@@ -2,48 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from lunlat.engines.engine import Engine, FileLayer, Hints
-from lunlat.engines.postgres import dashboard
-from lunlat.engines.postgres import metrics as m
+from lunlat.engines.postgres import dashboard, metrics
 from lunlat.engines.postgres.config import PostgresTarget
-
-if TYPE_CHECKING:
-    from lunlat.config import Config
-
-KEY = "postgres"
-
-
-def targets(config: Config) -> list[PostgresTarget]:
-    """The config's PostgreSQL targets."""
-    return cast("list[PostgresTarget]", config.targets(KEY))
-
+from lunlat.engines.postgres.source import PostgresSource
 
 ENGINE = Engine(
-    key=KEY,
+    key="postgres",
     title="PostgreSQL",
     target=PostgresTarget,
+    source=PostgresSource,
     extra="postgres",
     driver_module="psycopg",
     driver_name="psycopg 3",
-    metrics=m.POSTGRES_METRICS,
-    capabilities=m.CAPABILITIES,
+    metrics=metrics.POSTGRES_METRICS,
+    capabilities=metrics.CAPABILITIES,
     # The write direction is the WAL's sync, its per-I/O write latency; the data files' writes are copies
     # into the page cache (metrics.py). No wait layer: PostgreSQL keeps no per-wait counters (pg_stat_activity
     # shows the wait of the moment only). The data reads judged are the sessions' own (kind client, 16+):
     # bulk reads, vacuum's and the workers' stay published beside them (metrics.JUDGED_KINDS).
     files=FileLayer(
-        m.POSTGRES_FILE_READS,
-        m.POSTGRES_FILE_SYNCS,
-        m.POSTGRES_FILE_READ_TIME,
-        m.POSTGRES_FILE_SYNC_TIME,
-        m.POSTGRES_FILE_READ_BYTES,
-        m.POSTGRES_FILE_WRITE_BYTES,
-        judged=m.JUDGED_KINDS,
+        metrics.POSTGRES_FILE_READS,
+        metrics.POSTGRES_FILE_SYNCS,
+        metrics.POSTGRES_FILE_READ_TIME,
+        metrics.POSTGRES_FILE_SYNC_TIME,
+        metrics.POSTGRES_FILE_READ_BYTES,
+        metrics.POSTGRES_FILE_WRITE_BYTES,
+        judged=metrics.JUDGED_KINDS,
     ),
     waits=None,
-    source_module="lunlat.engines.postgres.source",
     dashboard=dashboard.ROWS,
     # What a commit waits for is the WAL's flush (pg_stat_io fsyncs of object wal; metrics.py).
     hints=Hints(data_read="PostgreSQL pg_stat_io reads", log_write="PostgreSQL's WAL sync"),

@@ -3,8 +3,8 @@ generator draws it)."""
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DashboardRow, Panel, PanelQuery, PerFile, PerWait, SumRate
-from lunlat.engines.postgres import metrics as m
+from lunlat.engines.dashboardspec import DashboardRow, Panel, PanelQuery, PerFile, PerWait, SumRate
+from lunlat.engines.postgres import metrics
 
 ROWS: tuple[DashboardRow, ...] = (
     DashboardRow(
@@ -19,7 +19,7 @@ ROWS: tuple[DashboardRow, ...] = (
                 "Empty while track_io_timing is off (capability io_timing).",
                 (
                     PanelQuery(
-                        PerFile(m.POSTGRES_FILE_READ_TIME, m.POSTGRES_FILE_READS),
+                        PerFile(metrics.POSTGRES_FILE_READ_TIME, metrics.POSTGRES_FILE_READS),
                         "{{database}} {{role}} {{file}}",
                     ),
                 ),
@@ -35,8 +35,8 @@ ROWS: tuple[DashboardRow, ...] = (
                 (
                     PanelQuery(
                         PerWait(
-                            m.POSTGRES_FILE_READ_TIME,
-                            m.POSTGRES_FILE_READS,
+                            metrics.POSTGRES_FILE_READ_TIME,
+                            metrics.POSTGRES_FILE_READS,
                             "database, kind",
                             (("role", "data"),),
                         ),
@@ -51,7 +51,7 @@ ROWS: tuple[DashboardRow, ...] = (
                 "read load is the sessions' own and how much bulk reads, vacuum and workers add.",
                 (
                     PanelQuery(
-                        SumRate(m.POSTGRES_FILE_READS, "database, kind", (("role", "data"),)),
+                        SumRate(metrics.POSTGRES_FILE_READS, "database, kind", (("role", "data"),)),
                         "{{database}} {{kind}}",
                     ),
                 ),
@@ -67,7 +67,8 @@ ROWS: tuple[DashboardRow, ...] = (
                 "own writes are copies into the page cache and are not shown as a latency.",
                 (
                     PanelQuery(
-                        PerFile(m.POSTGRES_FILE_SYNC_TIME, m.POSTGRES_FILE_SYNCS), "{{database}} {{file}}"
+                        PerFile(metrics.POSTGRES_FILE_SYNC_TIME, metrics.POSTGRES_FILE_SYNCS),
+                        "{{database}} {{file}}",
                     ),
                 ),
             ),

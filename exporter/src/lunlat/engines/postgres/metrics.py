@@ -28,8 +28,7 @@ PostgreSQL can see (the kernel writes them back, the checkpointer syncs whole fi
 
 from __future__ import annotations
 
-from lunlat.engines.engine import DB_FILE_LABELS
-from lunlat.metricspec import Capability, MetricSpec
+from lunlat.ground import DB_FILE_LABELS, Capability, MetricSpec
 
 POSTGRES_FILE_LABELS: tuple[str, ...] = (*DB_FILE_LABELS, "kind")
 # The db layer the rules judge for PostgreSQL (engine.FileLayer.judged): the sessions' own data reads

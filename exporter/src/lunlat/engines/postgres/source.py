@@ -1,7 +1,7 @@
 """PostgreSQL: the cluster's own view of its data reads and WAL syncs, on the LUNs of its directories.
 
 One source per configured cluster, through psycopg 3 (libpq). The connection is kept between scrapes
-and reopened with backoff when lost (sources/dbsession.py). What psycopg raises is classified by the
+and reopened with backoff when lost (engines/dbsession.py). What psycopg raises is classified by the
 error's SQLSTATE (`psycopg.Error.sqlstate`, https://www.psycopg.org/psycopg3/docs/api/errors.html), whose
 classes PostgreSQL documents in "PostgreSQL Error Codes" (https://www.postgresql.org/docs/18/errcodes-appendix.html):
 class 08 "Connection Exception", class 28 "Invalid Authorization Specification" (a refused login,
@@ -33,13 +33,13 @@ from typing import Any
 from lunlat import logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location
-from lunlat.engines.postgres import metrics as pm
-from lunlat.engines.postgres import sql, targets
+from lunlat.engines.build import locator
+from lunlat.engines.dbsession import Classified, Connection, Kind
+from lunlat.engines.dbsource import BadRowError, DbSource, count_value, text_value
+from lunlat.engines.postgres import metrics, sql
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
-from lunlat.sources.dbsession import Classified, Connection, Kind
-from lunlat.sources.dbsource import BadRowError, DbSource, count_value, text_value
 from lunlat.sources.factory import BuildError, Context
 
 log = logs.get(__name__)
@@ -186,6 +186,20 @@ class PostgresSource(DbSource[Connection]):
         self._looked_up_at = -float("inf")
         self._lookup_due = False  # the last lookup went unanswered: asked again when its gate opens
 
+    @classmethod
+    def built(
+        cls, target: PostgresTarget, context: Context, container: ContainerMapper | None
+    ) -> PostgresSource:
+        """The source of one configured target (engines/engine.py `Engine.build`)."""
+        return cls(
+            target,
+            connect_psycopg(target),
+            locator(context),
+            context.db_labels,
+            container=container,
+            names_refresh=context.settings.refresh_interval,
+        )
+
     def collect(self) -> SourceResult:
         conn = self._session.connection()
         errors: Counter[str] = Counter()
@@ -310,14 +324,14 @@ class PostgresSource(DbSource[Connection]):
 
     def _families(self, conn: Connection, settings: Settings, errors: Counter[str]) -> list[Family]:
         specs = (
-            pm.POSTGRES_FILE_READS,
-            pm.POSTGRES_FILE_READ_TIME,
-            pm.POSTGRES_FILE_READ_BYTES,
-            pm.POSTGRES_FILE_WRITES,
-            pm.POSTGRES_FILE_WRITE_TIME,
-            pm.POSTGRES_FILE_WRITE_BYTES,
-            pm.POSTGRES_FILE_SYNCS,
-            pm.POSTGRES_FILE_SYNC_TIME,
+            metrics.POSTGRES_FILE_READS,
+            metrics.POSTGRES_FILE_READ_TIME,
+            metrics.POSTGRES_FILE_READ_BYTES,
+            metrics.POSTGRES_FILE_WRITES,
+            metrics.POSTGRES_FILE_WRITE_TIME,
+            metrics.POSTGRES_FILE_WRITE_BYTES,
+            metrics.POSTGRES_FILE_SYNCS,
+            metrics.POSTGRES_FILE_SYNC_TIME,
         )
         families = {s: Family(s, exponent=MICROS if s.name.endswith("_seconds_total") else 0) for s in specs}
         # (role, db, kind) -> {spec: value}; a spec left out is not published (a time whose timing is off).
@@ -334,7 +348,7 @@ class PostgresSource(DbSource[Connection]):
             where = self._dirs.get(role)
             path, lun = (where.path, where.location.lun) if where is not None else ("", "")
             labels = self._label_set(
-                pm.POSTGRES_FILE_LABELS,
+                metrics.POSTGRES_FILE_LABELS,
                 (self._target.name, self._target.workload or "", db, settings.cluster, path, role, lun, kind),
             )
             parsed.append((labels, values))
@@ -355,16 +369,16 @@ class PostgresSource(DbSource[Connection]):
                 raise BadRowError(f"kind {kind!r} of object {row[0]!r} is not one the source asked for")
             timed = settings.wal_io_timing if role == "log" else settings.io_timing
             values: dict[Any, int] = {
-                pm.POSTGRES_FILE_READS: count_value(row[2], "reads"),
-                pm.POSTGRES_FILE_READ_BYTES: count_value(row[4], "read_bytes"),
-                pm.POSTGRES_FILE_WRITES: count_value(row[5], "writes"),
-                pm.POSTGRES_FILE_WRITE_BYTES: count_value(row[7], "write_bytes"),
+                metrics.POSTGRES_FILE_READS: count_value(row[2], "reads"),
+                metrics.POSTGRES_FILE_READ_BYTES: count_value(row[4], "read_bytes"),
+                metrics.POSTGRES_FILE_WRITES: count_value(row[5], "writes"),
+                metrics.POSTGRES_FILE_WRITE_BYTES: count_value(row[7], "write_bytes"),
             }
             # The WAL's times are track_wal_io_timing's, the rest track_io_timing's (runtime-config-statistics.html,
             # PostgreSQL 18: track_io_timing's times are shown in pg_stat_io "if object is not wal").
             if timed:
-                values[pm.POSTGRES_FILE_READ_TIME] = ms_value(row[3], "read_time")
-                values[pm.POSTGRES_FILE_WRITE_TIME] = ms_value(row[6], "write_time")
+                values[metrics.POSTGRES_FILE_READ_TIME] = ms_value(row[3], "read_time")
+                values[metrics.POSTGRES_FILE_WRITE_TIME] = ms_value(row[6], "write_time")
             if role == "log":
                 self._wal_syncs(values, (row[5], row[6], row[8], row[9]), settings, bool(timed))
             return role, "", kind, values
@@ -376,9 +390,9 @@ class PostgresSource(DbSource[Connection]):
 
         def parse(row: Any) -> Found:
             timed = bool(settings.wal_io_timing)
-            values: dict[Any, int] = {pm.POSTGRES_FILE_WRITES: count_value(row[0], "wal_write")}
+            values: dict[Any, int] = {metrics.POSTGRES_FILE_WRITES: count_value(row[0], "wal_write")}
             if timed:
-                values[pm.POSTGRES_FILE_WRITE_TIME] = ms_value(row[1], "wal_write_time")
+                values[metrics.POSTGRES_FILE_WRITE_TIME] = ms_value(row[1], "wal_write_time")
             self._wal_syncs(values, (row[0], row[1], row[2], row[3]), settings, timed)
             return "log", "", "", values
 
@@ -388,33 +402,18 @@ class PostgresSource(DbSource[Connection]):
     def _wal_syncs(values: dict[Any, int], row: tuple[object, ...], settings: Settings, timed: bool) -> None:
         """The WAL's syncs: its fsyncs, or its writes where each write is synchronous (SYNC_ON_WRITE)."""
         count, spent = (row[0], row[1]) if settings.sync_on_write else (row[2], row[3])
-        values[pm.POSTGRES_FILE_SYNCS] = count_value(count, "fsyncs")
+        values[metrics.POSTGRES_FILE_SYNCS] = count_value(count, "fsyncs")
         if timed:
-            values[pm.POSTGRES_FILE_SYNC_TIME] = ms_value(spent, "fsync_time")
+            values[metrics.POSTGRES_FILE_SYNC_TIME] = ms_value(spent, "fsync_time")
 
     def _databases(self, rows: Sequence[Any], settings: Settings, errors: Counter[str]) -> list[Found]:
         """pg_stat_database (before 16): data reads per database, of every kind (no pg_stat_io to tell
         them apart): kind '', as the WAL's and the temporary relations'."""
 
         def parse(row: Any) -> Found:
-            values: dict[Any, int] = {pm.POSTGRES_FILE_READS: count_value(row[1], "blks_read")}
+            values: dict[Any, int] = {metrics.POSTGRES_FILE_READS: count_value(row[1], "blks_read")}
             if settings.io_timing:
-                values[pm.POSTGRES_FILE_READ_TIME] = ms_value(row[2], "blk_read_time")
+                values[metrics.POSTGRES_FILE_READ_TIME] = ms_value(row[2], "blk_read_time")
             return "data", text_value(row[0], "datname"), "", values
 
         return self._rows(rows, sql.DATABASES, errors, parse)
-
-
-def build(context: Context) -> list[PostgresSource] | BuildError:
-    """One source per configured PostgreSQL cluster."""
-    return context.per_target(
-        targets(context.config),
-        lambda target, container: PostgresSource(
-            target,
-            connect_psycopg(target),
-            context.locator(),
-            context.db_labels,
-            container=container,
-            names_refresh=context.settings.refresh_interval,
-        ),
-    )

@@ -29,7 +29,7 @@ Sums are cast to bigint / float8: sum(bigint) is numeric, which the driver hands
 
 from __future__ import annotations
 
-from lunlat.sources.dbsource import Query
+from lunlat.engines.dbsource import Query
 
 PG_STAT_IO_SINCE = 160000  # server_version_num
 BYTES_AND_WAL_IO_SINCE = 180000

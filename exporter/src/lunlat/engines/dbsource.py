@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
-from lunlat import contract, logs
+from lunlat import ground, logs
 from lunlat.containers import ContainerMapper
 from lunlat.dbfiles import NOWHERE, DbLunLabels, FileLocator, Location, device_labels
 from lunlat.dbtarget import DatabaseTarget
+from lunlat.engines.dbsession import Classified, Conn, Kind, QueryGates, Session
 from lunlat.model import Family, LabelSet
 from lunlat.sources.base import SourceError
-from lunlat.sources.dbsession import Classified, Conn, Kind, QueryGates, Session
 
 log = logs.get(__name__)
 
@@ -121,7 +121,7 @@ class DbSource(Generic[Conn]):
         self._clock = clock
         self._gates = QueryGates(clock=clock)
         self._gates_session = 0  # the session the gates were last opened for (Session.connects)
-        # The file map (contract.DB_FILE_MAP_AGE): when the database last answered the source's file
+        # The file map (ground.DB_FILE_MAP_AGE): when the database last answered the source's file
         # lookups, None while the source has none. Each engine keeps what it read and says here when.
         self._map_read_at: float | None = None
         self._map_generation = 0  # changes when a map is dropped, so host labels are published again
@@ -253,11 +253,11 @@ class DbSource(Generic[Conn]):
 
     def _map_families(self) -> list[Family]:
         """The map's age (absent without a map) and its limit, for LunLatencyFileMapStale."""
-        labels = self._label_set(contract.DB_FILE_MAP_AGE.labels, (self.name,))
-        age = Family(contract.DB_FILE_MAP_AGE)
+        labels = self._label_set(ground.DB_FILE_MAP_AGE.labels, (self.name,))
+        age = Family(ground.DB_FILE_MAP_AGE)
         if self._map_read_at is not None:
             age.add(labels, max(0.0, self._clock() - self._map_read_at))
-        limit = Family(contract.DB_FILE_MAP_MAX_AGE)
+        limit = Family(ground.DB_FILE_MAP_MAX_AGE)
         limit.add(labels, self._map_max_age)
         return [age, limit]
 
@@ -285,11 +285,9 @@ class DbSource(Generic[Conn]):
         found = dict(readable)
         if self._container is not None and self._locator is not None:
             found["container"] = self._container.mapped
-        family = Family(contract.SOURCE_CAPABILITY)
+        family = Family(ground.SOURCE_CAPABILITY)
         for capability, value in found.items():
-            family.add(
-                self._label_set(contract.SOURCE_CAPABILITY.labels, (self.name, capability)), int(value)
-            )
+            family.add(self._label_set(ground.SOURCE_CAPABILITY.labels, (self.name, capability)), int(value))
         return family
 
     def _publish_lun_labels(
