@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lunlat import contract
 from lunlat.exposition import render
 from lunlat.sources.base import SourceResult
-from lunlat.sources.diskstats import parse
+from lunlat.sources.diskstats_format import parse
 from tests.extras import command
 from tests.fakesys import FakeHost
 from tests.unit.test_diskstats_source import assert_consistent, collect, source
