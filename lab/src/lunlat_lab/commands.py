@@ -23,10 +23,10 @@ from lunlat_lab import exporter_config, measure, native, pgbench, system
 from lunlat_lab import reference as lab_reference
 from lunlat_lab.config import LabConfig, Workload
 from lunlat_lab.engine import DEFAULT_ENGINE, Engine
+from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.settings import Settings, SettingsError
 from lunlat_lab.state import LabState, read_live
-from lunlat_lab.system import LabError
 
 CALIBRATION_IOS = 300
 CALIBRATION_BLOCK = 8192
