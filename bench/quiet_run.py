@@ -50,7 +50,7 @@ from lunlat.goals import duration_seconds, load_goals
 from lunlat.reference import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands, measure
 from lunlat_lab.config import LabConfig
-from lunlat_lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat_lab.state import LabState
 from tests.alerting import e2e, stack
 from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries

@@ -161,7 +161,7 @@ def _exporter_config(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from lunlat_lab import commands  # noqa: PLC0415 - --help loads no lab module
-    from lunlat_lab.engine import DEFAULT_ENGINE, parse_engine  # noqa: PLC0415
+    from lunlat_lab.daemon_engines import DEFAULT_ENGINE, parse_engine  # noqa: PLC0415
     from lunlat_lab.errors import LabError  # noqa: PLC0415
 
     try:

@@ -22,7 +22,7 @@ from lunlat.yamlmodel import ConfigError
 from lunlat_lab import exporter_config, measure, native, pgbench, system
 from lunlat_lab import reference as lab_reference
 from lunlat_lab.config import LabConfig, Workload
-from lunlat_lab.engine import DEFAULT_ENGINE, Engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, Engine
 from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.settings import Settings, SettingsError

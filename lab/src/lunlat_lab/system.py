@@ -17,7 +17,7 @@ import psutil
 from lunlat.topology import parse_mountinfo
 from lunlat_lab import native
 from lunlat_lab.daemon.libfuse import LibfuseError, require_libfuse3
-from lunlat_lab.engine import DEFAULT_ENGINE, Engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, Engine
 from lunlat_lab.errors import LabError
 
 

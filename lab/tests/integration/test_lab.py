@@ -17,8 +17,8 @@ import pytest
 
 import lunlat_lab
 from lunlat_lab import commands, measure, native, system
+from lunlat_lab.daemon_engines import ENGINES, Engine
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
-from lunlat_lab.engine import ENGINES, Engine
 from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.state import LabState

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from lunlat_lab import measure, native, system
-from lunlat_lab.engine import ENGINES, Engine
+from lunlat_lab.daemon_engines import ENGINES, Engine
 from lunlat_lab.settings import ArraySetting, LunSetting, Settings
 from tests import labdaemon
 from tests.labdaemon import IMAGE_BYTES, StartDaemon, stop
