@@ -47,7 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
 from lunlat.goals import duration_seconds, load_goals
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands, measure
 from lunlat_lab.config import LabConfig
 from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine

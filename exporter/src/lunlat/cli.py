@@ -24,7 +24,7 @@ from lunlat import __version__, logs, memtune, pathhealth
 from lunlat.argtypes import non_negative_int, positive_float, positive_int
 from lunlat.config import Config, ConfigError, load_config
 from lunlat.engines.registry import ENGINES
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
 from lunlat.sources.factory import HOST_SOURCES, Settings

@@ -17,7 +17,7 @@ from pathlib import Path
 from lunlat import logs
 from lunlat.argtypes import positive_float
 from lunlat.files import write_atomic
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab.defaults import DEFAULT_LAB_FILE, DEFAULT_STATE_DIR
 
 PROG = "lunlat-lab"

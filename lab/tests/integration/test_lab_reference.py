@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lunlat import contract, reference
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat import contract, reference_architecture
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from tests import prometheus
@@ -76,7 +76,7 @@ def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> N
             f"attempt {attempt}: {len(misses)} cell(s) outside tolerance, one run more:", *misses, sep="\n  "
         )
     # Every cell the reference reports is there, in its order, and none it does not report.
-    assert [_key(r) for r in rows] == [c.key for c in reference.load(REFERENCE)]
+    assert [_key(r) for r in rows] == [c.key for c in reference_architecture.load(REFERENCE)]
     assert "reference cells within 0.03 ms or 5%" in stdout
     # The report run by the scenario: the same cells, measured by Prometheus over the same phases.
     with (output / "report" / "reference.csv").open() as f:
@@ -153,4 +153,4 @@ def _within_tolerance(rows: list[dict[str, str]]) -> None:
     outside = _outside(rows)
     assert not outside, "\n".join(outside)
     for row in rows:  # the verdict is the arithmetic of the numbers printed beside it
-        assert reference.within(float(row["reference_ms"]), float(row["measured_ms"]))
+        assert reference_architecture.within(float(row["reference_ms"]), float(row["measured_ms"]))
