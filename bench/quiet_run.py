@@ -54,7 +54,7 @@ from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat_lab.state import LabState
 from tests.alerting import e2e, stack
 from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries
-from tests.labhost import lab_skip_reason, memory_backed_dir
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
 PHASE = "oltp"
 PHASES = ("oltp", "oltp+dss", "oltp+dss+snapshot")

@@ -15,8 +15,8 @@ import yaml
 from lunlat.config import load_config
 from lunlat.engines.mssql import targets as mssql_targets
 from lunlat.engines.oracle import targets as oracle_targets
-from tests.compose import bind_mounts, compose_config
-from tests.extras import need
+from tests.support.compose_config import bind_mounts, compose_config
+from tests.support.skip_unless_installed import need
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ((), ("oracle",), ("mssql",), ("lab",), ("oracle", "mssql", "lab"))

@@ -27,7 +27,7 @@ from sqlglot import exp
 from lunlat.config import load_config
 from lunlat.engines.oracle import sql as oracle_sql
 from lunlat.engines.oracle import targets as oracle_targets
-from tests.compose import compose_config, mounts
+from tests.support.compose_config import compose_config, mounts
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE = ROOT / "deploy" / "oracle"

@@ -17,9 +17,9 @@ from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources
-from tests.clock import FakeClock
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
 from tests.oracle.test_oracle_source import DATA_READ, target
+from tests.support.fake_clock import FakeClock
 from tests.unit.test_scrape import samples
 
 SOURCE = (("source", "oracle:Oracle"),)

@@ -10,7 +10,7 @@ import pytest
 
 from lunlat.sources.base import SourceError
 from lunlat.sources.dbsession import Classified, Kind, QueryGates, Session
-from tests.clock import FakeClock
+from tests.support.fake_clock import FakeClock
 
 
 class Conn:

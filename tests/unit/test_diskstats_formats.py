@@ -34,8 +34,8 @@ from lunlat.sources.diskstats_format import (
     parse,
 )
 from lunlat.sources.diskstats_unwrap import WRAP, Unwrapper
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 DISCARD_FLUSH = {
     s.name

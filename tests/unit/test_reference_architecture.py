@@ -12,7 +12,7 @@ from lunlat.cli import _parser
 from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat.report.collect import Collected, Phase, Row
 from lunlat.report.page import cells, render
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab import measure, reference_scenario  # noqa: E402

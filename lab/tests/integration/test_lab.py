@@ -22,8 +22,8 @@ from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.state import LabState
-from tests.labhost import lab_skip_reason
-from tests.procs import LUNLAT_PORT, ExporterProcess
+from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess
+from tests.support.lab_host import lab_skip_reason
 
 pytestmark = pytest.mark.lab
 
