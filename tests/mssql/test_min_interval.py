@@ -12,8 +12,8 @@ from lunlat.scrape import Scraper
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import DmvState, TdsServer
 from tests.mssql.test_mssql_source import NO_DRIVER
+from tests.support.exposition_samples import samples
 from tests.support.fake_clock import FakeClock
-from tests.unit.test_scrape import samples
 
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 

@@ -19,8 +19,8 @@ from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
 from tests.oracle.test_oracle_source import DATA_READ, target
+from tests.support.exposition_samples import samples
 from tests.support.fake_clock import FakeClock
-from tests.unit.test_scrape import samples
 
 SOURCE = (("source", "oracle:Oracle"),)
 UP = ("lunlat_source_up", SOURCE)

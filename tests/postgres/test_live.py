@@ -20,10 +20,10 @@ from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
 from tests.postgres.conftest import Cluster
 from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.exposition_samples import samples
 from tests.support.fake_clock import FakeClock
 from tests.support.hostile_files import lunlat_argv
 from tests.support.skip_unless_installed import need
-from tests.unit.test_scrape import samples
 
 ROOT = Path(__file__).resolve().parents[2]
 GRANTS = ROOT / "deploy" / "postgres" / "grants.sql"

@@ -8,6 +8,7 @@
 - `hostile_files`: a FIFO, /dev/zero or a socket where a file should be, run without wedging the test;
 - `exporter_process`: `lunlat serve` (or another exporter) as a child process, scraped;
 - `stub_exporter`: an HTTP server on loopback answering one path with a given exposition;
+- `exposition_samples`: a text exposition read back as samples, and the exporter's health series;
 - `openmetrics_parser`: prometheus_client's OpenMetrics parser, typed, and Prometheus' Accept header;
 - `prometheus_server`: Debian's Prometheus (or Prometheus 3) as a child process, and its HTTP API;
 - `top_frames`: `lunlat top`'s batch frames read back;
