@@ -42,12 +42,12 @@ import bcrypt
 import psutil
 
 BENCH = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # the sibling bench scripts and tests.procs
+sys.path[:0] = [str(BENCH), str(BENCH.parent)]  # the sibling bench scripts and tests.support.exporter_process
 
 from concurrent_scrapes import p99  # noqa: E402
 from scrape_vs_node_exporter import Host, mib, node_exporter_binary  # noqa: E402
 
-from tests.procs import LOOPBACK, NODE_EXPORTER_PORT, ExporterError, ExporterProcess  # noqa: E402
+from tests.support.exporter_process import LOOPBACK, NODE_EXPORTER_PORT, ExporterError, ExporterProcess  # noqa: E402
 
 ATTACKS = ("headers", "idle", "slowloris", "slowread", "auth")
 USER = "prometheus"

@@ -31,7 +31,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess, lunlat_serve  # noqa: E402
+from tests.support.exporter_process import (  # noqa: E402
+    LOOPBACK,
+    LUNLAT_PORT,
+    NODE_EXPORTER_PORT,
+    ExporterProcess,
+    lunlat_serve,
+)
 
 sys.path.insert(0, str(REPO / "bench"))
 from scrape_vs_node_exporter import Host  # noqa: E402

@@ -1,7 +1,7 @@
 """The fake fleet of `fleet_rules.py`: N database hosts served by one HTTP server, each host a real
 `lunlat serve` exposition (and a real node_exporter one of the same devices) whose counters advance.
 
-Capture, once: a synthetic host (tests/fakesys) of 20 multipath LUNs, each a map over 4 SCSI paths
+Capture, once: a synthetic host (tests/support/fake_host) of 20 multipath LUNs, each a map over 4 SCSI paths
 (two HBAs times two array ports, the layout of `scrape_vs_node_exporter.py`), labelled by a `luns:`
 config as data and log of two databases, as the lab's deploy/lab/lunlat.yaml labels its LUNs. The
 real `lunlat serve` and the real node_exporter (diskstats collector only) run on that tree and are
@@ -44,8 +44,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests
 
 from scrape_vs_node_exporter import SD_MAJORS, sd_name
 
-from tests.fakesys import FakeHost, Stats
-from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess, Scrape, lunlat_serve
+from tests.support.exporter_process import (
+    LOOPBACK,
+    LUNLAT_PORT,
+    NODE_EXPORTER_PORT,
+    ExporterProcess,
+    Scrape,
+    lunlat_serve,
+)
+from tests.support.fake_host import FakeHost, Stats
 
 LUNS = 20
 PATHS_PER_LUN = 4

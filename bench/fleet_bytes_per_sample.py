@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/fleet_bytes_per_sample.py [--luns 20] [--hours 24] [--no-recorded]
 
-One host's day, as the stores would get it: a fake host (tests/fakesys) of N multipath LUNs with
+One host's day, as the stores would get it: a fake host (tests/support/fake_host) of N multipath LUNs with
 two paths each, labelled data and log of two databases in the config; a simulated OLTP day in 15 s
 steps (per LUN reads and writes drawn around a diurnal rate, service times lognormal around
 0.5 ms, the paths sharing their map's I/O). After each step the real `lunlat serve` is scraped and
@@ -44,8 +44,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/ helpers
 
-from tests.fakesys import FakeHost
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.fake_host import FakeHost
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "alerts" / "lunlat.rules.yml"

@@ -44,8 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests
 import fakefleet
 from fakefleet import Capture, FleetServer
 
-from tests import prometheus
-from tests.procs import LOOPBACK, ExporterProcess, scrape
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, ExporterProcess, scrape
 
 ROOT = Path(__file__).resolve().parents[1]
 INTERVAL_S = 15
@@ -62,7 +62,7 @@ class Peer:
     rules: Path
 
 
-LUNLAT = Peer("lunlat", "lunlat", "/lunlat", prometheus.RULES)
+LUNLAT = Peer("lunlat", "lunlat", "/lunlat", prometheus_server.RULES)
 NODE_MIXIN = Peer("node-mixin", "node", "/node", NODE_MIXIN_RULES)
 
 
@@ -186,7 +186,7 @@ def record_names(rules: Path) -> list[str]:
     return sorted({r["record"] for g in groups for r in g["rules"] if "record" in r})
 
 
-def wait_up(api: prometheus.PromApi, job: str, count: int, timeout: float) -> None:
+def wait_up(api: prometheus_server.PromApi, job: str, count: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
         up = api.query(f'count(up{{job="{job}"}} == 1)')
@@ -197,7 +197,7 @@ def wait_up(api: prometheus.PromApi, job: str, count: int, timeout: float) -> No
         time.sleep(1)
 
 
-def wait_rules(api: prometheus.PromApi, timeout: float = 60) -> None:
+def wait_rules(api: prometheus_server.PromApi, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not api.rule_groups():
         if time.monotonic() > deadline:
@@ -205,7 +205,7 @@ def wait_rules(api: prometheus.PromApi, timeout: float = 60) -> None:
         time.sleep(0.5)
 
 
-def scalar(api: prometheus.PromApi, promql: str) -> float:
+def scalar(api: prometheus_server.PromApi, promql: str) -> float:
     found = api.query(promql)
     return float(found[0]["value"][1]) if found else 0.0
 
@@ -223,9 +223,9 @@ def run_peer(
     devices = cap.lunlat_devices if peer is LUNLAT else cap.node_devices
     result = Result(peer.name, hosts, hosts * cap.lunlat_devices, hosts * devices)
     cfg = config(peer, targets, fleet.port, rules=False)
-    process = prometheus.start(workdir, cfg, server)
+    process = prometheus_server.start(workdir, cfg, server)
     try:
-        api = prometheus.api(process)
+        api = prometheus_server.api(process)
         wait_up(api, peer.job, hosts, timeout=4 * INTERVAL_S)
         before = read_own(process)
         time.sleep(args.idle)
@@ -404,7 +404,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--prometheus",
         nargs="+",
-        default=[prometheus.PROMETHEUS],
+        default=[prometheus_server.PROMETHEUS],
         help="Prometheus server binaries, each run in turn (default: Debian's prometheus)",
     )
     parser.add_argument(

@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from lunlat_lab import commands, measure
+from lunlat_lab.daemon_engines import ENGINES, Engine
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
-from lunlat_lab.engine import ENGINES, Engine
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = DEFAULT_LAB_FILE

@@ -52,14 +52,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests
 
 from lunlat import contract
 from lunlat.goals import duration_seconds, load_goals
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands, measure
 from lunlat_lab.config import LabConfig
-from lunlat_lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat_lab.state import LabState
 from tests.alerting import e2e, stack
 from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries
-from tests.labhost import lab_skip_reason, memory_backed_dir
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
 PHASE = "oltp"
 PHASES = ("oltp", "oltp+dss", "oltp+dss+snapshot")

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests
 from lunlat_lab import commands
 from tests.alerting import e2e
 from tests.alerting.stack import AlertingStack, WebhookReceiver, missing_binaries
-from tests.labhost import lab_skip_reason, memory_backed_dir
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
 PAGE_GOAL_S = 60.0
 RESOLVE_GOAL_S = 120.0

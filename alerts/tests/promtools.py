@@ -1,7 +1,7 @@
 """The promtool binaries the rule tests run under: Debian's (Prometheus 2.x) and Prometheus 3's.
 
 Prometheus 3 is built from source (`go install github.com/prometheus/prometheus/cmd/promtool@…`, the
-module's tag of the 3.x release line, tests/prometheus.py): `.ci/run` installs it into
+module's tag of the 3.x release line, tests/support/prometheus_server.py): `.ci/run` installs it into
 PROMETHEUS3_DIR, or LUNLAT_PROMTOOL3 names one. Where neither exists, the Prometheus 3 cases skip, saying so.
 
 The unit test files are the same for both. Two differences of Prometheus 3 they meet, each from its
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.prometheus import PROMETHEUS3_DIR, PROMETHEUS3_MODULE_VERSION
+from tests.support.prometheus_server import PROMETHEUS3_DIR, PROMETHEUS3_MODULE_VERSION
 
 PROMTOOLS = (
     pytest.param("2", id="prometheus2"),

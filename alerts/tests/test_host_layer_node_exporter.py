@@ -22,8 +22,14 @@ import pytest
 
 from lunlat.goals import parse_goals
 from lunlat_rules.rules import render
-from tests import prometheus
-from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess, lunlat_serve
+from tests.support import prometheus_server
+from tests.support.exporter_process import (
+    LOOPBACK,
+    LUNLAT_PORT,
+    NODE_EXPORTER_PORT,
+    ExporterProcess,
+    lunlat_serve,
+)
 
 pytestmark = pytest.mark.peer
 
@@ -79,8 +85,8 @@ class Writer:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[prometheus.PromApi]:
-    if (reason := prometheus.missing()) is not None:
+def stack(tmp_path: Path) -> Iterator[prometheus_server.PromApi]:
+    if (reason := prometheus_server.missing()) is not None:
         pytest.skip(reason)
     node_exporter = _node_exporter()
     procfs, sysfs, udev = tmp_path / "proc", tmp_path / "sys", tmp_path / "udev"
@@ -131,14 +137,14 @@ def stack(tmp_path: Path) -> Iterator[prometheus.PromApi]:
                 {"job_name": "node", "static_configs": [{"targets": [f"{LOOPBACK}:{node.port}"]}]},
             ],
         }
-        server = prometheus.start(tmp_path / "prometheus", cfg)
+        server = prometheus_server.start(tmp_path / "prometheus", cfg)
         stack.callback(server.stop)
         assert "lunlat_device_" not in lunlat.scrape().text, "lunlat publishes no counters of its own"
-        yield prometheus.api(server)
+        yield prometheus_server.api(server)
 
 
 def test_the_host_layer_comes_from_node_exporter_and_the_alert_fires_on_it(
-    stack: prometheus.PromApi,
+    stack: prometheus_server.PromApi,
 ) -> None:
     (series,) = stack.wait_for_series('lunlat:read_latency_seconds:avg1m{layer="host"}', 1, timeout=60)
     labels = series["metric"]

@@ -544,8 +544,8 @@ def test_log_hint_says_a_governed_log_rate_is_not_a_slow_log_lun() -> None:
 
 
 def test_ci_builds_the_prometheus_3_the_tests_look_for() -> None:
-    """.ci/run builds Prometheus 3 where tests/prometheus.py looks for it, at the version it names."""
-    from tests.prometheus import PROMETHEUS3_DIR, PROMETHEUS3_MODULE_VERSION  # noqa: PLC0415
+    """.ci/run builds Prometheus 3 where tests/support/prometheus_server.py looks for it, at the version it names."""
+    from tests.support.prometheus_server import PROMETHEUS3_DIR, PROMETHEUS3_MODULE_VERSION  # noqa: PLC0415
 
     ci = (ALERTS.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert f'p3="$HOME/.cache/lunlat/{PROMETHEUS3_DIR.name}"' in ci

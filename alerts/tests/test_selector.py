@@ -13,8 +13,8 @@ import pytest
 
 from lunlat.goals import parse_goals
 from lunlat_rules.rules import render
-from tests import prometheus, textstub
-from tests.procs import LOOPBACK
+from tests.support import prometheus_server, stub_exporter
+from tests.support.exporter_process import LOOPBACK
 
 JOB = "storage-latency"
 GOALS = f"selector: 'job=\"{JOB}\"'\n"
@@ -35,25 +35,25 @@ def exposition() -> str:
 
 
 @pytest.fixture
-def api(tmp_path: Path) -> Iterator[prometheus.PromApi]:
-    if (reason := prometheus.missing()) is not None:
+def api(tmp_path: Path) -> Iterator[prometheus_server.PromApi]:
+    if (reason := prometheus_server.missing()) is not None:
         pytest.skip(reason)
     rules = tmp_path / "lunlat.rules.yml"
     rules.write_text(render(parse_goals(GOALS)), encoding="utf-8")
-    with textstub.serving("/metrics", exposition) as port:
+    with stub_exporter.serving("/metrics", exposition) as port:
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(rules)],
             "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": [f"{LOOPBACK}:{port}"]}]}],
         }
-        process = prometheus.start(tmp_path / "prometheus", config)
+        process = prometheus_server.start(tmp_path / "prometheus", config)
         try:
-            yield prometheus.api(process)
+            yield prometheus_server.api(process)
         finally:
             process.stop()
 
 
-def test_rules_generated_for_another_job_name_record_its_series(api: prometheus.PromApi) -> None:
+def test_rules_generated_for_another_job_name_record_its_series(api: prometheus_server.PromApi) -> None:
     (latency,) = api.wait_for_series(f'lunlat:read_latency_seconds:avg1m{{job="{JOB}"}}', 1, timeout=60)
     assert latency["metric"]["lun"] == "sdb" and latency["metric"]["database"] == "PROD"
     assert float(latency["value"][1]) == pytest.approx(0.002, rel=0.01)

@@ -4,7 +4,7 @@ Oracle database (the emulated v$ views) on ASM disk groups on the lab's Oracle L
 one lunlat exporter publishing all three layers, and the Debian Prometheus scraping it with the
 repo's recording and alert rules.
 
-Beside it, a second host (tests.fakesys: the lab has no device-mapper, so no real multipath): one LUN
+Beside it, a second host (tests.support.fake_host: the lab has no device-mapper, so no real multipath): one LUN
 on a Pure FlashArray volume through two multipath paths, published by a second exporter like any
 host, one path going offline at the phase switch; and the array's own view of that volume from a
 stub serving Pure's exporter format, scraped with deploy/arrays/purefa.yml's relabeling, so the
@@ -39,12 +39,12 @@ from lunlat.web.server import ListenAddress, Server
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from lunlat_lab.state import LabState
-from tests import prometheus, textstub
-from tests.fakesys import FakeHost, Stats
 from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
 from tests.oracle.emulation import OracleEmulation
 from tests.oracle.simulator import IO, Commits, Load, LogNormal
-from tests.procs import LOOPBACK
+from tests.support import prometheus_server, stub_exporter
+from tests.support.exporter_process import LOOPBACK
+from tests.support.fake_host import FakeHost, Stats
 
 LAB_CONFIG = DEFAULT_LAB_FILE
 # deploy/lab/lunlat.yaml: generated from LAB_CONFIG by `lunlat-lab exporter-config` (CI checks it
@@ -203,7 +203,7 @@ def purefa_exposition() -> str:
 
 @contextmanager
 def purefa_stub() -> Iterator[int]:
-    with textstub.serving("/metrics/volumes", purefa_exposition) as port:
+    with stub_exporter.serving("/metrics/volumes", purefa_exposition) as port:
         yield port
 
 
@@ -224,7 +224,7 @@ def purefa_job(stub_port: int, token_file: Path) -> dict[str, Any]:
 class DashboardData:
     """What the query tests get: Prometheus' API, the span that holds data, the lab's devices."""
 
-    api: prometheus.PromApi
+    api: prometheus_server.PromApi
     start: float
     devices: dict[str, str]  # lab LUN name → kernel device (the exporter's `lun` label)
 
@@ -314,19 +314,19 @@ def dashboard_data(workdir: Path, lab_state_dir: Path) -> Iterator[DashboardData
         )
         token = workdir / "purefa-token"
         token.write_text("00000000-0000-0000-0000-000000000000\n", encoding="utf-8")
-        cfg = prometheus.config(
+        cfg = prometheus_server.config(
             [f"{LOOPBACK}:{port}", f"{LOOPBACK}:{multipath_port}"], f"{INTERVAL_SECONDS}s"
         )
         cfg["scrape_configs"].append(purefa_job(stack.enter_context(purefa_stub()), token))
         started = time.time()
-        process = prometheus.start(workdir / "prometheus", cfg)
+        process = prometheus_server.start(workdir / "prometheus", cfg)
         stack.callback(process.stop)
         time.sleep(OLTP_SECONDS)
         multipath.lose_a_path()
         commands.phase(lab_state_dir, "oltp+dss+snapshot")
         load.dss = True
         commands.set_latency(lab_state_dir, BREACH_LUN, BREACH_MS, BREACH_MS, None)
-        yield DashboardData(prometheus.api(process), started, devices)
+        yield DashboardData(prometheus_server.api(process), started, devices)
 
 
 def _restore_env(name: str, value: str | None) -> None:

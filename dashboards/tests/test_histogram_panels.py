@@ -36,8 +36,8 @@ from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceResult
 from lunlat.web.server import ListenAddress, Server
-from tests import prometheus
-from tests.procs import LOOPBACK
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK
 
 OVERVIEW = "lunlat-overview.json"
 INTERVAL = "1s"
@@ -114,8 +114,8 @@ class HistogramSource(SteppingSource):
 
 
 @pytest.fixture(scope="module")
-def api() -> Iterator[prometheus.PromApi]:
-    reason = prometheus.missing()
+def api() -> Iterator[prometheus_server.PromApi]:
+    reason = prometheus_server.missing()
     if reason:
         pytest.skip(reason)
     scraper = Scraper([HistogramSource()])
@@ -124,11 +124,12 @@ def api() -> Iterator[prometheus.PromApi]:
     thread.start()
     try:
         with tempfile.TemporaryDirectory(prefix="lunlat-histogram-panels-") as workdir:
-            process = prometheus.start(
-                Path(workdir) / "prometheus", prometheus.config([f"{LOOPBACK}:{server.port}"], INTERVAL)
+            process = prometheus_server.start(
+                Path(workdir) / "prometheus",
+                prometheus_server.config([f"{LOOPBACK}:{server.port}"], INTERVAL),
             )
             try:
-                found = prometheus.api(process)
+                found = prometheus_server.api(process)
                 _wait_for_every_panel(found)
                 yield found
             finally:
@@ -153,7 +154,7 @@ def _values(**chosen: str) -> dict[str, str]:
     return {**values, "__rate_interval": RATE_INTERVAL, "__range": "60s", "__interval": INTERVAL}
 
 
-def _query(api: prometheus.PromApi, title: str, ref: str = "A", **chosen: str) -> list[dict[str, Any]]:
+def _query(api: prometheus_server.PromApi, title: str, ref: str = "A", **chosen: str) -> list[dict[str, Any]]:
     target = next(t for t in _panel(title)["targets"] if t["refId"] == ref)
     return api.query(boards.expand(target["expr"], _values(**chosen)))
 
@@ -167,7 +168,7 @@ NEW_PANELS = (
 )
 
 
-def _empty(api: prometheus.PromApi) -> list[str]:
+def _empty(api: prometheus_server.PromApi) -> list[str]:
     return [
         f"{title} {target['refId']}"
         for title in NEW_PANELS
@@ -176,7 +177,7 @@ def _empty(api: prometheus.PromApi) -> list[str]:
     ]
 
 
-def _wait_for_every_panel(api: prometheus.PromApi) -> None:
+def _wait_for_every_panel(api: prometheus_server.PromApi) -> None:
     deadline = time.monotonic() + READY_TIMEOUT
     while _empty(api) and time.monotonic() < deadline:
         time.sleep(1)
@@ -204,11 +205,11 @@ def _expected_shares(luns: tuple[Lun, ...], op: str) -> dict[str, float]:
 # --- the checks -------------------------------------------------------------------------------
 
 
-def test_every_new_panel_query_returns_data(api: prometheus.PromApi) -> None:
+def test_every_new_panel_query_returns_data(api: prometheus_server.PromApi) -> None:
     assert not _empty(api), "empty although the synthetic LUNs exercise them"
 
 
-def test_the_heatmaps_hold_every_bucket_of_the_selected_luns(api: prometheus.PromApi) -> None:
+def test_the_heatmaps_hold_every_bucket_of_the_selected_luns(api: prometheus_server.PromApi) -> None:
     every = _cumulative_shares(_query(api, "Read latency distribution per I/O"))
     assert every.keys() == _expected_shares(LUNS, "read").keys()
     assert "0.001" in every  # the goal is an edge
@@ -221,7 +222,7 @@ def test_the_heatmaps_hold_every_bucket_of_the_selected_luns(api: prometheus.Pro
     assert writes == pytest.approx(_expected_shares(LUNS, "write"), rel=1e-9)
 
 
-def test_average_p50_and_p99_against_the_goal(api: prometheus.PromApi) -> None:
+def test_average_p50_and_p99_against_the_goal(api: prometheus_server.PromApi) -> None:
     title = "Read latency per I/O: average, p50 and p99 against the goal"
     assert _by(_query(api, title, "A"), "lun") == pytest.approx(
         {("tail_lun",): 0.00077, ("slow_lun",): 0.003}, rel=1e-6
@@ -245,7 +246,7 @@ def test_average_p50_and_p99_against_the_goal(api: prometheus.PromApi) -> None:
     assert _by(_query(api, title, "C", lun="tail_lun"), "lun") == pytest.approx({("tail_lun",): 0.0076})
 
 
-def test_the_share_above_goal(api: prometheus.PromApi) -> None:
+def test_the_share_above_goal(api: prometheus_server.PromApi) -> None:
     shares = _by(_query(api, "I/Os slower than the goal"), "lun", "op")
     assert shares == pytest.approx(
         {("tail_lun", "read"): 0.1, ("tail_lun", "write"): 0.0, ("slow_lun", "read"): 1.0}, abs=1e-12
@@ -256,7 +257,7 @@ def test_the_share_above_goal(api: prometheus.PromApi) -> None:
 
 
 def test_the_tail_alert_is_pending_for_the_tail_and_the_breach_for_the_slow_average(
-    api: prometheus.PromApi,
+    api: prometheus_server.PromApi,
 ) -> None:
     pending = _by(api.query('ALERTS{alertname="LunLatencyTailHigh"}'), "lun", "op", "alertstate")
     assert pending == {("tail_lun", "read", "pending"): 1.0}

@@ -46,8 +46,8 @@ from lunlat.sources.base import SourceResult
 from lunlat.web.server import ListenAddress, Server
 from lunlat_dashboards import overview, panels, render_all, to_json
 from lunlat_rules.rules import render
-from tests import prometheus
-from tests.procs import LOOPBACK
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK
 
 OVERVIEW = "lunlat-overview.json"
 INTERFERENCE = "lunlat-workload-interference.json"
@@ -171,8 +171,8 @@ def _dss_goals() -> Goals:
 
 
 @pytest.fixture(scope="module")
-def api() -> Iterator[prometheus.PromApi]:
-    reason = prometheus.missing()
+def api() -> Iterator[prometheus_server.PromApi]:
+    reason = prometheus_server.missing()
     if reason:
         pytest.skip(reason)
     scraper = Scraper([SizedSource()])
@@ -184,11 +184,11 @@ def api() -> Iterator[prometheus.PromApi]:
             # The rules of the goals with a DSS floor: the floor is recorded, the rest as shipped.
             rules = Path(workdir) / "lunlat.rules.yml"
             rules.write_text(render(_dss_goals()), encoding="utf-8")
-            cfg = prometheus.config([f"{LOOPBACK}:{server.port}"], INTERVAL)
+            cfg = prometheus_server.config([f"{LOOPBACK}:{server.port}"], INTERVAL)
             cfg["rule_files"] = [str(rules)]
-            process = prometheus.start(Path(workdir) / "prometheus", cfg)
+            process = prometheus_server.start(Path(workdir) / "prometheus", cfg)
             try:
-                found = prometheus.api(process)
+                found = prometheus_server.api(process)
                 _wait_for_every_panel(found)
                 yield found
             finally:
@@ -224,7 +224,12 @@ def _values(board: dict[str, Any], **chosen: str) -> dict[str, str]:
 
 
 def _query(
-    api: prometheus.PromApi, name: str, title: str, ref: str = "A", at: float | None = None, **chosen: str
+    api: prometheus_server.PromApi,
+    name: str,
+    title: str,
+    ref: str = "A",
+    at: float | None = None,
+    **chosen: str,
 ) -> list[dict[str, Any]]:
     board = _board(name)
     target = next(t for t in _panel(board, title)["targets"] if t["refId"] == ref)
@@ -242,7 +247,7 @@ NEW_PANELS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _empty(api: prometheus.PromApi) -> list[str]:
+def _empty(api: prometheus_server.PromApi) -> list[str]:
     return [
         f"{title} {target['refId']}"
         for name, title in NEW_PANELS
@@ -275,7 +280,7 @@ FLAGGED = {
 }
 
 
-def _wait_for_every_panel(api: prometheus.PromApi) -> None:
+def _wait_for_every_panel(api: prometheus_server.PromApi) -> None:
     """Until every new panel has data and every judged LUN and op is judged: the rules' 1-minute
     rates reach the idle guard only once their window holds most of a minute of scrapes. A bound,
     not a measurement."""
@@ -298,11 +303,11 @@ def _average(lun: Lun, op: str) -> float:
 # --- the checks -------------------------------------------------------------------------------
 
 
-def test_every_new_panel_query_returns_data(api: prometheus.PromApi) -> None:
+def test_every_new_panel_query_returns_data(api: prometheus_server.PromApi) -> None:
     assert not _empty(api), "empty although the synthetic LUNs exercise them"
 
 
-def test_the_judged_latency_beside_the_average(api: prometheus.PromApi) -> None:
+def test_the_judged_latency_beside_the_average(api: prometheus_server.PromApi) -> None:
     """Read it as the issue does: mixed_lun averages 1.85 ms, its small reads 0.4 ms."""
     reads, writes = JUDGED
     at = time.time()
@@ -330,7 +335,7 @@ def test_the_judged_latency_beside_the_average(api: prometheus.PromApi) -> None:
     )
 
 
-def test_flagged_averages_beside_the_luns_breaching(api: prometheus.PromApi) -> None:
+def test_flagged_averages_beside_the_luns_breaching(api: prometheus_server.PromApi) -> None:
     """mixed_lun's and dss_lun's read averages are above the goal with nothing judged above it
     (flagged: LunLatencyAverageHigh's case); slow_lun's writes breach (and are not flagged)."""
     # the scenario as the issue tells it (what the sets are computed from the fed data to be)
@@ -350,7 +355,7 @@ def test_flagged_averages_beside_the_luns_breaching(api: prometheus.PromApi) -> 
     assert count(flagged_title, database=SLOW.database) == [0.0]
 
 
-def test_the_average_io_size_of_every_lun(api: prometheus.PromApi) -> None:
+def test_the_average_io_size_of_every_lun(api: prometheus_server.PromApi) -> None:
     """Bytes per I/O from the kernel counters, with the histogram or without it (bare_lun)."""
     sizes = _by(_query(api, OVERVIEW, "Average I/O size per LUN"), "lun", "op")
     expected = {
@@ -362,7 +367,7 @@ def test_the_average_io_size_of_every_lun(api: prometheus.PromApi) -> None:
     assert sizes[(BARE.name, "read")] == 64 * KIB
 
 
-def test_latency_and_iops_by_size_class(api: prometheus.PromApi) -> None:
+def test_latency_and_iops_by_size_class(api: prometheus_server.PromApi) -> None:
     at = time.time()
     latency = _by(_query(api, OVERVIEW, "Latency by I/O size class", at=at), "lun", "op", "size", "database")
     # one I/O latency per class in the fed data; bare_lun has no histogram: not drawn here
@@ -386,7 +391,7 @@ def test_latency_and_iops_by_size_class(api: prometheus.PromApi) -> None:
     assert only_log.keys() == {(SLOW.name,)}
 
 
-def test_dss_throughput_against_its_floor(api: prometheus.PromApi) -> None:
+def test_dss_throughput_against_its_floor(api: prometheus_server.PromApi) -> None:
     """Only the LUN whose tier sets a floor; its floor as the goals say, what it moved as the
     throughput panel shows it, reads and writes together."""
     title, at = "Throughput against its floor", time.time()
@@ -485,10 +490,10 @@ def _budget_board(goals: Goals) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def history() -> Iterator[tuple[prometheus.PromApi, int]]:
+def history() -> Iterator[tuple[prometheus_server.PromApi, int]]:
     """A Prometheus holding the sums as history ending at a step 12 steps ago; yields it and
     that end."""
-    reason = prometheus.missing()
+    reason = prometheus_server.missing()
     if reason:
         pytest.skip(reason)
     end = (int(time.time()) // STEP - 12) * STEP
@@ -504,15 +509,15 @@ def history() -> Iterator[tuple[prometheus.PromApi, int]]:
             check=True,
             capture_output=True,
         )
-        process = prometheus.start(Path(workdir) / "prometheus", {"global": {"scrape_interval": "1m"}})
+        process = prometheus_server.start(Path(workdir) / "prometheus", {"global": {"scrape_interval": "1m"}})
         try:
-            yield prometheus.api(process), end
+            yield prometheus_server.api(process), end
         finally:
             process.stop()
 
 
 def _budget(
-    api: prometheus.PromApi, board: dict[str, Any], at: float, **chosen: str
+    api: prometheus_server.PromApi, board: dict[str, Any], at: float, **chosen: str
 ) -> dict[tuple[str, ...], float]:
     target = _panel(board, BUDGET_TITLE)["targets"][0]
     assert target.get("instant"), "one bar per series: the budget now"
@@ -521,7 +526,7 @@ def _budget(
     )
 
 
-def test_the_remaining_error_budget_over_the_period(history: tuple[prometheus.PromApi, int]) -> None:
+def test_the_remaining_error_budget_over_the_period(history: tuple[prometheus_server.PromApi, int]) -> None:
     api, end = history
     goals = parse_goals(BUDGET_GOALS)
     board = _budget_board(goals)

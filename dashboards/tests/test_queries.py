@@ -35,8 +35,8 @@ from lunlat import contract, recorded
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import load_goals
 from lunlat.sources import biolatency
-from tests import prometheus
-from tests.labhost import lab_skip_reason, memory_backed_dir
+from tests.support import prometheus_server
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
 pytestmark = pytest.mark.lab
 
@@ -49,7 +49,7 @@ FREETDS = "FreeTDS"
 
 
 def _skip_reason() -> str | None:
-    reason = lab_skip_reason() or prometheus.missing()
+    reason = lab_skip_reason() or prometheus_server.missing()
     if reason:
         return reason
     try:
@@ -103,7 +103,7 @@ def _run(
         if query.instant:
             return data.api.query(expr, at=end)
         return data.api.query_range(expr, data.start, end, STEP)
-    except prometheus.QueryError as exc:
+    except prometheus_server.QueryError as exc:
         raise AssertionError(f"{query}: Prometheus refused\n{expr}\n{exc}") from None
 
 

@@ -4,7 +4,7 @@
 -- -b so that a failing batch stops the script with an error instead of being passed over ("-b: on
 -- error batch abort", https://learn.microsoft.com/en-us/sql/tools/sqlcmd/sqlcmd-utility):
 --   sqlcmd -S sql1.example.com,1433 -U sa -b -i deploy/mssql/grants.sql -v LUNLAT_PASSWORD="$(cat /run/secrets/mssql)"
--- tests/unit/test_grant_scripts.py runs every batch of it as SQL Server 2012 to 2022 would.
+-- tests/mssql/test_grant_scripts.py runs every batch of it as SQL Server 2012 to 2022 would.
 --
 -- What the exporter reads (exporter/src/lunlat/engines/mssql/sql.py) and what each needs:
 --   sys.dm_io_virtual_file_stats, sys.dm_os_wait_stats, sys.dm_os_sys_info

@@ -28,15 +28,15 @@ from typing import Any
 
 import yaml
 
-from tests import prometheus
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
-from tests.prometheus import PromApi
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.prometheus_server import PromApi
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTMANAGER_CONFIG = REPO / "alerts" / "alertmanager.yml"
 INTERVAL = "15s"
 
-PROMETHEUS = prometheus.PROMETHEUS
+PROMETHEUS = prometheus_server.PROMETHEUS
 ALERTMANAGER = "prometheus-alertmanager"  # Debian's name; upstream calls it alertmanager
 
 
@@ -180,7 +180,7 @@ def start_alertmanager(workdir: Path, webhook_url: str) -> ExporterProcess:
         start_timeout=60.0,
     ).start()
     try:
-        prometheus.wait_ready(process)
+        prometheus_server.wait_ready(process)
     except BaseException:
         process.stop()
         raise
@@ -236,12 +236,12 @@ class AlertingStack:
             "lunlat",
             port_pattern=True,
         )
-        cfg = prometheus.config(
+        cfg = prometheus_server.config(
             [f"{LOOPBACK}:{self.exporter.port}"], INTERVAL, f"{LOOPBACK}:{self.alertmanager.port}"
         )
-        self.prometheus = prometheus.start(self.workdir, cfg)
+        self.prometheus = prometheus_server.start(self.workdir, cfg)
         self.processes.append(self.prometheus)
-        self.api = prometheus.api(self.prometheus)
+        self.api = prometheus_server.api(self.prometheus)
 
     def _spawn(self, argv: list[str], name: str, *, port_pattern: bool = False) -> ExporterProcess:
         process = ExporterProcess(

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests import prometheus
-from tests.fakesys import FakeHost
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
-from tests.prometheus import PromApi
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.fake_host import FakeHost
+from tests.support.prometheus_server import PromApi
 
 ALERT = "LunLatencyDataReadHigh"
 # Shorter than the shipped 15 s so the test is quick; the rules' 1-minute windows still hold 12 samples.
@@ -104,7 +104,7 @@ class Stack:
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
-    if missing := prometheus.missing():
+    if missing := prometheus_server.missing():
         pytest.skip(missing)
     with ExitStack() as stack:
         hosts = {"a": host_a(tmp_path / "a"), "b": host_b(tmp_path / "b")}
@@ -127,11 +127,11 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
             stack.callback(exporter.stop)
             exporter.start()
             instances[name] = f"{LOOPBACK}:{exporter.port}"
-        server = prometheus.start(
-            tmp_path / "prometheus", prometheus.config(list(instances.values()), INTERVAL)
+        server = prometheus_server.start(
+            tmp_path / "prometheus", prometheus_server.config(list(instances.values()), INTERVAL)
         )
         stack.callback(server.stop)
-        yield Stack(prometheus.api(server), instances)
+        yield Stack(prometheus_server.api(server), instances)
 
 
 def _firing(api: PromApi, lun: str) -> dict[str, Any]:

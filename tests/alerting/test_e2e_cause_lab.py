@@ -30,15 +30,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab import commands  # noqa: E402
-from tests import prometheus  # noqa: E402
 from tests.alerting.stack import INTERVAL  # noqa: E402
-from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve  # noqa: E402
-from tests.prometheus import PromApi  # noqa: E402
+from tests.support import prometheus_server  # noqa: E402
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve  # noqa: E402
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support.prometheus_server import PromApi  # noqa: E402
 
 pytestmark = pytest.mark.lab
 
@@ -71,7 +71,7 @@ class TwoHosts:
 
 @pytest.fixture(scope="module")
 def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
-    reason = lab_skip_reason() or prometheus.missing()
+    reason = lab_skip_reason() or prometheus_server.missing()
     if reason:
         pytest.skip(reason)
     base = Path(tempfile.mkdtemp(prefix="lunlat-cause-", dir=memory_backed_dir()))
@@ -102,9 +102,11 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
             stack.callback(exporter.stop)
             exporter.start()
             instance[lun] = f"{LOOPBACK}:{exporter.port}"
-        server = prometheus.start(work / "prometheus", prometheus.config(list(instance.values()), INTERVAL))
+        server = prometheus_server.start(
+            work / "prometheus", prometheus_server.config(list(instance.values()), INTERVAL)
+        )
         stack.callback(server.stop)
-        yield TwoHosts(prometheus.api(server), instance, device)
+        yield TwoHosts(prometheus_server.api(server), instance, device)
 
 
 def _firing(api: PromApi, lun: str) -> dict[str, Any]:

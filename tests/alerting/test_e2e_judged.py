@@ -67,7 +67,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat.sources import biolatency  # noqa: E402
@@ -83,7 +83,7 @@ from tests.alerting.stack import (  # noqa: E402
     missing_binaries,
     started_at,
 )
-from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
 
 pytestmark = pytest.mark.lab
 

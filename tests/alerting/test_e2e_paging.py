@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab import commands  # noqa: E402
 from tests.alerting import e2e, groundtruth  # noqa: E402
 from tests.alerting.stack import AlertingStack, WebhookReceiver, missing_binaries, started_at  # noqa: E402
-from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
 
 pytestmark = pytest.mark.lab
 

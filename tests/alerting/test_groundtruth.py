@@ -4,7 +4,7 @@ within the goal, it is not; a window shorter than a minute is not judged."""
 
 from __future__ import annotations
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab.measure import Counters  # noqa: E402

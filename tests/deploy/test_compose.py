@@ -15,8 +15,8 @@ import yaml
 from lunlat.configfile import load_config
 from lunlat.engines.mssql import ENGINE as MSSQL_ENGINE
 from lunlat.engines.oracle import ENGINE as ORACLE_ENGINE
-from tests.compose import bind_mounts, compose_config
-from tests.extras import need
+from tests.support.compose_config import bind_mounts, compose_config
+from tests.support.skip_unless_installed import need
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ((), ("oracle",), ("mssql",), ("lab",), ("oracle", "mssql", "lab"))

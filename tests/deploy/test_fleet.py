@@ -24,17 +24,17 @@ from typing import Any
 import pytest
 import yaml
 
-from tests import prometheus
 from tests.alerting.stack import WebhookReceiver, alertmanager_binary, start_alertmanager
-from tests.fakesys import FakeHost
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
-from tests.prometheus import PromApi
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.fake_host import FakeHost
+from tests.support.prometheus_server import PromApi
 
 ROOT = Path(__file__).resolve().parents[2]
 VMAGENT_CONFIG = ROOT / "deploy" / "fleet" / "vmagent.yml"
 PROMETHEUS_AGENT_CONFIG = ROOT / "deploy" / "fleet" / "prometheus-agent.yml"
 RULES = ROOT / "alerts" / "lunlat.rules.yml"
-BINARIES = ("victoria-metrics", "vmagent", "vmalert", prometheus.PROMETHEUS)
+BINARIES = ("victoria-metrics", "vmagent", "vmalert", prometheus_server.PROMETHEUS)
 # db01 ships with vmagent, db02 with Prometheus in agent mode: both shipped configs are exercised.
 HOSTS = ("db01", "db02")
 LUN = "sales_data"
@@ -126,7 +126,7 @@ def ship_with_prometheus_agent(host: str, exporter: str, store: str, work: Path,
     config.write_text(text.replace("db01", host).replace(url, f"{store}/api/v1/write"), encoding="utf-8")
     spawn(
         [
-            prometheus.PROMETHEUS,
+            prometheus_server.PROMETHEUS,
             "--enable-feature=agent",
             f"--config.file={config}",
             f"--storage.agent.path={work / f'prometheus-agent-{host}'}",
@@ -166,7 +166,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
             process = ExporterProcess(argv, tmp_path / f"{name}.log", name=name, start_timeout=60.0, **kw)
             stack.callback(process.stop)
             process.start()
-            prometheus.wait_ready(process)
+            prometheus_server.wait_ready(process)
             return process
 
         pages = stack.enter_context(WebhookReceiver())
@@ -205,7 +205,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
             ],
             "vmalert",
         )
-        yield Fleet(PromApi(vm), prometheus.api(ruler), pages)
+        yield Fleet(PromApi(vm), prometheus_server.api(ruler), pages)
 
 
 def firing(ruler: PromApi) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import yaml
 
 from lunlat.goals import load_goals
 from lunlat.web import config as webconfig
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = ROOT / "deploy" / "kubernetes"

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.extras import command
-from tests.waiting import wait_until
+from tests.support.polling import wait_until
+from tests.support.skip_unless_installed import command
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "lunlat.service"

@@ -31,11 +31,11 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from lunlat.goals import duration_seconds
-from tests import containers
 from tests.alerting.stack import alertmanager_config
-from tests.compose import compose_config
-from tests.procs import LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
-from tests.prometheus import PromApi
+from tests.support import podman_stack
+from tests.support.compose_config import compose_config
+from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
+from tests.support.prometheus_server import PromApi
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = Path(__file__).resolve().parent / "stack"
@@ -65,7 +65,7 @@ EXPECTED_RECEIVER = "oracle-dba-pager"
 
 @dataclass(frozen=True, slots=True)
 class Stack:
-    podman: containers.Podman
+    podman: podman_stack.Podman
     image: str
     ports: dict[str, int]
 
@@ -139,22 +139,22 @@ def _compose(env: dict[str, str], file: Path, *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    reason = containers.missing_tool()
+    reason = podman_stack.missing_tool()
     if reason:
         pytest.skip(reason)
     workdir = tmp_path_factory.mktemp("stack")
-    podman = containers.Podman(containers.containers_conf(workdir / "containers.conf"))
-    base = containers.base_image(podman, workdir / "mmdebstrap.log")
+    podman = podman_stack.Podman(podman_stack.containers_conf(workdir / "containers.conf"))
+    base = podman_stack.base_image(podman, workdir / "mmdebstrap.log")
     image = _build_exporter_image(podman, base)
     digest = base.rsplit(":", 1)[1]
     images = {
         name: podman.build(STACK / "Containerfile", STACK, name, f"lunlat-test-{name}:{digest}", base)
         for name in ("prometheus", "alertmanager", "receiver")
     }
-    containers.prune_leftovers(podman)
-    ports = {name: containers.free_port() for name in SERVICES}
+    podman_stack.prune_leftovers(podman)
+    ports = {name: podman_stack.free_port() for name in SERVICES}
     file = stack_file(workdir, images, ports)
-    with containers.podman_service(podman, workdir) as env:
+    with podman_stack.podman_service(podman, workdir) as env:
         compose_env = dict(env)
         _compose(compose_env, file, "down", "-v")  # what a killed earlier run left
         try:
@@ -167,7 +167,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             _compose(compose_env, file, "down", "-v")
 
 
-def _build_exporter_image(podman: containers.Podman, base: str) -> str:
+def _build_exporter_image(podman: podman_stack.Podman, base: str) -> str:
     done = subprocess.run(
         [str(ROOT / "deploy" / "image" / "build"), "--tool", "podman", "--base", base],
         capture_output=True,

@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.containers import free_port
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, listening_ports, scrape
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, listening_ports, scrape
+from tests.support.podman_stack import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "lunlat.service"

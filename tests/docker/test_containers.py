@@ -36,15 +36,15 @@ from lunlat.sources.base import SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources
-from tests.clock import FakeClock
 from tests.docker.engine import DATA_ROOT, FakeContainer, FakeEngine, bind, published, tmpfs, volume
-from tests.extras import needs
-from tests.fakesys import FakeHost
 from tests.mssql.targets import PASSWORD_ENV, freetds_target
 from tests.mssql.tds_server import DmvState, Load, Stream, TdsServer
 from tests.mssql.test_mssql_source import NO_DRIVER
 from tests.oracle.simulator import IO, Constant
 from tests.oracle.simulator import Load as OracleLoad
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
+from tests.support.skip_unless_installed import needs
 
 FILES = mssql_metrics.MSSQL_FILE_LABELS
 NAME = "mssql:SQL Server 1"

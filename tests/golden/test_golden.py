@@ -20,8 +20,8 @@ import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.openmetrics import PROMETHEUS_ACCEPT, openmetrics_families
-from tests.procs import LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.openmetrics_parser import PROMETHEUS_ACCEPT, openmetrics_families
 
 HERE = Path(__file__).parent
 HOST = HERE / "host"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.extras import command
 from tests.guest import guest
+from tests.support.skip_unless_installed import command
 
 DEB822 = """\
 Types: deb

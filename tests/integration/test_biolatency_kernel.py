@@ -24,14 +24,14 @@ from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.biolatency import BiolatencySource, Engine
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.published import PublishedDevices
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab.settings import ArraySetting, LunSetting, Settings  # noqa: E402
-from tests import labdaemon  # noqa: E402
 from tests.integration.test_real_kernel import attached_loop, raw_fields, settle  # noqa: E402
-from tests.labdaemon import Daemon  # noqa: E402
-from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support import lab_daemon  # noqa: E402
+from tests.support.lab_daemon import Daemon  # noqa: E402
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.kernel
 UNSEEN_PER_COMPLETION = 1 / 2_500
 
 # The lab's FUSE daemon fixture (starts it, and detaches, stops and unmounts whatever happens).
-start_daemon = labdaemon.start_daemon
+start_daemon = lab_daemon.start_daemon
 
 
 def _skip_reason() -> str | None:

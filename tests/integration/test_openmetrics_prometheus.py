@@ -1,4 +1,4 @@
-"""A real Prometheus (Debian's 2.42, and a Prometheus 3 build: tests/prometheus.py) scrapes `lunlat
+"""A real Prometheus (Debian's 2.42, and a Prometheus 3 build: tests/support/prometheus_server.py) scrapes `lunlat
 serve` with OpenMetrics first and ingests the series (issue 42), and evaluates the repo's rules
 without an error (issue 41).
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from lunlat import contract
-from tests import prometheus
 from tests.golden.test_golden import CONFIG, HOST
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 
 SERVERS = (
     pytest.param("2", id="prometheus2"),
@@ -29,12 +29,12 @@ SERVERS = (
 
 
 def _server(major: str) -> str:
-    server = prometheus.binary(major)
+    server = prometheus_server.binary(major)
     if server is None:
         pytest.skip(
-            (prometheus.missing() or "no prometheus")
+            (prometheus_server.missing() or "no prometheus")
             if major == "2"
-            else f"no Prometheus 3 build in {prometheus.PROMETHEUS3_DIR} (.ci/run builds it)"
+            else f"no Prometheus 3 build in {prometheus_server.PROMETHEUS3_DIR} (.ci/run builds it)"
         )
     return server
 
@@ -44,13 +44,13 @@ def test_prometheus_scraping_openmetrics_first_ingests_lunlats_series(tmp_path: 
     binary = _server(major)
     flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
     with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
-        cfg = prometheus.config([f"{LOOPBACK}:{exporter.port}"], "1s")
+        cfg = prometheus_server.config([f"{LOOPBACK}:{exporter.port}"], "1s")
         cfg["rule_files"] = []
-        if prometheus.version(binary) >= (2, 49):
+        if prometheus_server.version(binary) >= (2, 49):
             cfg["scrape_configs"][0]["scrape_protocols"] = ["OpenMetricsText1.0.0"]
-        server = prometheus.start(tmp_path / "prom", cfg, binary)
+        server = prometheus_server.start(tmp_path / "prom", cfg, binary)
         try:
-            api = prometheus.api(server)
+            api = prometheus_server.api(server)
             reads = api.wait_for_series(contract.DEVICE_READS.name, 1, timeout=60)
             read_time = api.wait_for_series(contract.DEVICE_READ_TIME.name, 1, timeout=60)
             up = api.values('up{job="lunlat"}', "job")
@@ -77,11 +77,11 @@ def test_every_rule_evaluates_without_error_on_a_real_server(tmp_path: Path, maj
     binary = _server(major)
     flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
     with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
-        server = prometheus.start(
-            tmp_path / "prom", prometheus.config([f"{LOOPBACK}:{exporter.port}"], "1s"), binary
+        server = prometheus_server.start(
+            tmp_path / "prom", prometheus_server.config([f"{LOOPBACK}:{exporter.port}"], "1s"), binary
         )
         try:
-            api = prometheus.api(server)
+            api = prometheus_server.api(server)
             api.wait_for_series(contract.DEVICE_READS.name, 1, timeout=60)
             deadline = time.monotonic() + 60
             while True:

@@ -26,7 +26,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from lunlat import contract
-from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess
 
 pytestmark = pytest.mark.peer
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.procs import LUNLAT_PORT, ExporterProcess
+from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess
 
 pytestmark = pytest.mark.kernel
 

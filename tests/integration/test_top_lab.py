@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab import commands  # noqa: E402
-from tests.labhost import lab_skip_reason  # noqa: E402
-from tests.topframes import Frame, parse_frame  # noqa: E402
+from tests.support.lab_host import lab_skip_reason  # noqa: E402
+from tests.support.top_frames import Frame, parse_frame  # noqa: E402
 
 pytestmark = pytest.mark.lab
 

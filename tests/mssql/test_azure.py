@@ -16,7 +16,6 @@ from lunlat.dbfiles import DbLunLabels, FileLocator
 from lunlat.engines.mssql import metrics as mssql_metrics
 from lunlat.engines.mssql import sql
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
-from tests.fakesys import FakeHost
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import (
     AZURE_MAJOR_VERSION,
@@ -29,6 +28,7 @@ from tests.mssql.tds_server import (
     statement_key,
 )
 from tests.mssql.test_mssql_source import FILES, NO_DRIVER, delta, host, values
+from tests.support.fake_host import FakeHost
 
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 __all__ = ["host"]  # the fixture, shared with test_mssql_source

@@ -11,10 +11,10 @@ import pytest
 
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.scrape import Scraper
-from tests import sockets
-from tests.clock import FakeClock
 from tests.mssql.targets import freetds_target
 from tests.mssql.test_mssql_source import NO_DRIVER
+from tests.support import misbehaving_peers
+from tests.support.fake_clock import FakeClock
 
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 
@@ -38,7 +38,9 @@ def test_a_dead_server_is_logged_once_and_keeps_no_thread(
     clock = FakeClock()
     with ExitStack() as stack:
         port = (
-            sockets.closed_port() if peer == "dead port" else stack.enter_context(sockets.silent_listener())
+            misbehaving_peers.closed_port()
+            if peer == "dead port"
+            else stack.enter_context(misbehaving_peers.silent_listener())
         )
         scraper = Scraper([source(port, clock)])
         stack.callback(scraper.close)
@@ -50,4 +52,6 @@ def test_a_dead_server_is_logged_once_and_keeps_no_thread(
         errors = scraper.health_families(scraper.collect(5))[2].by_labels()
     attempts = sum(errors[("mssql:SQL", reason)] for reason in ("connect_failed", "connect_timeout"))
     assert attempts >= 3, errors
-    assert len(sockets.failure_lines(caplog.records)) == 1, sockets.failure_lines(caplog.records)
+    assert len(misbehaving_peers.failure_lines(caplog.records)) == 1, misbehaving_peers.failure_lines(
+        caplog.records
+    )

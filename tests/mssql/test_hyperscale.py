@@ -22,7 +22,6 @@ from lunlat.engines.mssql import metrics as mssql_metrics
 from lunlat.engines.mssql import sql
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.sources.base import SourceResult
-from tests.extras import command
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import (
     AZURE_MAJOR_VERSION,
@@ -36,6 +35,7 @@ from tests.mssql.tds_server import (
     TdsServer,
 )
 from tests.mssql.test_mssql_source import FILES, NO_DRIVER, delta, key_of, values
+from tests.support.skip_unless_installed import command
 
 needs_driver = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 RULES = Path(__file__).resolve().parents[2] / "alerts" / "lunlat.rules.yml"

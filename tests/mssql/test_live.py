@@ -15,7 +15,7 @@ import pytest
 from lunlat.engines.mssql import metrics as mssql_metrics
 from lunlat.engines.mssql.config import MssqlTarget
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
-from tests.dblive import collect_twice_cleanly
+from tests.support.live_database import collect_twice_cleanly
 
 SERVER = os.environ.get("LUNLAT_TEST_MSSQL_DSN", "")
 

@@ -25,8 +25,6 @@ from lunlat.engines.mssql import metrics as mssql_metrics
 from lunlat.engines.mssql import sql
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.sources.base import SourceError, SourceResult
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import (
     AZURE_MAJOR_VERSION,
@@ -44,6 +42,8 @@ from tests.mssql.tds_server import (
     TdsServer,
 )
 from tests.mssql.test_mssql_source import FILES, NAME, NO_DRIVER, delta, host, scrape_both, values
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 __all__ = ["host"]  # the fixture, shared with test_mssql_source

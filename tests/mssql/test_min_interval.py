@@ -9,11 +9,11 @@ import pytest
 
 from lunlat.engines.mssql.source import MssqlSource, connect_pyodbc
 from lunlat.scrape import Scraper
-from tests.clock import FakeClock
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import DmvState, TdsServer
 from tests.mssql.test_mssql_source import NO_DRIVER
-from tests.unit.test_scrape import samples
+from tests.support.exposition_samples import samples
+from tests.support.fake_clock import FakeClock
 
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 

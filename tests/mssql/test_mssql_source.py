@@ -26,10 +26,10 @@ from lunlat.model import Family
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
 from tests.mssql.targets import freetds_target
 from tests.mssql.tds_server import DmvState, Load, Stream, TdsServer
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 try:
     import pyodbc

@@ -83,7 +83,7 @@ from functools import lru_cache
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("oracledb")  # without the `oracle` extra, a test module importing this one skips, naming it
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("oracledb")  # without the `oracle` extra this module skips, naming it
 

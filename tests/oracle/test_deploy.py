@@ -27,7 +27,7 @@ from sqlglot import exp
 from lunlat.configfile import load_config
 from lunlat.engines.oracle import ENGINE as ORACLE_ENGINE
 from lunlat.engines.oracle import sql as oracle_sql
-from tests.compose import compose_config, mounts
+from tests.support.compose_config import compose_config, mounts
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE = ROOT / "deploy" / "oracle"

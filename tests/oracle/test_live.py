@@ -16,7 +16,7 @@ from lunlat.engines.oracle import metrics as oracle_metrics
 from lunlat.engines.oracle.config import OracleTarget
 from lunlat.engines.oracle.source import OracleSource, connect_oracledb
 from lunlat.model import Family
-from tests.dblive import collect_twice_cleanly
+from tests.support.live_database import collect_twice_cleanly
 
 DSN = os.environ.get("LUNLAT_TEST_ORACLE_DSN", "")
 

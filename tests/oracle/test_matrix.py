@@ -21,7 +21,6 @@ from lunlat import contract
 from lunlat.engines.oracle import metrics as oracle_metrics
 from lunlat.engines.oracle.source import OracleSource
 from lunlat.sources.base import SourceResult
-from tests.fakesys import FakeHost
 from tests.oracle.emulation import NON_CDB_UNTIL, EmulatedConnection, OracleEmulation
 from tests.oracle.simulator import IO, Commits, Constant, Load
 from tests.oracle.test_oracle_source import (
@@ -32,6 +31,7 @@ from tests.oracle.test_oracle_source import (
     source_for,
     values,
 )
+from tests.support.fake_host import FakeHost
 
 REPO = Path(__file__).resolve().parents[2]
 PDBS = ("SALES", "HR")

@@ -17,10 +17,10 @@ from lunlat.reload import Reloader
 from lunlat.scrape import Scraper
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources
-from tests.clock import FakeClock
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
 from tests.oracle.test_oracle_source import DATA_READ, target
-from tests.unit.test_scrape import samples
+from tests.support.exposition_samples import samples
+from tests.support.fake_clock import FakeClock
 
 SOURCE = (("source", "oracle:Oracle"),)
 UP = ("lunlat_source_up", SOURCE)

@@ -27,10 +27,10 @@ from lunlat.model import Family
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import DiskstatsSource
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
 from tests.oracle.simulator import IO, Choice, Commits, Constant, Load
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 DATA_READ = Load(
     IO("data", "read", 400, Constant(425)),

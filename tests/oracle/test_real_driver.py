@@ -24,9 +24,9 @@ from lunlat.engines.oracle.config import OracleTarget
 from lunlat.engines.oracle.source import OracleSource, connect_oracledb
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError
-from tests import sockets
-from tests.clock import FakeClock
-from tests.extras import needs
+from tests.support import misbehaving_peers
+from tests.support.fake_clock import FakeClock
+from tests.support.skip_unless_installed import needs
 
 pytestmark = needs("oracledb")  # the real driver against sockets that misbehave
 SECRET = "hunter2-do-not-log"  # noqa: S105 - a test value that must never appear in logs
@@ -42,7 +42,7 @@ def settle() -> None:
 
 @pytest.fixture
 def silent_listener() -> Iterator[int]:
-    with sockets.silent_listener() as port:
+    with misbehaving_peers.silent_listener() as port:
         yield port
     settle()
 
@@ -61,7 +61,7 @@ def source(port: int, timeout: float = 0.5, clock: Callable[[], float] = time.mo
 def test_nothing_listening_fails_fast_with_the_drivers_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LUNLAT_TEST_REAL_DRIVER_PASSWORD", SECRET)
     with pytest.raises(SourceError) as caught:
-        source(sockets.closed_port()).collect()
+        source(misbehaving_peers.closed_port()).collect()
     assert caught.value.reason == "connect_failed"
     assert "DPY-6005" in str(caught.value)
     assert SECRET not in str(caught.value)
@@ -85,7 +85,7 @@ def test_a_login_that_never_answers_is_cut_at_the_timeout(
 def test_a_missing_password_variable_is_named_not_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LUNLAT_TEST_REAL_DRIVER_PASSWORD", raising=False)
     with pytest.raises(SourceError) as caught:
-        source(sockets.closed_port()).collect()
+        source(misbehaving_peers.closed_port()).collect()
     assert caught.value.reason == "connect_failed"
     assert "LUNLAT_TEST_REAL_DRIVER_PASSWORD is not set" in str(caught.value)
 
@@ -96,9 +96,15 @@ def test_a_hung_first_login_does_not_hold_up_another_targets_connect() -> None:
     that hangs would make every other Oracle target time out. Run in a fresh process, where no
     connect has chosen the mode yet."""
     root = Path(__file__).resolve().parents[2]
-    with sockets.silent_listener() as hung_port:
+    with misbehaving_peers.silent_listener() as hung_port:
         done = subprocess.run(
-            [sys.executable, "-m", "tests.oracle.two_targets", str(hung_port), str(sockets.closed_port())],
+            [
+                sys.executable,
+                "-m",
+                "tests.oracle.two_targets",
+                str(hung_port),
+                str(misbehaving_peers.closed_port()),
+            ],
             cwd=root,
             capture_output=True,
             text=True,
@@ -152,7 +158,9 @@ def test_a_dead_database_is_logged_once_not_at_every_attempt(
     with ExitStack() as stack:
         stack.callback(settle)  # last: after the listener closed
         port = (
-            sockets.closed_port() if peer == "dead port" else stack.enter_context(sockets.silent_listener())
+            misbehaving_peers.closed_port()
+            if peer == "dead port"
+            else stack.enter_context(misbehaving_peers.silent_listener())
         )
         scraper = Scraper([source(port, timeout=0.2, clock=clock)])
         stack.callback(scraper.close)
@@ -162,7 +170,9 @@ def test_a_dead_database_is_logged_once_not_at_every_attempt(
         errors = scraper.health_families(scraper.collect(5))[2].by_labels()
     attempts = sum(errors[("oracle:Oracle", reason)] for reason in ("connect_failed", "connect_timeout"))
     assert attempts >= 4, errors
-    assert len(sockets.failure_lines(caplog.records)) == 1, sockets.failure_lines(caplog.records)
+    assert len(misbehaving_peers.failure_lines(caplog.records)) == 1, misbehaving_peers.failure_lines(
+        caplog.records
+    )
 
 
 def _keepalive_sockets_to(port: int) -> int:

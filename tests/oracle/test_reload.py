@@ -18,7 +18,7 @@ from lunlat.sources.factory import Settings
 from lunlat.sources.registry import build_sources
 from tests.oracle.emulation import EmulatedConnection, OracleEmulation
 from tests.oracle.test_oracle_source import DATA_READ
-from tests.unit.test_scrape import samples
+from tests.support.exposition_samples import samples
 
 TARGET = (
     "oracle:\n  - {name: Oracle, dsn: 'db1:1521/ORCL', user: lunlat, password_env: LUNLAT_TEST_RELOAD_PW}\n"

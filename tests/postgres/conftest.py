@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.extras import installed, need, reason
 from tests.postgres.server import PgServer, binaries, running
+from tests.support.skip_unless_installed import installed, need, reason
 
 DSN = os.environ.get("LUNLAT_TEST_POSTGRES_DSN", "")
 

@@ -13,9 +13,9 @@ import pytest
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
 from lunlat.scrape import Scraper
-from tests import sockets
-from tests.clock import FakeClock
-from tests.extras import needs
+from tests.support import misbehaving_peers
+from tests.support.fake_clock import FakeClock
+from tests.support.skip_unless_installed import needs
 
 pytestmark = needs("psycopg")
 
@@ -29,7 +29,9 @@ def test_a_dead_server_is_logged_once_and_keeps_no_thread(
     clock = FakeClock()
     with ExitStack() as stack:
         port = (
-            sockets.closed_port() if peer == "dead port" else stack.enter_context(sockets.silent_listener())
+            misbehaving_peers.closed_port()
+            if peer == "dead port"
+            else stack.enter_context(misbehaving_peers.silent_listener())
         )
         target = PostgresTarget(
             name="PG",
@@ -49,4 +51,6 @@ def test_a_dead_server_is_logged_once_and_keeps_no_thread(
         errors = scraper.health_families(scraper.collect(5))[2].by_labels()
     attempts = sum(errors[("postgres:PG", reason)] for reason in ("connect_failed", "connect_timeout"))
     assert attempts >= 3, errors
-    assert len(sockets.failure_lines(caplog.records)) == 1, sockets.failure_lines(caplog.records)
+    assert len(misbehaving_peers.failure_lines(caplog.records)) == 1, misbehaving_peers.failure_lines(
+        caplog.records
+    )

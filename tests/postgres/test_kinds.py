@@ -31,10 +31,10 @@ from lunlat.engines.postgres import sql
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import PostgresSource
 from lunlat.sources.base import SourceResult
-from tests.extras import installed, need, reason
 from tests.postgres import releases
 from tests.postgres.conftest import Cluster
 from tests.postgres.server import binaries, running
+from tests.support.skip_unless_installed import installed, need, reason
 
 ROLE = pm.POSTGRES_FILE_LABELS.index("role")
 KIND = pm.POSTGRES_FILE_LABELS.index("kind")

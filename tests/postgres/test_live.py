@@ -18,12 +18,12 @@ from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
 from lunlat.model import Family
 from lunlat.sources.base import SourceError, SourceResult
-from tests.clock import FakeClock
-from tests.extras import need
-from tests.hostile import lunlat_argv
 from tests.postgres.conftest import Cluster
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
-from tests.unit.test_scrape import samples
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.exposition_samples import samples
+from tests.support.fake_clock import FakeClock
+from tests.support.hostile_files import lunlat_argv
+from tests.support.skip_unless_installed import need
 
 ROOT = Path(__file__).resolve().parents[2]
 GRANTS = ROOT / "deploy" / "postgres" / "grants.sql"

@@ -28,11 +28,11 @@ from lunlat.engines.postgres import sql
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
 from lunlat.sources.base import SourceResult
-from tests.extras import installed, need, reason
 from tests.postgres import releases
 from tests.postgres.conftest import DSN, Cluster
 from tests.postgres.server import binaries, running
 from tests.postgres.test_live import GRANTS, LOGIN_PASSWORD, REVOKE
+from tests.support.skip_unless_installed import installed, need, reason
 
 MAJORS = (13, 14, 15, 16, 17, 18)
 PASSWORD_ENV = "LUNLAT_TEST_PG_MATRIX_PASSWORD"  # noqa: S105 - a variable name

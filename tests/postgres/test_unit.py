@@ -13,7 +13,7 @@ from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import classify, temp_tablespace_names
 from lunlat.engines.registry import engine
 from lunlat.layers import db_layer
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 
 def target(**fields: object) -> PostgresTarget:

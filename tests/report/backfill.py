@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import prometheus
+from tests.support import prometheus_server
 
 
 def skip_without_prometheus() -> None:
-    reason = prometheus.missing() or (
+    reason = prometheus_server.missing() or (
         None if shutil.which("promtool") else "missing promtool (Debian: prometheus)"
     )
     if reason:
@@ -24,7 +24,7 @@ def skip_without_prometheus() -> None:
 
 
 @contextmanager
-def backfilled(text: str) -> Iterator[prometheus.PromApi]:
+def backfilled(text: str) -> Iterator[prometheus_server.PromApi]:
     """Prometheus serving `text` (OpenMetrics, `# EOF` last), stopped on exit."""
     skip_without_prometheus()
     with tempfile.TemporaryDirectory(prefix="lunlat-report-") as workdir:
@@ -42,8 +42,8 @@ def backfilled(text: str) -> Iterator[prometheus.PromApi]:
             check=True,
             capture_output=True,
         )
-        process = prometheus.start(Path(workdir), {"global": {"scrape_interval": "15s"}})
+        process = prometheus_server.start(Path(workdir), {"global": {"scrape_interval": "15s"}})
         try:
-            yield prometheus.api(process)
+            yield prometheus_server.api(process)
         finally:
             process.stop()

@@ -21,14 +21,14 @@ from lunlat.engines.mssql import metrics as mssql_metrics
 from lunlat.goals import load_goals
 from lunlat.report.api import Prometheus
 from lunlat.report.collect import Collector, parse_phases
-from tests import prometheus
 from tests.report import synthetic
 from tests.report.backfill import backfilled
+from tests.support import prometheus_server
 
 
 @dataclass(frozen=True, slots=True)
 class Stack:
-    api: prometheus.PromApi
+    api: prometheus_server.PromApi
     start: int
     end: int
 

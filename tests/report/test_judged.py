@@ -22,10 +22,10 @@ import pytest
 
 from lunlat import contract
 from lunlat.goals import Goals, load_goals
-from tests import prometheus
 from tests.report import mixed_sizes
 from tests.report.backfill import backfilled
 from tests.report.browser import Page, open_page
+from tests.support import prometheus_server
 
 REPO = Path(__file__).resolve().parents[2]
 GOALS = REPO / "alerts" / "goals.yaml"
@@ -33,7 +33,7 @@ GOALS = REPO / "alerts" / "goals.yaml"
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    api: prometheus.PromApi
+    api: prometheus_server.PromApi
     start: int
     end: int
     output: Path

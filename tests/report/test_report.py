@@ -22,10 +22,10 @@ from lunlat.goals import load_goals
 from lunlat.report import Progress
 from lunlat.report.api import Prometheus
 from lunlat.report.collect import Collector, parse_phases
-from tests import prometheus
 from tests.report import synthetic
 from tests.report.backfill import backfilled
 from tests.report.browser import chromium, open_page
+from tests.support import prometheus_server
 
 REPO = Path(__file__).resolve().parents[2]
 GOALS = REPO / "alerts" / "goals.yaml"
@@ -34,7 +34,7 @@ GOALS = REPO / "alerts" / "goals.yaml"
 @dataclass(frozen=True, slots=True)
 class Stack:
     url: str
-    api: prometheus.PromApi
+    api: prometheus_server.PromApi
     start: int
     end: int
 

@@ -13,8 +13,8 @@ from lunlat import arrayid, contract
 from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.psutil_disks import PsutilDisksSource
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 # Pure FlashArray. A volume's serial as Purity prints it (upper case): its NAA is "naa.624a9370" + the
 # serial in lower case (Pure's Ansible collection, purefa_volume.py `page83_naa`); the NAA is the one

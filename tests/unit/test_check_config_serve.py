@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lunlat.cli import main
-from tests.extras import installed, needs
+from tests.support.skip_unless_installed import installed, needs
 
 ORACLE = "oracle:\n  - name: ORCL\n    user: u\n    dsn: h/s\n    password_env: LUNLAT_TEST_PW\n"
 

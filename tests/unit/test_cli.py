@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lunlat.cli import main
-from tests.extras import needs
+from tests.support.skip_unless_installed import needs
 
 LINE = "   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
 

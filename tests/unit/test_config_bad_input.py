@@ -18,8 +18,8 @@ from lunlat.configfile import parse_config
 from lunlat.dbtarget import SECRET_MAX_BYTES
 from lunlat.goals import load_goals, parse_goals
 from lunlat.yamlmodel import MAX_PROBLEMS
-from tests.extras import needs
-from tests.hostile import PROMPTLY, lunlat_argv, make_fifo
+from tests.support.hostile_files import PROMPTLY, lunlat_argv, make_fifo
+from tests.support.skip_unless_installed import needs
 
 # Billion laughs: nine levels of nine aliases, 9**10 strings once expanded, in 350 bytes. The 4th
 # line passes the alias limit (the 3rd expands to 820 nodes, the 4th to 9 times that).

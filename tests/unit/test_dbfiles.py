@@ -11,7 +11,7 @@ from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.dbfiles import DbLunLabels, FileLocator, Location, device_labels, pick_role
 from lunlat.luns import LunLabels
 from lunlat.sources.diskstats import DiskstatsSource
-from tests.fakesys import FakeHost
+from tests.support.fake_host import FakeHost
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"
 REDO_WWID = "3600a098038303634722b4d59614a6f32"

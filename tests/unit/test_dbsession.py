@@ -10,7 +10,7 @@ import pytest
 
 from lunlat.engines.dbsession import Classified, Kind, QueryGates, Session
 from lunlat.sources.base import SourceError
-from tests.clock import FakeClock
+from tests.support.fake_clock import FakeClock
 
 
 class Conn:

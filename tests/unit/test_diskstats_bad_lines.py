@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from lunlat import contract
 from lunlat.exposition import render
 from lunlat.sources.base import SourceResult
-from lunlat.sources.diskstats import parse
-from tests.extras import command
-from tests.fakesys import FakeHost
+from lunlat.sources.diskstats_format import parse
+from tests.support.fake_host import FakeHost
+from tests.support.skip_unless_installed import command
 from tests.unit.test_diskstats_source import assert_consistent, collect, source
 from tests.unit.test_diskstats_source import host as host  # noqa: PLC0414 - the fixture, re-exported
 

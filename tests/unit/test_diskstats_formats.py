@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from lunlat import contract
 from lunlat.config import DiskstatsConfig
 from lunlat.sources.base import SourceResult
-from lunlat.sources.diskstats import (
+from lunlat.sources.diskstats import DiskstatsSource
+from lunlat.sources.diskstats_format import (
     DISCARDS,
     FLUSH_MS,
     IN_FLIGHT,
@@ -28,15 +29,13 @@ from lunlat.sources.diskstats import (
     READ_MS,
     READ_SECTORS,
     READS,
-    WRAP,
     WRITES,
-    DiskstatsSource,
     Table,
-    Unwrapper,
     parse,
 )
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
+from lunlat.sources.diskstats_unwrap import WRAP, Unwrapper
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 DISCARD_FLUSH = {
     s.name

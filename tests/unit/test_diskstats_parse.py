@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lunlat.sources.diskstats import (
+from lunlat.sources.diskstats_format import (
     DISCARD_MS,
     FLUSH_MS,
     IN_FLIGHT,
@@ -16,13 +16,12 @@ from lunlat.sources.diskstats import (
     MS_FIELDS,
     READ_MS,
     READS,
-    WRAP,
     WRITE_MS,
     Table,
-    Unwrapper,
     _parse_lines,
     parse,
 )
+from lunlat.sources.diskstats_unwrap import WRAP, Unwrapper
 
 # Real lines: kernel 4.4 (14 fields), 4.19 (18: discards) and 6.x (20: flushes).
 LINE_14 = b"   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076"

@@ -15,8 +15,8 @@ from lunlat.model import Family
 from lunlat.pathhealth import DEFAULT_INTERVAL
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import UNMATCHED_NAMED, DiskstatsSource
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost, Stats
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost, Stats
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"
 LOCAL_WWID = "naa.5000c500a1b2c3d4"

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.extras import needs
+from tests.support.skip_unless_installed import needs
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from lunlat import contract
 from lunlat.exposition import format_value, render
 from lunlat.model import Family, LabelList, LabelSet
-from tests.extras import command
+from tests.support.skip_unless_installed import command
 
 SPEC = contract.DEVICE_READ_TIME
 

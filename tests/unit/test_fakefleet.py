@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import fakefleet
 from fakefleet import CAPTURE_STEP_S, Capture, Counter, FleetServer, HostClock
 
-from tests.procs import Scrape
+from tests.support.exporter_process import Scrape
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

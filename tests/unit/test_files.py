@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lunlat.files import FileRefusedError, read_regular, size_text
-from tests.hostile import finishes, make_fifo
+from tests.support.hostile_files import finishes, make_fifo
 
 
 def test_a_regular_file_and_a_symlink_to_one_are_read(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from lunlat.contract import Role
 from lunlat.luns import NO_LABELS, LunLabels, assign, matched_devices
 from lunlat.topology import BlockDevice, LunView, MountTable, read_block_devices, read_mounts, resolve
 from lunlat.wwid import key, naa, same
-from tests.fakesys import FakeHost
+from tests.support.fake_host import FakeHost
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"
 REDO_WWID = "3600a098038303634722b4d59614a6f32"

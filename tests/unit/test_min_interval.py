@@ -11,9 +11,10 @@ import pytest
 from lunlat.configfile import parse_config
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError, SourceResult
-from tests.clock import FakeClock
+from tests.support.exposition_samples import errors, samples, up
+from tests.support.fake_clock import FakeClock
 from tests.unit.test_config import MSSQL, ORACLE, problems
-from tests.unit.test_scrape import FakeSource, errors, samples, up
+from tests.unit.test_scrape import FakeSource
 
 
 class ThrottledSource(FakeSource):

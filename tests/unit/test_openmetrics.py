@@ -19,7 +19,7 @@ from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper, process_registry
 from lunlat.sources.base import SourceResult
 from lunlat.web.server import ListenAddress, Server, wants_openmetrics
-from tests.openmetrics import PROMETHEUS_ACCEPT, openmetrics_families
+from tests.support.openmetrics_parser import PROMETHEUS_ACCEPT, openmetrics_families
 
 OPENMETRICS = "application/openmetrics-text"
 

@@ -18,8 +18,8 @@ from lunlat import contract
 from lunlat.config import DiskstatsConfig
 from lunlat.pathhealth import DEFAULT_INTERVAL
 from lunlat.sources.diskstats import DiskstatsSource
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 DATA_WWID = "3600a098038303634722b4d59614a6f31"
 PATHS = ("sdb", "sdc", "sdd", "sde")

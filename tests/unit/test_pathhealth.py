@@ -11,8 +11,8 @@ import pytest
 from lunlat import cli, pathhealth
 from lunlat.model import LabelSet
 from lunlat.pathhealth import PathWatcher
-from tests.clock import FakeClock
-from tests.waiting import wait_until
+from tests.support.fake_clock import FakeClock
+from tests.support.polling import wait_until
 
 LABELS = LabelSet(("lun", "device"), ("ora_data", "dm-3"))
 

@@ -16,7 +16,7 @@ from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.factory import Settings
 from lunlat.sources.psutil_disks import PsutilDisksSource
 from lunlat.sources.registry import build_sources
-from tests.extras import needs
+from tests.support.skip_unless_installed import needs
 
 CONFIG = """
 oracle:

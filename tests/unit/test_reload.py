@@ -22,12 +22,13 @@ from lunlat.sources.base import Source, SourceError, SourceResult
 from lunlat.sources.factory import Settings
 from lunlat.sources.registry import Built, build_sources
 from lunlat.web.server import ListenAddress, Server
-from tests.extras import needs
-from tests.fakesys import FakeHost, Stats
-from tests.hostile import PROMPTLY, finishes, make_fifo, release
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
-from tests.unit.test_scrape import FakeSource, samples
-from tests.waiting import wait_until
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.exposition_samples import samples
+from tests.support.fake_host import FakeHost, Stats
+from tests.support.hostile_files import PROMPTLY, finishes, make_fifo, release
+from tests.support.polling import wait_until
+from tests.support.skip_unless_installed import needs
+from tests.unit.test_scrape import FakeSource
 
 DISKSTATS = "".join(
     f"   8 {16 * i:6d} {name} 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"

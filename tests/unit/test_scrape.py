@@ -9,12 +9,12 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from lunlat.contract import MetricSpec
 from lunlat.model import Family, LabelSet
 from lunlat.scrape import Scraper, process_registry
 from lunlat.sources.base import SourceError, SourceResult
+from tests.support.exposition_samples import errors, samples, up
 
 
 class FakeSource:
@@ -49,22 +49,6 @@ class FakeSource:
         finally:
             with self._lock:
                 self.concurrent -= 1
-
-
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for f in text_string_to_metric_families(text)
-        for s in f.samples
-    }
-
-
-def up(text: str, source: str) -> float:
-    return samples(text)[("lunlat_source_up", (("source", source),))]
-
-
-def errors(text: str, source: str, reason: str) -> float:
-    return samples(text)[("lunlat_source_errors_total", (("reason", reason), ("source", source)))]
 
 
 def test_healthy_sources_are_up_and_every_reason_starts_at_zero() -> None:

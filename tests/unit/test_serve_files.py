@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.extras import needs
-from tests.hostile import PROMPTLY, lunlat_argv, make_fifo
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
-from tests.unit.test_scrape import samples
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.exposition_samples import samples
+from tests.support.hostile_files import PROMPTLY, lunlat_argv, make_fifo
+from tests.support.skip_unless_installed import needs
 
 DISKSTATS = "   8      0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
 SECRET_READERS = {

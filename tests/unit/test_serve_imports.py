@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from lunlat import cli
-from tests.fakesys import FakeHost, Stats
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.fake_host import FakeHost, Stats
 
 # One line per imported module: "import time: <self us> | <cumulative us> | <indent><module>".
 IMPORT_LINE = re.compile(r"^import time:\s+\d+\s+\|\s+\d+\s+\|\s+(\S+)\s*$", re.MULTILINE)

@@ -21,12 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from tests import textstub
-from tests.fakesys import FakeHost
-from tests.procs import LOOPBACK, LUNLAT_PORT, NODE_EXPORTER_PORT, ExporterProcess, lunlat_serve
-from tests.topframes import Frame, parse_frame, read_frame
+from tests.support import stub_exporter
+from tests.support.exporter_process import (
+    LOOPBACK,
+    LUNLAT_PORT,
+    NODE_EXPORTER_PORT,
+    ExporterProcess,
+    lunlat_serve,
+)
+from tests.support.fake_host import FakeHost
+from tests.support.polling import wait_until
+from tests.support.top_frames import Frame, parse_frame, read_frame
 from tests.unit.test_cli import assert_clean_error, lunlat
-from tests.waiting import wait_until
 
 CONFIG = """\
 luns:
@@ -269,7 +275,9 @@ def _exposition(read_buckets: tuple[int, int, int]) -> str:
 def histogram_exporter() -> Iterator[str]:
     """/metrics with a read histogram: the first scrape, then 50 reads under 1 ms and 50 in 1-2 ms."""
     answers = [_exposition((10, 10, 10)), _exposition((60, 110, 110))]
-    with textstub.serving("/metrics", lambda: answers.pop(0) if len(answers) > 1 else answers[0]) as port:
+    with stub_exporter.serving(
+        "/metrics", lambda: answers.pop(0) if len(answers) > 1 else answers[0]
+    ) as port:
         yield f"http://{LOOPBACK}:{port}/metrics"
 
 

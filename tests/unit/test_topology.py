@@ -16,7 +16,7 @@ from lunlat.topology import (
     read_mounts,
     resolve,
 )
-from tests.fakesys import FakeHost
+from tests.support.fake_host import FakeHost
 
 ORA_WWID = "3600a098038303634722b4d59614a6f31"  # as multipath spells it (scsi_id: NAA type 3 + 32 hex)
 ORA_SYSFS_WWID = "naa.600a098038303634722b4d59614a6f31"  # as the paths' device/wwid spells it

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from lunlat.topology import LunView, read_block_devices, read_mounts, resolve
-from tests.fakesys import FakeHost
+from tests.support.fake_host import FakeHost
 
 ORA_WWID = "3600a098038303634722b4d59614a6f31"
 PATHS = ["sdb", "sdc", "sdd", "sde"]

@@ -11,8 +11,8 @@ from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.luns import matched_devices
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.topology import read_block_devices, read_mounts, resolve
-from tests.clock import FakeClock
-from tests.fakesys import FakeHost
+from tests.support.fake_clock import FakeClock
+from tests.support.fake_host import FakeHost
 
 NAA6 = "600a098038303634722b4d59614a6f31"
 NAA5 = "5000c500a1b2c3d4"

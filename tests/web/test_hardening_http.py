@@ -1,7 +1,7 @@
 """`lunlat serve` as a user runs it, against clients that try to take it down without a password:
 oversized request heads, more idle connections than the open-file limit, a low soft limit.
 
-The exporter runs as a child process (tests/procs.py); its RLIMIT_NOFILE is set before it starts by a
+The exporter runs as a child process (tests/support/exporter_process.py); its RLIMIT_NOFILE is set before it starts by a
 small exec wrapper, as a unit file or a shell's `ulimit -n` would.
 """
 
@@ -27,7 +27,7 @@ from lunlat.scrape import Scraper
 from lunlat.web.config import WebGate
 from lunlat.web.limits import Limits
 from lunlat.web.server import ListenAddress, Server
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
 from tests.web import certs
 
 MiB = 1 << 20

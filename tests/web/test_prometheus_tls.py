@@ -9,16 +9,18 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from tests import prometheus
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.web import certs
 
 PASSWORD = "scrape-me"  # noqa: S105 - a test password for a throw-away exporter
 
-pytestmark = pytest.mark.skipif(prometheus.missing() is not None, reason=prometheus.missing() or "")
+pytestmark = pytest.mark.skipif(
+    prometheus_server.missing() is not None, reason=prometheus_server.missing() or ""
+)
 
 
-def up_values(api: prometheus.PromApi, timeout: float) -> dict[str, float]:
+def up_values(api: prometheus_server.PromApi, timeout: float) -> dict[str, float]:
     """`up` per job once every job has been scraped at least once."""
     deadline = time.monotonic() + timeout
     while True:
@@ -42,7 +44,7 @@ def test_prometheus_scrapes_over_tls_with_basic_auth(tmp_path: Path) -> None:
     )
     with exporter:
         target = f"{LOOPBACK}:{exporter.port}"
-        cfg = prometheus.config([target], "1s")
+        cfg = prometheus_server.config([target], "1s")
         cfg["rule_files"] = []
         job = cfg["scrape_configs"][0]
         job.update(scheme="https", tls_config={"ca_file": str(pki.ca_crt)})
@@ -55,9 +57,9 @@ def test_prometheus_scrapes_over_tls_with_basic_auth(tmp_path: Path) -> None:
             "static_configs": [{"targets": [target]}],
         }
         cfg["scrape_configs"].append(wrong)
-        server = prometheus.start(tmp_path / "prom", cfg)
+        server = prometheus_server.start(tmp_path / "prom", cfg)
         try:
-            values = up_values(prometheus.api(server), timeout=60)
+            values = up_values(prometheus_server.api(server), timeout=60)
         finally:
             server.stop()
     assert values == {"lunlat": 1.0, "wrong-password": 0.0}, exporter.log_tail()

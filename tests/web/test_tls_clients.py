@@ -16,7 +16,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.web import certs
 
 PASSWORD = "s3cret"  # noqa: S105 - a test password for a throw-away exporter

@@ -17,7 +17,7 @@ from lunlat import cli
 from lunlat.web import config as webconfig
 from lunlat.web.config import TLS12_CIPHERS, WebGate, basic_credentials
 from lunlat.yamlmodel import ConfigError
-from tests.hostile import finishes, make_fifo
+from tests.support.hostile_files import finishes, make_fifo
 from tests.web import certs
 
 

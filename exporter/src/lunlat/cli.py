@@ -26,7 +26,7 @@ from lunlat.config import Config, ConfigError
 from lunlat.configfile import load_config
 from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.registry import ENGINES, engine
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat.reload import Reloader
 from lunlat.scrape import Scraper, process_registry
 from lunlat.sources.factory import HOST_SOURCES, Settings

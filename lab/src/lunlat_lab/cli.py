@@ -17,7 +17,7 @@ from pathlib import Path
 from lunlat import logs
 from lunlat.argtypes import positive_float
 from lunlat.files import write_atomic
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab.defaults import DEFAULT_LAB_FILE, DEFAULT_STATE_DIR
 
 PROG = "lunlat-lab"
@@ -161,8 +161,8 @@ def _exporter_config(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from lunlat_lab import commands  # noqa: PLC0415 - --help loads no lab module
-    from lunlat_lab.engine import DEFAULT_ENGINE, parse_engine  # noqa: PLC0415
-    from lunlat_lab.system import LabError  # noqa: PLC0415
+    from lunlat_lab.daemon_engines import DEFAULT_ENGINE, parse_engine  # noqa: PLC0415
+    from lunlat_lab.errors import LabError  # noqa: PLC0415
 
     try:
         if args.lab_command == "exporter-config":

@@ -16,17 +16,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lunlat import reference as reference_table
+from lunlat import reference_architecture
 from lunlat.files import write_atomic
 from lunlat.yamlmodel import ConfigError
-from lunlat_lab import exporter_config, measure, native, pgbench, system
-from lunlat_lab import reference as lab_reference
+from lunlat_lab import exporter_config, measure, native, pgbench, reference_scenario, system
 from lunlat_lab.config import LabConfig, Workload
-from lunlat_lab.engine import DEFAULT_ENGINE, Engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, Engine
+from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.settings import Settings, SettingsError
 from lunlat_lab.state import LabState, read_live
-from lunlat_lab.system import LabError
 
 CALIBRATION_IOS = 300
 CALIBRATION_BLOCK = 8192
@@ -441,7 +440,7 @@ def scenario(
     exporter = _Exporter(exporter_url, state.exporter_config, output)
     rows: list[dict[str, object]] = []
     windows: list[PhaseWindow] = []
-    comparisons: list[reference_table.Comparison] = []
+    comparisons: list[reference_architecture.Comparison] = []
     baseline = Settings.load(state.settings)
     try:
         for name in order:
@@ -508,56 +507,56 @@ def reference_phase(state_dir: Path, phase: str, reference: Path) -> None:
     set_reference(state, lab, Settings.load(state.settings), _reference_cells(reference) or [], phase)
 
 
-def _reference_cells(path: Path | None) -> list[reference_table.ReferenceCell] | None:
+def _reference_cells(path: Path | None) -> list[reference_architecture.ReferenceCell] | None:
     if path is None:
         return None
     try:
-        return reference_table.load(path)
-    except reference_table.ReferenceError as exc:
+        return reference_architecture.load(path)
+    except reference_architecture.ReferenceError as exc:
         raise LabError(str(exc)) from None
 
 
 def _compare_reference(
     lab: LabConfig,
     state: LabState,
-    cells: list[reference_table.ReferenceCell],
+    cells: list[reference_architecture.ReferenceCell],
     phase: str,
     before: dict[str, measure.Counters],
     after: dict[str, measure.Counters],
-) -> list[reference_table.Comparison]:
+) -> list[reference_architecture.Comparison]:
     """The phase's reference cells beside the exporter's averages over its window (the same two
     scrapes as results.csv)."""
-    measured = lab_reference.measured(lab, state.loops, phase, before, after)
-    return reference_table.compare([c for c in cells if c.phase == phase], measured)
+    measured = reference_scenario.measured(lab, state.loops, phase, before, after)
+    return reference_architecture.compare([c for c in cells if c.phase == phase], measured)
 
 
-def _write_reference(path: Path, comparisons: list[reference_table.Comparison]) -> None:
-    write_atomic(path, reference_table.csv_text(comparisons))
+def _write_reference(path: Path, comparisons: list[reference_architecture.Comparison]) -> None:
+    write_atomic(path, reference_architecture.csv_text(comparisons))
     _say("the reference beside the exporter's averages over each phase (ms):")
-    _say(reference_table.format_table(comparisons))
+    _say(reference_architecture.format_table(comparisons))
 
 
 def set_reference(
     state: LabState,
     lab: LabConfig,
     baseline: Settings,
-    cells: list[reference_table.ReferenceCell],
+    cells: list[reference_architecture.ReferenceCell],
     phase: str,
 ) -> None:
     """Each LUN at the reference's averages of `phase` (the ops and LUNs it does not report at the
-    lab's own values), without spread, the arrays without queueing (lab/reference.py says why), through the settings
+    lab's own values), without spread, the arrays without queueing (lab/reference_scenario.py says why), through the settings
     file as set-latency writes it; in force before the phase's warm-up starts."""
-    wanted = lab_reference.targets(lab, cells, phase)
+    wanted = reference_scenario.targets(lab, cells, phase)
     luns = {
         name: replace(
             setting,
             read_ms=wanted.get(name, {}).get("read", setting.read_ms),
             write_ms=wanted.get(name, {}).get("write", setting.write_ms),
-            jitter=lab_reference.REFERENCE_JITTER,
+            jitter=reference_scenario.REFERENCE_JITTER,
         )
         for name, setting in baseline.luns.items()
     }
-    arrays = dict.fromkeys(baseline.arrays, lab_reference.REFERENCE_ARRAY)
+    arrays = dict.fromkeys(baseline.arrays, reference_scenario.REFERENCE_ARRAY)
     _save_settings(state, Settings(luns, arrays, baseline.overhead_ms), f"reference values of phase {phase}")
     _say(f"phase {phase}: {len(wanted)} LUNs set to the reference's averages")
     time.sleep(SETTINGS_POLL)

@@ -9,7 +9,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from lunlat import contract
-from lunlat.sources.diskstats import READ_MS, READS, WRITE_MS, WRITES, parse
+from lunlat.sources.diskstats_format import READ_MS, READS, WRITE_MS, WRITES, parse
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from lunlat_lab import system
 from lunlat_lab.config import LabConfig, Workload
-from lunlat_lab.system import LabError
+from lunlat_lab.errors import LabError
 
 USER = "lunlat-lab-pg"  # the system user that owns the lab's clusters
 SUPERUSER = "postgres"  # initdb -U: the bootstrap superuser

@@ -23,7 +23,7 @@ from pydantic_core import ErrorDetails
 
 from lunlat.files import write_atomic
 from lunlat_lab.config import Bandwidth, DelayMs, Jitter, LabConfig, Slots
-from lunlat_lab.system import LabError
+from lunlat_lab.errors import LabError
 
 # Read as written, no coercion: a slot count of 8.5 or "8" is refused, not rounded or parsed.
 _STRICT = ConfigDict(strict=True)

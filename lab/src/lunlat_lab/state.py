@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lunlat.files import write_atomic
-from lunlat_lab.engine import DEFAULT_ENGINE
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE
 
 # The live calibration's estimates (lab/daemon/calibration.py), written by the daemon's supervisor
 # beside the settings file, read by `lab status`.
@@ -22,7 +22,7 @@ LIVE_OVERHEAD_FILE = "overhead.json"
 class LabState:
     directory: Path
     config_file: str = ""
-    engine: str = DEFAULT_ENGINE  # the FUSE daemon's engine (lab/engine.py)
+    engine: str = DEFAULT_ENGINE  # the FUSE daemon's engine (lab/daemon_engines.py)
     fuse_pid: int | None = None
     loops: dict[str, str] = field(default_factory=dict)  # lab LUN -> /dev/loopN
     fio_pid: int | None = None

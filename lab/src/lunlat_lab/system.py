@@ -17,11 +17,8 @@ import psutil
 from lunlat.topology import parse_mountinfo
 from lunlat_lab import native
 from lunlat_lab.daemon.libfuse import LibfuseError, require_libfuse3
-from lunlat_lab.engine import DEFAULT_ENGINE, Engine
-
-
-class LabError(Exception):
-    """A lab command cannot go on; the message says why and what to do."""
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, Engine
+from lunlat_lab.errors import LabError
 
 
 def require_host(engine: Engine = DEFAULT_ENGINE) -> None:

@@ -17,12 +17,13 @@ import pytest
 
 import lunlat_lab
 from lunlat_lab import commands, measure, native, system
+from lunlat_lab.daemon_engines import ENGINES, Engine
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
-from lunlat_lab.engine import ENGINES, Engine
+from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.state import LabState
-from tests.labhost import lab_skip_reason
-from tests.procs import LUNLAT_PORT, ExporterProcess
+from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess
+from tests.support.lab_host import lab_skip_reason
 
 pytestmark = pytest.mark.lab
 
@@ -246,7 +247,7 @@ def test_down_after_a_killed_up_leaves_nothing_behind(tmp_path: Path, lab_dir: P
 def test_up_refuses_when_a_lab_is_already_there(tmp_path: Path, lab_dir: Path) -> None:
     config = write_lab(tmp_path / "lab.yaml", INTERFERENCE_LAB)
     commands.up(config, lab_dir)
-    with pytest.raises(system.LabError, match="already up"):
+    with pytest.raises(LabError, match="already up"):
         commands.up(config, lab_dir)
 
 

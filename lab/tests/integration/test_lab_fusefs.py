@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from lunlat_lab import measure, native, system
-from lunlat_lab.engine import ENGINES, Engine
+from lunlat_lab.daemon_engines import ENGINES, Engine
 from lunlat_lab.settings import ArraySetting, LunSetting, Settings
-from tests import labdaemon
-from tests.labdaemon import IMAGE_BYTES, StartDaemon, stop
+from tests.support import lab_daemon
+from tests.support.lab_daemon import IMAGE_BYTES, StartDaemon, stop
 
 pytestmark = pytest.mark.lab
 
-# The daemon fixture (tests/labdaemon.py, shared with the exporter's biolatency test).
-start_daemon = labdaemon.start_daemon
+# The daemon fixture (tests/support/lab_daemon.py, shared with the exporter's biolatency test).
+start_daemon = lab_daemon.start_daemon
 
 BLOCK = 8192
 BATCHES = 5

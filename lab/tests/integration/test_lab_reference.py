@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lunlat import contract, reference
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat import contract, reference_architecture
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
-from tests import prometheus
-from tests.labhost import lab_skip_reason, memory_backed_dir
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
 pytestmark = pytest.mark.lab
 
@@ -45,7 +45,7 @@ REPORT_VS_SCENARIO = 0.05
 
 @pytest.fixture(autouse=True)
 def _lab_host() -> None:
-    reason = lab_skip_reason() or prometheus.missing()
+    reason = lab_skip_reason() or prometheus_server.missing()
     if reason:
         pytest.skip(reason)
 
@@ -76,7 +76,7 @@ def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> N
             f"attempt {attempt}: {len(misses)} cell(s) outside tolerance, one run more:", *misses, sep="\n  "
         )
     # Every cell the reference reports is there, in its order, and none it does not report.
-    assert [_key(r) for r in rows] == [c.key for c in reference.load(REFERENCE)]
+    assert [_key(r) for r in rows] == [c.key for c in reference_architecture.load(REFERENCE)]
     assert "reference cells within 0.03 ms or 5%" in stdout
     # The report run by the scenario: the same cells, measured by Prometheus over the same phases.
     with (output / "report" / "reference.csv").open() as f:
@@ -121,11 +121,11 @@ def _run(tmp_path: Path, lab_dir: Path, output: Path) -> str:
     exporter_argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0",
                      f"--config.file={state.exporter_config}"]  # fmt: skip
     with ExporterProcess(exporter_argv, tmp_path / "exporter.log", port_pattern=LUNLAT_PORT) as exporter:
-        prom = prometheus.start(
-            tmp_path / "prometheus", prometheus.config([f"{LOOPBACK}:{exporter.port}"], "1s")
+        prom = prometheus_server.start(
+            tmp_path / "prometheus", prometheus_server.config([f"{LOOPBACK}:{exporter.port}"], "1s")
         )
         try:
-            api = prometheus.api(prom)
+            api = prometheus_server.api(prom)
             api.wait_for_series(contract.DEVICE_READS.name, len(state.loops), 60)
             argv = [sys.executable, "-m", "lunlat_lab", "scenario", f"--state-dir={lab_dir}",
                     f"--exporter=http://{LOOPBACK}:{exporter.port}/metrics", f"--reference={REFERENCE}",
@@ -153,4 +153,4 @@ def _within_tolerance(rows: list[dict[str, str]]) -> None:
     outside = _outside(rows)
     assert not outside, "\n".join(outside)
     for row in rows:  # the verdict is the arithmetic of the numbers printed beside it
-        assert reference.within(float(row["reference_ms"]), float(row["measured_ms"]))
+        assert reference_architecture.within(float(row["reference_ms"]), float(row["measured_ms"]))

@@ -15,9 +15,9 @@ import pytest
 from integration.test_lab import ACCURACY_LAB, TOLERANCE, write_lab
 from lunlat import contract
 from lunlat_lab import commands
-from tests import prometheus
-from tests.labhost import lab_skip_reason
-from tests.procs import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
+from tests.support.lab_host import lab_skip_reason
 
 pytestmark = pytest.mark.lab
 
@@ -49,7 +49,7 @@ CONFIGURED = {"first": {"fast": 0.5, "slow": 2.0}, "second": SECOND}  # ms, ACCU
 
 @pytest.fixture(autouse=True)
 def _hosts() -> None:
-    reason = lab_skip_reason() or prometheus.missing()
+    reason = lab_skip_reason() or prometheus_server.missing()
     if reason:
         pytest.skip(reason)
 
@@ -68,11 +68,11 @@ def _run(tmp_path: Path, lab_dir: Path) -> None:
                      f"--config.file={state.exporter_config}"]  # fmt: skip
     output = tmp_path / "out"
     with ExporterProcess(exporter_argv, tmp_path / "exporter.log", port_pattern=LUNLAT_PORT) as exporter:
-        prom = prometheus.start(
-            tmp_path / "prometheus", prometheus.config([f"{LOOPBACK}:{exporter.port}"], "1s")
+        prom = prometheus_server.start(
+            tmp_path / "prometheus", prometheus_server.config([f"{LOOPBACK}:{exporter.port}"], "1s")
         )
         try:
-            api = prometheus.api(prom)
+            api = prometheus_server.api(prom)
             api.wait_for_series(contract.DEVICE_READS.name, 2, 60)
             argv = [sys.executable, "-m", "lunlat_lab", "scenario", f"--state-dir={lab_dir}",
                     f"--exporter=http://{LOOPBACK}:{exporter.port}/metrics", f"--duration={MEASURED_S:g}",
@@ -102,7 +102,7 @@ def _scenario(argv: list[str], lab_dir: Path) -> list[str]:
     return lines
 
 
-def _check(output: Path, api: prometheus.PromApi, lines: list[str], devices: dict[str, str]) -> None:
+def _check(output: Path, api: prometheus_server.PromApi, lines: list[str], devices: dict[str, str]) -> None:
     with (output / "phases.csv").open() as f:
         phases = list(csv.DictReader(f))
     assert [p["phase"] for p in phases] == ["first", "second"]

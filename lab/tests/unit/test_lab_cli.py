@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import lunlat_lab
-from lunlat.reference import DEFAULT_REFERENCE_FILE
+from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab.cli import parser
 from lunlat_lab.config import LabConfig
 from lunlat_lab.defaults import DEFAULT_LAB_FILE

@@ -30,7 +30,7 @@ from lunlat_lab.daemon.sleeper import DeadlineSleeper
 from lunlat_lab.daemon.slots import SlotQueue
 from lunlat_lab.daemon.watcher import SettingsWatcher
 from lunlat_lab.settings import ArraySetting, LunSetting, Settings, SettingsError, load_settings
-from tests import waiting
+from tests.support import polling
 
 WAIT = 5.0  # seconds a test waits for another thread before failing (never reached when correct)
 
@@ -59,7 +59,7 @@ class FakeClock:
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:
-    waiting.wait_until(condition, what, WAIT, poll=0.001)
+    polling.wait_until(condition, what, WAIT, poll=0.001)
 
 
 @pytest.fixture

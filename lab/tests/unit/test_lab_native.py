@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 from lunlat_lab import native
-from lunlat_lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat_lab.settings import ArraySetting, LunSetting, Settings
 
 

@@ -11,8 +11,8 @@ from lunlat.engines.postgres import ENGINE as POSTGRES
 from lunlat.yamlmodel import ConfigError, parse_model
 from lunlat_lab import commands, pgbench
 from lunlat_lab.config import LabConfig
+from lunlat_lab.errors import LabError
 from lunlat_lab.exporter_config import exporter_config, render
-from lunlat_lab.system import LabError
 
 LUNS = """\
 luns:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from lunlat import reference as reference_table
+from lunlat import reference_architecture
 from lunlat.config import ConfigError
 from lunlat.goals import Goals, goals_or_default
 from lunlat.report.api import Prometheus, ReportError
@@ -136,13 +136,13 @@ def write(
             measured = {
                 key: None if row.avg is None else row.avg * 1000 for key, row in cells(data.rows).items()
             }
-            comparisons = reference_table.compare(reference_cells, measured)
+            comparisons = reference_architecture.compare(reference_cells, measured)
         files = {
             "tables.csv": tables_csv(data),
             "index.html": render(data, title, prometheus_url, comparisons),
         }
         if comparisons is not None:
-            files["reference.csv"] = reference_table.csv_text(comparisons)
+            files["reference.csv"] = reference_architecture.csv_text(comparisons)
         write_dir(output, files)
     except ReportError as exc:
         print(f"lunlat report: error: {exc}", file=sys.stderr)
@@ -154,12 +154,12 @@ def write(
     return 0
 
 
-def _reference(path: Path | None) -> list[reference_table.ReferenceCell] | None:
+def _reference(path: Path | None) -> list[reference_architecture.ReferenceCell] | None:
     if path is None:
         return None
     try:
-        return reference_table.load(path)
-    except reference_table.ReferenceError as exc:
+        return reference_architecture.load(path)
+    except reference_architecture.ReferenceError as exc:
         raise ReportError(str(exc)) from None
 
 

@@ -8,8 +8,8 @@ from datetime import datetime
 from html import escape
 
 from lunlat import ground
-from lunlat.reference import TOLERANCE_MS, TOLERANCE_SHARE, Comparison
-from lunlat.reference import rows as reference_rows
+from lunlat.reference_architecture import TOLERANCE_MS, TOLERANCE_SHARE, Comparison
+from lunlat.reference_architecture import rows as reference_rows
 from lunlat.report import svg
 from lunlat.report.collect import Collected, JudgedKind, Phase, Row
 

@@ -1,37 +1,16 @@
-"""/proc/diskstats: parse every kernel format, undo the 32-bit wrap of the ms fields, detect resets.
+"""The host layer from /proc/diskstats: per-LUN counters, named and labelled by the sysfs topology.
 
-Kernel facts (Documentation/admin-guide/iostats.rst, block/genhd.c diskstats_show):
-- a line is `major minor name` + 11 (< 4.18), 15 (4.18+: discards) or 17 (5.5+: flushes) fields;
-  the discard fields are 12-15 (completed, merged, sectors, ms), the flush fields 16-17 (completed, ms);
-- the six time fields (read, write, I/O, weighted, discard and flush ms) are printed as 32-bit
-  unsigned milliseconds (`%u`) and wrap after ~49.7 days of summed latency; the count fields are
-  64-bit (`%lu`) on 64-bit kernels and do not wrap. A time field at 2**32 or more was printed wider
-  than `%u` (a kernel that does): that field does not wrap at 2**32, and from then on its going down
-  is a reset, never a wrap (Unwrapper);
-- field 9 (I/Os in flight) is a gauge;
-- the counts are `unsigned long` (struct disk_stats, include/linux/part_stat.h) printed `%lu`: 32
-  bits on a 32-bit kernel, where they wrap at 2**32 too (Unwrapper);
-- each kernel that added fields appended them (4.18, 5.5), so a line longer than 20 fields is read
-  for the 17 fields known and the surplus counted (`extra_fields`), as node_exporter 1.12.1 reads
-  the first 20 (prometheus/procfs v0.21.1 blockdevice/stats.go parseProcDiskstats: fmt.Sscanf);
-- diskstats_show prints every line with one format string, so lines of different widths (procfs'
-  test fixtures mix 14-, 18- and 20-field lines) are no kernel's: each device keeps the fields its
-  line has (node_exporter publishes per device as many as it read: collector/diskstats_linux.go
-  statCount) and the mix is counted (`mixed_widths`).
-
-Nothing the kernel does not print is believed: diskstats_show (torvalds/linux, block/genhd.c)
-prints `"%4d %7d %pg "` then `%lu` counts and `%u` times, so a sign, a number wider than 64 bits
-(among the fields lunlat reads) or a name with a control character, NUL or non-ASCII byte makes a
-malformed line, counted and skipped alone; the other lines are published.
+Each collection reads the file (diskstats_format.py: every kernel's format, odd lines counted and
+skipped), keeps its counters monotonic (diskstats_unwrap.py: the 32-bit wraps undone, resets passed
+on to Prometheus as resets), and publishes the devices the topology names as LUNs (topology.py, the
+config's `luns:` entries, the roles the database sources found), with their queue limits and their
+multipath path states (pathhealth.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import operator
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -46,6 +25,29 @@ from lunlat.luns import NO_LABELS, assign
 from lunlat.model import Family, LabelList, LabelSet, Sample
 from lunlat.pathhealth import DEFAULT_INTERVAL, PathWatcher
 from lunlat.sources.base import SourceError, SourceResult
+from lunlat.sources.diskstats_format import (
+    DISCARD_MS,
+    DISCARD_SECTORS,
+    DISCARD_WIDTH,
+    DISCARDS,
+    FLUSH_MS,
+    FLUSHES,
+    IN_FLIGHT,
+    IO_MS,
+    KEPT_FIELDS,
+    READ_MS,
+    READ_SECTORS,
+    READS,
+    SECTOR_BYTES,
+    WEIGHTED_MS,
+    WRITE_MS,
+    WRITE_SECTORS,
+    WRITES,
+    Malformed,
+    Table,
+    parse,
+)
+from lunlat.sources.diskstats_unwrap import Unwrapper
 from lunlat.sources.factory import BuildError, Context
 from lunlat.sources.host import DeviceFilter, LunInfo, device_families
 from lunlat.sources.published import PublishedDevice, PublishedDevices
@@ -67,343 +69,6 @@ log = logs.get(__name__)
 NO_PATH_LABELS = LabelSet((), ())
 # luns: entries that match no device named one by one in the log; past this, one line with the count.
 UNMATCHED_NAMED = 20
-
-# Indexes into the stats fields (0-based, after major, minor and name). A table always has all 17
-# columns; a kernel that prints fewer (11 before 4.18, 15 before 5.5) leaves the rest 0 and the
-# table's `width` says how many are real, so only those are published.
-READS, READS_MERGED, READ_SECTORS, READ_MS = 0, 1, 2, 3
-WRITES, WRITES_MERGED, WRITE_SECTORS, WRITE_MS = 4, 5, 6, 7
-IN_FLIGHT, IO_MS, WEIGHTED_MS = 8, 9, 10
-DISCARDS, DISCARDS_MERGED, DISCARD_SECTORS, DISCARD_MS = 11, 12, 13, 14
-FLUSHES, FLUSH_MS = 15, 16
-BASE_FIELDS, DISCARD_WIDTH, KEPT_FIELDS = 11, 15, 17  # the three formats' stats field counts
-
-MS_FIELDS: tuple[int, ...] = (READ_MS, WRITE_MS, IO_MS, WEIGHTED_MS, DISCARD_MS, FLUSH_MS)
-COUNT_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i not in MS_FIELDS and i != IN_FLIGHT)
-WRAPPING_FIELDS: tuple[int, ...] = tuple(i for i in range(KEPT_FIELDS) if i != IN_FLIGHT)  # 32-bit: all
-SECTOR_BYTES = 512  # diskstats sectors are always 512 bytes, whatever the device's block size
-WRAP = 1 << 32
-FIELD_COUNTS = (14, 18, 20)  # whole-line field counts of the three kernel formats
-WIDEST = FIELD_COUNTS[-1]  # a longer line keeps this many fields (a kernel that appended more)
-# The widest number the kernel prints (`%lu` on a 64-bit kernel); lunlat refuses a line whose kept
-# fields (major, minor and the first eleven) are wider. As digits, for the line-by-line path:
-# equal-length digit strings compare as their numbers do.
-U64_MAX = (1 << 64) - 1
-U64_MAX_DIGITS = str(U64_MAX).encode()
-# A device name as the kernel prints it (sda, nvme0n1p2, dm-3, cciss/c0d0): visible ASCII. A NUL
-# would make the sysfs lookup raise, and "." or ".." would name a sysfs directory that is no device.
-_DEVICE_NAME = re.compile(rb"(?!\.\.?\Z)[!-~]+\Z")
-_VISIBLE_ASCII = re.compile(rb"[!-~]*")
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """/proc/diskstats in columns: `columns[i][j]` is stats field i of device `names[j]`; all
-    KEPT_FIELDS columns always, the first `width` of them printed by the kernel."""
-
-    names: list[str]
-    majors: list[int]
-    minors: list[int]
-    columns: list[list[int]]
-    width: int = KEPT_FIELDS  # fields every line printed (the fewest, when widths differ)
-    # Stats fields each device's line printed, when lines differ in width (no kernel prints that);
-    # None when every line printed `width`.
-    widths: list[int] | None = None
-    extra: int = 0  # lines longer than the widest known format (their surplus fields left unread)
-
-    def rows(self, every_column: bool = False) -> list[tuple[str, int, int, tuple[int, ...]]]:
-        """(name, major, minor, the `width` real fields, or all columns) per device."""
-        values = zip(*(self.columns if every_column else self.columns[: self.width]), strict=False)
-        return list(zip(self.names, self.majors, self.minors, values, strict=True))
-
-    @classmethod
-    def from_rows(cls, rows: list[tuple[str, int, int, tuple[int, ...]]], extra: int = 0) -> Table:
-        """From rows of 11, 15 or 17 fields; in a mix (no kernel prints one) each row keeps its own
-        fields (the others 0) and `widths` says which are real."""
-        widths = [len(r[3]) for r in rows]
-        width = min(widths, default=KEPT_FIELDS)
-        padded = [r[3] + (0,) * (KEPT_FIELDS - len(r[3])) for r in rows]
-        columns = [list(c) for c in zip(*padded, strict=True)] if rows else [[] for _ in range(KEPT_FIELDS)]
-        return cls(
-            [r[0] for r in rows],
-            [r[1] for r in rows],
-            [r[2] for r in rows],
-            columns,
-            width,
-            widths if len(set(widths)) > 1 else None,
-            extra,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Malformed:
-    lineno: int
-    line: str
-    reason: str  # counted reason: malformed_line | duplicate_device
-    detail: str
-
-
-def _all_digits(tokens: Sequence[bytes]) -> bool:
-    # int() would also take "-1", "+1" and "1_0"; the kernel prints none of them.
-    return b"".join(tokens).isdigit()  # bytes.isdigit is ASCII-only
-
-
-def _in_range(tokens: Sequence[bytes]) -> bool:
-    """Every token (all digits) is at most 2**64 - 1."""
-    width = len(U64_MAX_DIGITS)
-    if max(map(len, tokens), default=0) < width:
-        return True
-    return all(len(t) < width or (len(t) == width and t <= U64_MAX_DIGITS) for t in tokens)
-
-
-def parse(data: bytes) -> tuple[Table, list[Malformed]]:
-    """Parse /proc/diskstats; lines that are not one of the kernel formats are returned apart.
-
-    Bytes, not str: splitting and int() on bytes make half the objects, and this is the scrape's
-    hot path (see bench/).
-    """
-    rows = list(map(bytes.split, data.splitlines()))
-    table = _parse_uniform(rows)
-    if table is not None:
-        return table, []
-    return _parse_lines(rows)
-
-
-def _parse_uniform(rows: list[list[bytes]]) -> Table | None:
-    """The usual case, checked and converted column by column: every line in one format, no oddity.
-
-    Returns None for anything else, which _parse_lines then handles (and explains) line by line.
-    """
-    widths = set(map(len, rows))
-    if len(widths) != 1:
-        return None
-    line_width = widths.pop()
-    extra = 0
-    if line_width > WIDEST:  # a kernel that appended fields: read the known ones
-        rows = [r[:WIDEST] for r in rows]
-        extra = len(rows)
-    elif line_width not in FIELD_COUNTS:
-        return None
-    columns = list(zip(*rows, strict=True))
-    names = columns[2]
-    unique = set(names)
-    if (
-        len(unique) != len(names)
-        or not all(map(_all_digits, (columns[0], columns[1], *columns[3:])))
-        or not _VISIBLE_ASCII.fullmatch(b"".join(names))  # one regex call for every name
-        or b"." in unique
-        or b".." in unique
-    ):
-        return None
-    converted = _ints(columns[0], columns[1], *columns[3:])
-    if converted is None or max(map(max, converted)) > U64_MAX:
-        return None
-    width = len(converted) - 2
-    missing = [[0] * len(names) for _ in range(KEPT_FIELDS - width)]
-    return Table(
-        [n.decode("ascii") for n in names],
-        converted[0],
-        converted[1],
-        converted[2:] + missing,
-        width,
-        extra=extra,
-    )
-
-
-def _ints(*columns: Sequence[bytes]) -> list[list[int]] | None:
-    """Columns of digit strings (checked by the caller: ASCII digits only) as ints.
-
-    Hand-written because it is the hottest step of a scrape: 190,000 numbers on the 10,000-device
-    host of bench/, where `list(map(int, column))` took ~60 % of parsing (cProfile). The columns go
-    through the json module's C parser in one call instead, ~half the time; a JSON integer is
-    decimal digits (RFC 8259 §6, `int = zero / ( digit1-9 *DIGIT )`), so for digit-only tokens it
-    gives exactly int(token). A leading zero, which JSON refuses and the kernel never prints
-    (`%lu`, `%u`), returns None: the line-by-line path takes the file then.
-    """
-    try:
-        rows: list[list[int]] = json.loads(b"[[" + b"],[".join(b",".join(c) for c in columns) + b"]]")
-    except ValueError:
-        return None
-    return rows
-
-
-def _parse_lines(rows: list[list[bytes]]) -> tuple[Table, list[Malformed]]:
-    parsed: list[tuple[str, int, int, tuple[int, ...]]] = []
-    bad: list[Malformed] = []
-    seen: set[str] = set()
-    extra = 0
-    for lineno, parts in enumerate(rows, 1):
-        if not parts:
-            continue
-        # For the log: control and non-ASCII bytes as \xNN (bytes' repr), never raw on a terminal.
-        line = repr(b" ".join(parts))[2:-1]
-        if len(parts) > WIDEST:  # a kernel that appended fields: read the known ones
-            parts = parts[:WIDEST]  # noqa: PLW2901 - the rest of the loop reads the known fields only
-            extra += 1
-        elif len(parts) not in FIELD_COUNTS:
-            bad.append(
-                Malformed(lineno, line, "malformed_line", f"{len(parts)} fields, expected 14, 18, 20 or more")
-            )
-            continue
-        numbers = [parts[0], parts[1], *parts[3:]]
-        if not _all_digits(numbers):
-            bad.append(
-                Malformed(lineno, line, "malformed_line", "a number field is not a non-negative integer")
-            )
-            continue
-        if not _in_range(numbers):
-            bad.append(Malformed(lineno, line, "malformed_line", "a number is wider than 64 bits"))
-            continue
-        if not _DEVICE_NAME.match(parts[2]):
-            bad.append(Malformed(lineno, line, "malformed_line", "the device name is not printable ASCII"))
-            continue
-        name = parts[2].decode("ascii", "replace")
-        if name in seen:
-            bad.append(Malformed(lineno, line, "duplicate_device", f"device {name} listed twice"))
-            continue
-        seen.add(name)
-        parsed.append((name, int(parts[0]), int(parts[1]), tuple(map(int, parts[3:]))))
-    return Table.from_rows(parsed, extra), bad
-
-
-@dataclass(frozen=True, slots=True)
-class _Memory:
-    """What the unwrapper keeps of the last table: raw values and the wrap offsets per device."""
-
-    table: Table
-    offsets: dict[int, list[int]]  # ms field -> offset per device (aligned with table.names); absent = 0
-
-
-class Unwrapper:
-    """Turns raw tables into monotonic counters per device across calls.
-
-    - A 32-bit ms field lower than last time while no 64-bit count went down: it wrapped, add 2**32.
-    - Unless that field was ever seen at 2**32 or more, on any device: this kernel prints it wider
-      than `%u` (diskstats_show prints every line with one format string), so it does not wrap at
-      2**32 and going down is a reset, however long ago the wide value was.
-    - A count lower than last time, on a kernel whose counts may be 32 bits wide (none was ever seen
-      at 2**32 or more): it wrapped, add 2**32, when it went from the top half of the 32-bit range
-      into the bottom half (less than 2**31 forward, modulo 2**32) while another count of the
-      device that was not 0 did not go down. The wrap offsets of the other fields stay.
-    - Any other count lower than last time, or a new major:minor: the device was re-created or its
-      stats were reset; the raw values pass through so Prometheus sees a counter reset (a reset
-      zeroes every count at once, a wrap takes one count across 2**32).
-    - Devices that vanish are forgotten (no state grows with loop/dm churn).
-
-    The usual case (same devices, nothing went down) is decided column-wise; anything else goes
-    device by device through `_follow`, the reference logic.
-    """
-
-    def __init__(self) -> None:
-        self._memory: _Memory | None = None
-        self._wide: set[int] = set()  # ms fields seen at 2**32 or more: never unwrapped
-        self._wide_counts = False  # a count seen at 2**32 or more: this kernel's counts are 64-bit
-
-    def apply(self, table: Table) -> tuple[Table, list[str]]:
-        """Return the unwrapped table and the names of the devices that were reset."""
-        memory = self._memory
-        if (
-            memory is not None
-            and memory.table.names == table.names
-            and memory.table.majors == table.majors
-            and memory.table.minors == table.minors
-            and not any(
-                any(map(operator.lt, new, old))
-                for i, (new, old) in enumerate(zip(table.columns, memory.table.columns, strict=True))
-                if i != IN_FLIGHT
-            )
-        ):
-            self._memory = _Memory(table, memory.offsets)
-            return _with_offsets(table, memory.offsets), []
-        return self._by_device(table)
-
-    def _note_wide(self, table: Table) -> None:
-        """Remember the ms fields this table shows at 2**32 or more. Only the device-by-device path
-        needs to look: the column-wise path takes a table only when nothing went down, so a wide
-        value it passed on is still (at least as) wide in the table this path gets as the old one."""
-        for i in MS_FIELDS:
-            if i not in self._wide and max(table.columns[i], default=0) >= WRAP:
-                self._wide.add(i)
-        if not self._wide_counts:
-            self._wide_counts = any(max(table.columns[i], default=0) >= WRAP for i in COUNT_FIELDS)
-
-    def _by_device(self, table: Table) -> tuple[Table, list[str]]:
-        previous: dict[str, tuple[int, int, tuple[int, ...], tuple[int, ...]]] = {}
-        self._note_wide(table)
-        if self._memory is not None:
-            old = self._memory.table
-            self._note_wide(old)
-            old_offsets = [self._memory.offsets.get(i) for i in range(KEPT_FIELDS)]
-            for j, (name, major, minor, raw) in enumerate(old.rows(every_column=True)):
-                offs = tuple(o[j] if o is not None else 0 for o in old_offsets)
-                previous[name] = (major, minor, raw, offs)
-        resets: list[str] = []
-        offset_rows: list[tuple[int, ...]] = []
-        zero = (0,) * KEPT_FIELDS
-        for name, major, minor, raw in table.rows(every_column=True):
-            prev = previous.get(name)
-            offsets = zero
-            if prev is not None:
-                if (prev[0], prev[1]) != (major, minor):
-                    resets.append(name)
-                else:
-                    followed = _follow(prev[2], prev[3], raw, self._wide, self._wide_counts)
-                    if followed is None:
-                        resets.append(name)
-                    else:
-                        offsets = followed
-            offset_rows.append(offsets)
-        offsets_by_field = {
-            i: column for i in WRAPPING_FIELDS if any(column := [row[i] for row in offset_rows])
-        }
-        self._memory = _Memory(table, offsets_by_field)
-        return _with_offsets(table, offsets_by_field), resets
-
-
-def _follow(
-    old_raw: tuple[int, ...],
-    old_offsets: tuple[int, ...],
-    raw: tuple[int, ...],
-    wide: set[int],
-    wide_counts: bool,
-) -> tuple[int, ...] | None:
-    """New wrap offsets of one device, or None when its stats were reset. `wide`: the ms fields
-    seen at 2**32 or more (old_raw's among them), which cannot wrap there; `wide_counts`: a count
-    was, so counts are 64-bit and cannot wrap at all."""
-    offsets = list(old_offsets)
-    down = [i for i in COUNT_FIELDS if raw[i] < old_raw[i]]
-    if down:
-        if wide_counts or not _count_wrap(old_raw, raw, down):
-            return None  # a count went down: the stats were reset
-        for i in down:
-            offsets[i] += WRAP
-    for i in MS_FIELDS:
-        if raw[i] < old_raw[i]:
-            if i in wide:  # wider than 32 bits on this kernel: it cannot have wrapped
-                return None
-            offsets[i] += WRAP
-    return tuple(offsets)
-
-
-def _count_wrap(old_raw: tuple[int, ...], raw: tuple[int, ...], down: list[int]) -> bool:
-    """Whether the counts in `down` (lower than last time) wrapped at 2**32 rather than being reset:
-    each moved less than 2**31 forward modulo 2**32, and some other count that was not 0 did not go
-    down (a reset zeroes them all)."""
-    if any(raw[i] + WRAP - old_raw[i] >= WRAP // 2 for i in down):
-        return False
-    return any(old_raw[i] > 0 for i in COUNT_FIELDS if i not in down)
-
-
-def _with_offsets(table: Table, offsets: dict[int, list[int]]) -> Table:
-    if not offsets:
-        return table
-    columns = list(table.columns)
-    for i, column in offsets.items():
-        columns[i] = list(map(operator.add, columns[i], column))
-    return dataclasses.replace(table, columns=columns)
-
-
-# --- the source ---------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from lunlat_lab.daemon.libfuse import LibfuseError, require_libfuse3
 from lunlat_lab.daemon.native import DEFAULT_SPIN_US, STOP_SIGNALS, NativeDaemon
 from lunlat_lab.daemon.scheduling import DAEMON_NICE, lower_timer_slack, raise_priority
 from lunlat_lab.daemon.watcher import SettingsWatcher, file_signature
-from lunlat_lab.engine import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat_lab.native import BuildError
 from lunlat_lab.native import binary as native_binary
 from lunlat_lab.settings import SettingsError, load_settings

@@ -47,7 +47,7 @@ from pathlib import Path
 from lunlat import logs
 from lunlat.config import BiolatencyConfig
 from lunlat.sources.biolatency import Engine, by_op, kernel_dev
-from lunlat.sources.diskstats import READ_SECTORS, SECTOR_BYTES, WRITE_SECTORS, parse
+from lunlat.sources.diskstats_format import READ_SECTORS, SECTOR_BYTES, WRITE_SECTORS, parse
 from lunlat_lab import measure, system
 from lunlat_lab.native import ServiceTotals
 from lunlat_lab.state import write_live

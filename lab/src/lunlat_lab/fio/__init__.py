@@ -18,7 +18,7 @@ fio 3.33 facts this package relies on (checked on this lab's fio, see tests/unit
 
 from __future__ import annotations
 
-from lunlat_lab.system import LabError
+from lunlat_lab.errors import LabError
 
 
 class FioError(LabError):

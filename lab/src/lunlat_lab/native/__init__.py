@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-if TYPE_CHECKING:  # lab.settings imports lab.system, which checks the host with this module
-    from lunlat_lab.settings import Settings
+from lunlat_lab.settings import Settings
 
 BINARY_NAME = "lunlat-labd"  # also how `lab down` finds the daemon by its command line
 BINARY = Path(__file__).with_name(BINARY_NAME)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lunlat_lab import system
-from lunlat_lab.engine import DEFAULT_ENGINE, Engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, Engine
 from lunlat_lab.settings import Settings
 
 IMAGE_BYTES = 32 * 1024 * 1024

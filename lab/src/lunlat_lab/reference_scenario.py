@@ -1,4 +1,4 @@
-"""`lab scenario --reference`: the reference's cells (lunlat/reference.py) on the lab's LUNs.
+"""`lab scenario --reference`: the reference's cells (lunlat/reference_architecture.py) on the lab's LUNs.
 
 One mapping: a reference cell (phase, workload, database, role, op) is the lab LUNs whose labels in
 the lab description (database, role, workload) are the cell's, nothing else names them.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lunlat.reference import Key, ReferenceCell
+from lunlat.reference_architecture import Key, ReferenceCell
 from lunlat_lab import measure
 from lunlat_lab.config import LabConfig, LabLun
 from lunlat_lab.settings import ArraySetting

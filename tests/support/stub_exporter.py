@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tests.procs import LOOPBACK
+from tests.support.exporter_process import LOOPBACK
 
 
 @contextmanager
