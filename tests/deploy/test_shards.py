@@ -169,8 +169,28 @@ class Fleet:
     slow: frozenset[str]  # instances with the slow LUN
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
+# Which Prometheus runs each shard: Debian's 2.42 for both; and a fleet halfway through an upgrade,
+# shard 0 on Prometheus 3 (the build of tests/prometheus.py), shard 1 still on 2.42.
+SERVERS = (
+    pytest.param(("2", "2"), id="prometheus2"),
+    pytest.param(("3", "2"), id="prometheus3-and-2", marks=pytest.mark.prometheus3),
+)
+
+
+def server(major: str) -> str:
+    found = prometheus.binary(major)
+    if found is None:
+        pytest.skip(
+            (prometheus.missing() or "no prometheus")
+            if major == "2"
+            else f"no Prometheus 3 build in {prometheus.PROMETHEUS3_DIR} (.ci/run builds it)"
+        )
+    return found
+
+
+@pytest.fixture(params=SERVERS)
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    servers = [server(major) for major in request.param]
     missing = [b for b in (prometheus.PROMETHEUS, "victoria-metrics") if shutil.which(b) is None]
     missing += [] if alertmanager_binary() else ["prometheus-alertmanager"]
     if missing:
@@ -210,7 +230,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         shards = []
         for index in range(SHARDS):
             config = running_config(index, targets, server.port, f"{LOOPBACK}:{alertmanager.port}", store)
-            process = prometheus.start(tmp_path / f"shard-{index}", config)
+            process = prometheus.start(tmp_path / f"shard-{index}", config, servers[index])
             stack.callback(process.stop)
             shards.append(prometheus.api(process))
         yield Fleet(tuple(shards), PromApi(store), pages, hosts, slow)
@@ -277,10 +297,17 @@ def test_a_sharded_fleet_answers_one_global_query_and_pages_once(fleet: Fleet) -
     for host, labels in rows.items():
         assert [r["shard"] for r in labels] == [str(fleet.hosts[host])], (host, labels)
     # Every host's 20 LUNs counted once (a host scraped by two shards would count 40).
-    counted = fleet.store.values(
-        'count by (instance) (lunlat:iops:rate1m{layer="host", op="read"})', "instance"
+    luns = dict.fromkeys(every, float(fakefleet.LUNS))
+    counted = wait_for(
+        f"{fakefleet.LUNS} LUNs of every host, once each",
+        partial(
+            fleet.store.values,
+            'count by (instance) (lunlat:iops:rate1m{layer="host", op="read"})',
+            "instance",
+        ),
+        partial(operator.eq, luns),
     )
-    assert counted == dict.fromkeys(every, float(fakefleet.LUNS)), counted
+    assert counted == luns
     # One query over the whole fleet, answered by the global view alone: the LUNs above their 1 ms
     # goal are the slow hosts' slow LUN, wherever their shard is, at its 3 ms.
     above = fleet.store.query(f"{judged} > 0.001")
