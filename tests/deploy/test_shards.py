@@ -177,7 +177,7 @@ SERVERS = (
 )
 
 
-def server(major: str) -> str:
+def shard_server(major: str) -> str:
     found = prometheus.binary(major)
     if found is None:
         pytest.skip(
@@ -190,7 +190,7 @@ def server(major: str) -> str:
 
 @pytest.fixture(params=SERVERS)
 def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    servers = [server(major) for major in request.param]
+    servers = [shard_server(major) for major in request.param]
     missing = [b for b in (prometheus.PROMETHEUS, "victoria-metrics") if shutil.which(b) is None]
     missing += [] if alertmanager_binary() else ["prometheus-alertmanager"]
     if missing:
