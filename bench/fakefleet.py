@@ -184,7 +184,11 @@ class Counter:
     base: float
     normal: float
     slow: float
-    integral: bool  # every captured value was a whole number (operations, bytes): served as one
+    # Every captured value was written as a whole number (operations, bytes): served as one. Judged
+    # by how the exporter wrote it, not by its value: lunlat writes seconds as milliseconds with an
+    # exponent (`362880000e-3`), whole at the capture's round figures but not between them, and a
+    # time counter served in whole seconds would move by 0 or 1 between scrapes at 0.07 s/s.
+    integral: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +248,7 @@ def template(s0: Scrape, s1: Scrape, s2: Scrape) -> Template:
         literal.append(f"{series} ")
         parts.append("".join(literal))
         literal = ["\n"]
-        integral = all(x.is_integer() for x in (a, b, c))
+        integral = all(text.lstrip("-").isdigit() for text in (v0[series], v1[series], value))
         parts.append(Counter(f"{series} ", c, (b - a) / CAPTURE_STEP_S, (c - b) / CAPTURE_STEP_S, integral))
         advancing += 1
     parts.append("".join(literal))
