@@ -34,10 +34,10 @@ import pytest
 import yaml
 
 from alerts.tests.promtools import PROMTOOLS, promtool
-from tests import prometheus
 from tests.alerting.stack import WebhookReceiver, alertmanager_binary, start_alertmanager
-from tests.procs import LOOPBACK, ExporterProcess
-from tests.prometheus import PromApi
+from tests.support import prometheus_server
+from tests.support.exporter_process import LOOPBACK, ExporterProcess
+from tests.support.prometheus_server import PromApi
 
 ROOT = Path(__file__).resolve().parents[2]
 # bench/ holds scripts, not a package: fakefleet imports its siblings by their own names.
@@ -170,7 +170,7 @@ class Fleet:
 
 
 # Which Prometheus runs each shard: Debian's 2.42 for both; and a fleet halfway through an upgrade,
-# shard 0 on Prometheus 3 (the build of tests/prometheus.py), shard 1 still on 2.42.
+# shard 0 on Prometheus 3 (the build of tests/support/prometheus_server.py), shard 1 still on 2.42.
 SERVERS = (
     pytest.param(("2", "2"), id="prometheus2"),
     pytest.param(("3", "2"), id="prometheus3-and-2", marks=pytest.mark.prometheus3),
@@ -178,12 +178,12 @@ SERVERS = (
 
 
 def shard_server(major: str) -> str:
-    found = prometheus.binary(major)
+    found = prometheus_server.binary(major)
     if found is None:
         pytest.skip(
-            (prometheus.missing() or "no prometheus")
+            (prometheus_server.missing() or "no prometheus")
             if major == "2"
-            else f"no Prometheus 3 build in {prometheus.PROMETHEUS3_DIR} (.ci/run builds it)"
+            else f"no Prometheus 3 build in {prometheus_server.PROMETHEUS3_DIR} (.ci/run builds it)"
         )
     return found
 
@@ -191,7 +191,7 @@ def shard_server(major: str) -> str:
 @pytest.fixture(params=SERVERS)
 def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
     servers = [shard_server(major) for major in request.param]
-    missing = [b for b in (prometheus.PROMETHEUS, "victoria-metrics") if shutil.which(b) is None]
+    missing = [b for b in (prometheus_server.PROMETHEUS, "victoria-metrics") if shutil.which(b) is None]
     missing += [] if alertmanager_binary() else ["prometheus-alertmanager"]
     if missing:
         pytest.skip(
@@ -225,14 +225,14 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
         )
         stack.callback(vm.stop)
         vm.start()
-        prometheus.wait_ready(vm)
+        prometheus_server.wait_ready(vm)
         store = f"http://{LOOPBACK}:{vm.port}"
         shards = []
         for index in range(SHARDS):
             config = running_config(index, targets, server.port, f"{LOOPBACK}:{alertmanager.port}", store)
-            process = prometheus.start(tmp_path / f"shard-{index}", config, servers[index])
+            process = prometheus_server.start(tmp_path / f"shard-{index}", config, servers[index])
             stack.callback(process.stop)
-            shards.append(prometheus.api(process))
+            shards.append(prometheus_server.api(process))
         yield Fleet(tuple(shards), PromApi(store), pages, hosts, slow)
 
 
