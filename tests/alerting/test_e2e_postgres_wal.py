@@ -7,13 +7,6 @@ stack as test_e2e_paging.py).
 The WAL LUN is raised past the 1 ms goal (alerts/goals.yaml) with the lab's latency injection; the
 page must be the log write breach of that LUN carrying engine="postgres" and role="log" (the engine
 comes from the postgres source's `lunlat:database_engine:info`, joined on `database`); the data LUN, left at its latency, is not paged. The time from onset to page is printed.
-
-Then issue 38's host queue: the WAL LUN's device with `nr_requests` cut to 4 and fio's 8 KiB direct
-writes at queue depth 64 on a file of its file system, the LUN itself fast (HOST_QUEUE_MS). The
-block layer counts an I/O only once it has a request (docs/alerting.md, "Why: the cause in the
-alert", cites the kernel), so the host layer stays within goal while every commit waits behind fio's
-writes for one of the 4: pgbench's latency says so, and the page comes from the database layer
-(PostgreSQL's own WAL timing), its `cause` naming the host queue.
 """
 
 from __future__ import annotations
@@ -21,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -53,9 +45,6 @@ BREACH_ALERT = re.compile(r"LunLatency(Data|Log)?(Read|Write)High")
 # pgbench's commits: each one syncs the WAL (synchronous_commit on), well above the 10 IOPS idle guard;
 # the rate is capped so that the load leaves the shared 2-core machine some room.
 PGBENCH = ("-N", "-c", "2", "-R", "150")
-HOST_QUEUE_MS = 0.5  # the WAL LUN's latency under the full queue: its host layer well within goal
-NR_REQUESTS = 4  # the device's requests (its smallest: BLKDEV_MIN_RQ, include/linux/blkdev.h)
-FIO_DEPTH = 64
 
 
 def exporter_config(path: Path, port: int) -> Path:
@@ -207,122 +196,3 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
     # check above proves.
     assert (data_dev, "read") not in breached, breached
     print(f"judged above goal in the window: {sorted(breached)}")
-
-
-def device_counters(device: str) -> tuple[int, int, int]:
-    """(writes completed, ms writing, weighted ms doing I/O) of `device` in /proc/diskstats
-    (Documentation/admin-guide/iostats.rst fields 5, 8 and 11; field 11 grows by the I/Os in flight
-    each millisecond, so its rate is the average in flight)."""
-    for line in Path("/proc/diskstats").read_text().splitlines():
-        fields = line.split()
-        if fields[2] == device:
-            return int(fields[7]), int(fields[10]), int(fields[13])
-    raise AssertionError(f"{device} not in /proc/diskstats")
-
-
-def wait_full(device: str, timeout: float = 60.0) -> None:
-    """Until `device` holds at least 90 % of its NR_REQUESTS in flight over 2 s (its weighted time's
-    rate, as the rules measure it)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        before, start = device_counters(device)[2], time.monotonic()
-        time.sleep(2)
-        in_flight = (device_counters(device)[2] - before) / 1000 / (time.monotonic() - start)
-        if in_flight >= 0.9 * NR_REQUESTS:
-            return
-        assert time.monotonic() < deadline, f"{device}: {in_flight:.2f} in flight after {timeout:g} s"
-
-
-def is_db_layer_page(alert: dict[str, Any], wal_device: str) -> bool:
-    """The WAL LUN's log write breach as the database layer measured it (firing)."""
-    labels = alert["labels"]
-    return (
-        alert.get("status") == "firing"
-        and labels.get("alertname") == "LunLatencyLogWriteHigh"
-        and labels.get("lun") == wal_device
-        and labels.get("layer") == "db"
-    )
-
-
-def test_a_full_host_queue_under_the_wal_pages_from_the_database_naming_the_host_queue(
-    lab: LabState,  # noqa: F811
-    mounted: dict[str, Path],  # noqa: F811
-    cluster_on_luns: PgServer,
-    tmp_path: Path,
-) -> None:
-    server = cluster_on_luns
-    wal_dev = Path(lab.loops["pg_wal"]).name
-    commands.set_latency(lab.directory, "pg_wal", HOST_QUEUE_MS, HOST_QUEUE_MS, None)
-    # queue/nr_requests: "the maximum number of requests that can be allocated in the block layer"
-    # (Documentation/ABI/stable/sysfs-block), writable by root.
-    limit = Path(f"/sys/block/{wal_dev}/queue/nr_requests")
-    limit.write_text(f"{NR_REQUESTS}\n")
-    assert int(limit.read_text()) == NR_REQUESTS
-    flood = [
-        "fio",
-        "--name=flood",
-        f"--filename={mounted['pg_wal'] / 'flood.dat'}",
-        "--size=64m",
-        "--rw=randwrite",
-        "--bs=8k",
-        "--direct=1",
-        "--ioengine=libaio",
-        f"--iodepth={FIO_DEPTH}",
-    ]
-    # fio lays its file out first, with buffered writes and a flush: done apart (and synced), so that
-    # what follows is only the queue-depth-64 flood and the commits behind it.
-    subprocess.run([*flood, "--create_only=1"], check=True, capture_output=True)
-    os.sync()
-    fio = subprocess.Popen([*flood, "--time_based", "--runtime=600"], stdout=subprocess.DEVNULL)
-    wait_full(wal_dev)
-    commits: list[str] = []
-    stop = threading.Event()
-
-    def load() -> None:
-        while not stop.is_set():
-            commits.append(server.pgbench(*PGBENCH, "-T", "20"))
-
-    loader = threading.Thread(target=load, name="pgbench", daemon=True)
-    try:
-        config = exporter_config(tmp_path / "lunlat.yaml", server.port)
-        loader.start()
-        with (
-            WebhookReceiver() as hook,
-            AlertingStack(tmp_path / "stack", config, hook.url) as stack,
-        ):
-            stack.wait_for_series(f'lunlat_device_nr_requests{{device="{wal_dev}"}} == {NR_REQUESTS}', 1, 60)
-            start, before = time.monotonic(), device_counters(wal_dev)
-            page = hook.wait_for(lambda n: any(is_db_layer_page(a, wal_dev) for a in n.alerts), PAGE_TIMEOUT)
-            seconds, after = time.monotonic() - start, device_counters(wal_dev)
-            host_pages = [
-                a["labels"]
-                for n in hook.snapshot()
-                for a in n.alerts
-                if a["labels"].get("lun") == wal_dev
-                and a["labels"].get("layer") == "host"
-                and BREACH_ALERT.fullmatch(a["labels"].get("alertname", ""))
-            ]
-    finally:
-        stop.set()
-        fio.terminate()
-        fio.wait(timeout=30)
-        loader.join(timeout=60)
-    # Ground truth, not the rules: the kernel's counters of the WAL device over the wait, and
-    # pgbench's own latency (each transaction's, its commit's WAL sync included).
-    writes, write_ms, weighted_ms = (a - b for a, b in zip(after, before, strict=True))
-    host_ms, in_flight = write_ms / writes, weighted_ms / 1000 / seconds
-    latencies = [
-        float(m[1]) for out in commits for m in [re.search(r"latency average = ([0-9.]+) ms", out)] if m
-    ]
-    print(
-        f"{wal_dev}: {writes / seconds:.0f} writes/s at {host_ms:.3f} ms in diskstats, {in_flight:.2f} in "
-        f"flight (nr_requests {NR_REQUESTS}); pgbench latency averages {latencies} ms"
-    )
-    assert host_ms < 1.0 and in_flight >= 0.9 * NR_REQUESTS, (host_ms, in_flight)
-    assert latencies and min(latencies) > 1.0, latencies
-    # The page: the database layer's, its cause the host queue; the host layer paged nothing.
-    alert = next(a for a in page.alerts if is_db_layer_page(a, wal_dev))
-    print(f"cause: {alert['annotations']['cause']}")
-    assert alert["annotations"]["cause"].startswith("Host queue: "), alert["annotations"]
-    assert f"nr_requests of {NR_REQUESTS}" in alert["annotations"]["cause"], alert["annotations"]
-    assert host_pages == [], host_pages
