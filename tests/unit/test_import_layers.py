@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The running exporter: scrapes, their text, reloads, the web server.
     ("serving", ("lunlat.scrape", "lunlat.exposition", "lunlat.reload", "lunlat.web.*")),
     # The commands: `lunlat` and its subcommands.
-    ("commands", ("lunlat.cli", "lunlat.__main__", "lunlat.argtypes", "lunlat.memtune", "lunlat.reference", "lunlat.top.*", "lunlat.report.*")),
+    ("commands", ("lunlat.cli", "lunlat.__main__", "lunlat.argtypes", "lunlat.memtune", "lunlat.reference_architecture", "lunlat.top.*", "lunlat.report.*")),
 )  # fmt: skip
 
 
