@@ -1,7 +1,7 @@
 """The recorded series: names of the recording rules that the dashboards, docs and tests read.
 
 Beside `contract.py` (what the exporter publishes) because these names are the other half of the
-contract (docs/contract.md §3): `lunlat_rules/rules.py` (alerts/) writes the rules under these names and the
+contract (docs/contract.md §3): `lunlat_rules` (alerts/) writes the rules under these names and the
 dashboards query them, so a renamed rule changes both or fails the dashboards' lint.
 Names follow Prometheus' `level:metric:operation` convention; `{window}` and `{op}` are filled in.
 """
