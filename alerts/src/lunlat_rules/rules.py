@@ -55,7 +55,7 @@ from lunlat_rules.latency import above_goal, engines, floor_series, goal_series,
 from lunlat_rules.paths import path_alerts, paths_history
 from lunlat_rules.physical_disks import physical_disks
 from lunlat_rules.rulefmt import GENERATED_HEADER, dump
-from lunlat_rules.slo import burn_alerts, slo_events, slo_ratios, wait_slo_events
+from lunlat_rules.slo import fast_burn_alerts, slo_events, slo_ratios, ticket_group, wait_slo_events
 from lunlat_rules.tail import io_histogram, tail_alerts
 
 
@@ -73,8 +73,8 @@ class RuleSet:
                 # run in order, so each sees this evaluation's value, while groups run concurrently,
                 # each on its own timer, and a read across groups sees the other's previous one
                 # (prometheus.io/docs/prometheus/latest/configuration/recording_rules). Hence the
-                # breach alerts beside the averages, the SLO ratios and burn alerts (once a group of
-                # their own, once a minute) beside the bool they average, and the array side's
+                # breach alerts beside the averages, the SLO ratios and fast burn alerts (once a group
+                # of their own, once a minute) beside the bool they average, and the array side's
                 # host-minus-array difference beside the host's averages (alerts/tests/test_rule_groups.py).
                 "name": "lunlat-latency",
                 "rules": [
@@ -94,9 +94,12 @@ class RuleSet:
                     *average_alerts(goals),
                     *throughput_alerts(goals),
                     *tail_alerts(goals),
-                    *burn_alerts(goals),
+                    *fast_burn_alerts(goals),
                 ],
             },
+            # The slow burn's ratios and the slow burn, a ticket, every 5 minutes (recorded.py,
+            # SLO_TICKET_GROUP): no page reads them.
+            *([tickets] if (tickets := ticket_group(goals)) else []),
             {"name": "lunlat-exporter", "rules": [*health_alerts(goals), *host_exporter_alerts(goals)]},
             {"name": "lunlat-paths", "rules": path_alerts(goals)},
             # Slow on purpose: an hour's maximum needs no fresher value (PATHS_HISTORY_INTERVAL).

@@ -27,6 +27,8 @@ from lunlat.recorded import (
     SLO_JUDGED_SINCE,
     SLO_LABELS,
     SLO_SUM_WINDOW,
+    SLO_TICKET_GROUP,
+    SLO_TICKET_INTERVAL,
 )
 from lunlat_rules.annotations import named_wait
 from lunlat_rules.histogram import HOST_LAYER, IoHistogram, bad_rate, events_at_or_below
@@ -198,7 +200,8 @@ def wait_slo_events(goals: Goals) -> list[dict[str, Any]]:
 
 def slo_ratios(goals: Goals) -> list[dict[str, Any]]:
     """Per database and role (SLO_LABELS, with severity and engine): the events summed over
-    SLO_SUM_WINDOW, since when judged, and the error ratio over each burn window."""
+    SLO_SUM_WINDOW, since when judged, and the error ratio over each window a fast burn reads (the
+    others: ticket_group)."""
     by = f"sum by ({', '.join(SLO_LABELS)}, severity, engine)"
     sums = [
         record(SLO_EVENTS_SUM, f"{by} (sum_over_time({SLO_EVENTS}[{SLO_SUM_WINDOW}]))"),
@@ -207,14 +210,38 @@ def slo_ratios(goals: Goals) -> list[dict[str, Any]]:
         # starts it again), else now.
         record(SLO_JUDGED_SINCE, f"{SLO_JUDGED_SINCE}\nor\ntimestamp({SLO_EVENTS_SUM})"),
     ]
-    # Every burn window sums the per-minute sums once a minute (a subquery, per database and role,
-    # not per LUN): 60 points an hour instead of 240 per LUN.
-    ratios = []
-    for window in goals.slo.windows():
-        bad = f"sum_over_time({SLO_BAD_EVENTS_SUM}[{window}:{SLO_SUM_WINDOW}])"
-        events = f"sum_over_time({SLO_EVENTS_SUM}[{window}:{SLO_SUM_WINDOW}])"
-        ratios.append(record(SLO_ERROR_RATIO.format(window=window), f"{bad}\n/\n({events} > 0)"))
-    return [*sums, *ratios]
+    return [*sums, *(error_ratio(w) for w in paged_windows(goals))]
+
+
+def error_ratio(window: str) -> dict[str, Any]:
+    """SLO_ERROR_RATIO over `window`: every burn window sums the per-minute sums once a minute (a
+    subquery, per database and role, not per LUN): 60 points an hour instead of 240 per LUN."""
+    bad = f"sum_over_time({SLO_BAD_EVENTS_SUM}[{window}:{SLO_SUM_WINDOW}])"
+    events = f"sum_over_time({SLO_EVENTS_SUM}[{window}:{SLO_SUM_WINDOW}])"
+    return record(SLO_ERROR_RATIO.format(window=window), f"{bad}\n/\n({events} > 0)")
+
+
+def paged_windows(goals: Goals) -> list[str]:
+    """The windows a fast burn (a page) reads, shortest first: recorded every evaluation."""
+    fast = {w for pair in goals.slo.fast for w in (pair.long, pair.short)}
+    return [w for w in goals.slo.windows() if w in fast]
+
+
+def ticket_group(goals: Goals) -> dict[str, Any] | None:
+    """Group SLO_TICKET_GROUP (recorded.py says why): the error ratios over the windows only the
+    slow burn reads, and the slow burn itself, every SLO_TICKET_INTERVAL. Its reads of
+    lunlat-latency's per-minute sums, since-when and shorter ratios are at most one 15 s evaluation
+    late, a group 20 times slower than the one it reads (alerts/tests/test_rule_groups.py). None
+    without a slow burn."""
+    if not goals.slo.slow:
+        return None
+    paged = set(paged_windows(goals))
+    ratios = [error_ratio(w) for w in goals.slo.windows() if w not in paged]
+    return {
+        "name": SLO_TICKET_GROUP,
+        "interval": SLO_TICKET_INTERVAL,
+        "rules": [*ratios, *slow_burn_alerts(goals)],
+    }
 
 
 def objective_branches(goals: Goals) -> list[tuple[float, str]]:
@@ -232,13 +259,23 @@ def objective_branches(goals: Goals) -> list[tuple[float, str]]:
     return branches
 
 
-def burn_alerts(goals: Goals) -> list[dict[str, Any]]:
+def fast_burn_alerts(goals: Goals) -> list[dict[str, Any]]:
+    """The fast burn (a page): group lunlat-latency, beside the ratios it reads."""
+    return burn_alerts(goals, fast=True)
+
+
+def slow_burn_alerts(goals: Goals) -> list[dict[str, Any]]:
+    """The slow burn (a ticket): group SLO_TICKET_GROUP, beside the ratios only it reads."""
+    return burn_alerts(goals, fast=False)
+
+
+def burn_alerts(goals: Goals, fast: bool) -> list[dict[str, Any]]:
     """Multiwindow, multi-burn-rate alerts per database and role (SLO_LABELS): the error ratio of
     both windows of a pair above burn_rate x the budget of the series' objective, half the long
     window judged."""
     slo = goals.slo
     rules = []
-    for speed, pairs in (("Fast", slo.fast), ("Slow", slo.slow)):
+    for speed, pairs in (("Fast", slo.fast),) if fast else (("Slow", slo.slow),):
         branches = []
         for budget, spec in objective_branches(goals):
             matchers, *excluded = spec.split("\x00")
