@@ -59,27 +59,25 @@ def wait_selector(
 
 def io_events(goals: Goals, op: str, bad: bool) -> str:
     """The judged I/Os per second of each LUN with a per-I/O histogram (`bad`: those slower than
-    its goal), for the host layer: one branch per goal tier, first match wins as for the goal;
-    within a tier, the small size class or every size as the goal series' judge label says."""
+    its goal), for the host layer: the small size class or every size, as the goal series' judge
+    label says. The goal series has already chosen each LUN's tier (first match), so the I/Os are
+    read once per judged kind and, for the bad ones, once per goal the tiers set (the slow share
+    read from the buckets at that goal, kept where the LUN's goal is that one), not once per tier:
+    goals of equal value share a branch, as wait_slo_events' do (issue 41: every branch is a rate
+    and join of the histogram's buckets, every 15 s)."""
     judge = JUDGE_LABEL.format(op=op)
     window = BREACH_WINDOW
-    tiers = []
-    for tier, matchers in goal_tiers(goals):
-        kinds = []
+    goal_values = sorted({t.goal_ms / 1000 for t, _ in goal_tiers(goals)})
+    branches = []
+    for goal_s in goal_values if bad else [None]:
         for kind, size in ((SMALL, contract.BIO_SIZES[0]), (ALL, None)):
             histogram = IoHistogram(goals.selector, size=size, op=op)
-            events = (
-                histogram.total(window, matchers)
-                if not bad
-                else bad_rate(histogram, tier.goal_ms / 1000, window, matchers)
-            )
-            kinds.append(
-                f"(\n  {_indent(events, 2)}\n  and {_on(LUN_LABELS)}\n"
-                f'    {GOAL}{{layer="{HOST_LAYER}", {judge}="{kind}"}}\n)'
-            )
-        tiers.append(f"\nor {_on(LUN_LABELS)}\n".join(kinds))
-    chained = f"\nor {_on(LUN_LABELS)}\n".join(f"(\n  {_indent(t, 2)}\n)" for t in tiers)
-    return labelled(chained, layer=HOST_LAYER, indicator="io")
+            events = histogram.total(window) if goal_s is None else bad_rate(histogram, goal_s, window, "")
+            goal = f'{GOAL}{{layer="{HOST_LAYER}", {judge}="{kind}"}}'
+            if goal_s is not None and len(goal_values) > 1:
+                goal = f"({goal} == {_promql_number(goal_s)})"
+            branches.append(f"(\n  {_indent(events, 2)}\n  and {_on(LUN_LABELS)}\n    {goal}\n)")
+    return labelled(f"\nor {_on(LUN_LABELS)}\n".join(branches), layer=HOST_LAYER, indicator="io")
 
 
 def slo_events(goals: Goals) -> list[dict[str, Any]]:
