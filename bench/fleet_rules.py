@@ -1,6 +1,7 @@
 """What lunlat's rules cost a real Prometheus at fleet scale, beside node-mixin's disk rules.
 
     .venv/bin/python bench/fleet_rules.py [--hosts 50 200] [--minutes 2] [--prometheus BIN ...] [--keep]
+    .venv/bin/python bench/fleet_rules.py --rules before.rules.yml alerts/lunlat.rules.yml --no-baseline
 
 A fake fleet (bench/fakefleet.py: every host a captured real `lunlat serve` exposition of 20
 multipath LUNs, and node_exporter's view of the same devices, counters advancing at ~400 IOPS per
@@ -15,7 +16,9 @@ Peers: `lunlat` (job "lunlat", alerts/lunlat.rules.yml as generated) and `node-m
 node_exporter's diskstats collector, bench/node-mixin-disk.rules.yml). Prints per size: raw and
 recorded series per LUN, Prometheus CPU per minute without and with rules, rule CPU per
 LUN-minute, each group's median and max evaluation time, missed evaluations, Prometheus RSS, and
-lunlat's ratio to node-mixin. Asserts nothing.
+lunlat's ratio to node-mixin, and the rules that took the most evaluation time. `--rules` runs
+several lunlat rule files in turn over the same fleet (a change measured against what it replaces,
+back to back); the ratio is then the first file's to the last's. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -50,6 +54,7 @@ from tests.support.exporter_process import LOOPBACK, ExporterProcess, scrape
 ROOT = Path(__file__).resolve().parents[1]
 INTERVAL_S = 15
 NODE_MIXIN_RULES = Path(__file__).resolve().parent / "node-mixin-disk.rules.yml"
+TOP_RULES = 12  # how many of the slowest rules are named
 POLL_S = 3.0  # well under the 15 s interval: every evaluation's (timestamp, duration) is seen
 NODE_EXPORTER_NAMES = ("prometheus-node-exporter", "node_exporter")
 
@@ -135,6 +140,8 @@ class Result:
     rss_idle: float = 0.0
     rss_rules: float = 0.0
     durations: dict[str, list[float]] = field(default_factory=dict)  # group -> evaluation times (s)
+    # (group, rule) -> evaluation times (s), one per evaluation seen (the rules API's own figure)
+    rule_times: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     missed: dict[str, float] = field(default_factory=dict)  # in the measured window
     missed_since_load: dict[str, float] = field(default_factory=dict)
     failures: float = 0.0
@@ -205,9 +212,62 @@ def wait_rules(api: prometheus_server.PromApi, timeout: float = 60) -> None:
         time.sleep(0.5)
 
 
+# Each rule's own last evaluation: the rules API gives every rule its `evaluationTime` (seconds, the
+# wall time of its last evaluation) and `lastEvaluation` (when it began), beside the group's
+# (prometheus/prometheus v2.42.0, web/api/v1/api.go: recordingRule and AlertingRule;
+# docs/querying/api.md, "Rules"). A rule is named by its group, its name and its position in the
+# group, as one name may be recorded by several rules (one per layer, per op).
+def read_rule_times(
+    api: prometheus_server.PromApi, since: float, seen: dict[tuple[str, str], dict[str, float]]
+) -> None:
+    for group in api.rule_groups():
+        for index, rule in enumerate(group["rules"]):
+            began = rule.get("lastEvaluation", "")
+            if not began or began.startswith("0001-"):
+                continue
+            if _rfc3339(began) < since:
+                continue
+            key = (group["name"], f"{index:02d} {rule['name']}")
+            seen.setdefault(key, {})[began] = float(rule.get("evaluationTime", 0.0))
+
+
+def _rfc3339(text: str) -> float:
+    """Seconds since the epoch of Prometheus' RFC 3339 timestamps (nanoseconds cut to micro)."""
+    head, _, rest = text.partition(".")
+    zone = rest.lstrip("0123456789") if rest else head[19:]
+    fraction = rest[: len(rest) - len(zone)][:6] or "0"
+    stamp = head[:19] + "." + fraction + (zone.replace("Z", "+00:00") or "+00:00")
+    return datetime.fromisoformat(stamp).timestamp()
+
+
 def scalar(api: prometheus_server.PromApi, promql: str) -> float:
     found = api.query(promql)
     return float(found[0]["value"][1]) if found else 0.0
+
+
+def watch(
+    process: ExporterProcess, api: prometheus_server.PromApi, start: Own, seconds: float, per_rule: bool
+) -> tuple[Own, float, dict[str, dict[float, float]], dict[tuple[str, str], dict[str, float]]]:
+    """Read /metrics every POLL_S for `seconds` from `start`: the last reading, the peak RSS, each
+    group's evaluations that began in the window (start -> duration) and, with `per_rule`, each
+    rule's (read from the rules API, which costs Prometheus a little CPU of its own)."""
+    end_at = start.at + seconds
+    seen: dict[str, dict[float, float]] = {}
+    rule_seen: dict[tuple[str, str], dict[str, float]] = {}
+    peak = start.rss
+    last = start
+    while True:
+        last = read_own(process)
+        peak = max(peak, last.rss)
+        for group, metrics in last.groups.items():
+            ts = metrics.get("prometheus_rule_group_last_evaluation_timestamp_seconds", 0.0)
+            if ts >= start.at:  # evaluations that began inside the window
+                seen.setdefault(group, {})[ts] = metrics["prometheus_rule_group_last_duration_seconds"]
+        if per_rule:
+            read_rule_times(api, start.at, rule_seen)
+        if last.at >= end_at:
+            return last, peak, seen, rule_seen
+        time.sleep(min(POLL_S, max(0.0, end_at - time.time())))
 
 
 def run_peer(
@@ -220,7 +280,7 @@ def run_peer(
     args: argparse.Namespace,
 ) -> Result:
     targets = list(fakefleet.host_names(hosts))
-    devices = cap.lunlat_devices if peer is LUNLAT else cap.node_devices
+    devices = cap.node_devices if peer is NODE_MIXIN else cap.lunlat_devices
     result = Result(peer.name, hosts, hosts * cap.lunlat_devices, hosts * devices)
     cfg = config(peer, targets, fleet.port, rules=False)
     process = prometheus_server.start(workdir, cfg, server)
@@ -243,24 +303,12 @@ def run_peer(
         loaded = read_own(process)
         time.sleep(args.warm_up)
         start = read_own(process)
-        end_at = start.at + args.minutes * 60
-        seen: dict[str, dict[float, float]] = {}
-        peak = start.rss
-        last = start
-        while True:
-            last = read_own(process)
-            peak = max(peak, last.rss)
-            for group, metrics in last.groups.items():
-                ts = metrics.get("prometheus_rule_group_last_evaluation_timestamp_seconds", 0.0)
-                if ts >= start.at:  # evaluations that began inside the window
-                    seen.setdefault(group, {})[ts] = metrics["prometheus_rule_group_last_duration_seconds"]
-            if last.at >= end_at:
-                break
-            time.sleep(min(POLL_S, max(0.0, end_at - time.time())))
+        last, peak, seen, rule_seen = watch(process, api, start, args.minutes * 60, args.per_rule)
         result.window_s = last.at - start.at
         result.cpu_rules = (last.cpu - start.cpu) / result.window_s
         result.rss_rules = peak
         result.durations = {g: list(d.values()) for g, d in seen.items()}
+        result.rule_times = {k: list(d.values()) for k, d in rule_seen.items()}
         result.missed = group_delta(start, last, "prometheus_rule_group_iterations_missed_total")
         result.missed_since_load = group_delta(loaded, last, "prometheus_rule_group_iterations_missed_total")
         result.failures = sum(group_delta(start, last, "prometheus_rule_evaluation_failures_total").values())
@@ -292,23 +340,25 @@ def ratio(a: float, b: float) -> str:
 
 
 def report(results: list[Result]) -> None:
-    lun, node = results[0], results[1] if len(results) > 1 else None
-    print(f"\n== {lun.hosts} hosts, {lun.luns:,} LUNs", end="")
+    """One column per peer; the ratio is the first peer's to the last's (lunlat's to node-mixin's,
+    or, with --rules, the first rule file's to the last's)."""
+    first, last = results[0], results[-1]
+    compared = len(results) > 1
+    node = next((r for r in results if r.peer == NODE_MIXIN.name), None)
+    print(f"\n== {first.hosts} hosts, {first.luns:,} LUNs", end="")
     print(f" ({node.devices:,} devices in node_exporter's view)" if node else "")
-    rows: list[tuple[str, str, str, str]] = []
+    rows: list[list[str]] = []
 
-    def row(label: str, get: Any, both: bool = True, r: tuple[float, float] | None = None) -> None:
-        rows.append(
-            (label, get(lun), get(node) if node and both else "", ratio(*r) if r and node and both else "")
-        )
+    def row(label: str, get: Any, r: Any = None) -> None:
+        cells = [label, *(get(x) for x in results)]
+        if compared:
+            cells.append(ratio(r(first), r(last)) if r else "")
+        rows.append(cells)
 
     row("raw samples per scrape round", lambda x: f"{x.raw_samples:,.0f}")
     row("raw series per LUN", lambda x: f"{x.raw_samples / x.luns:.1f}")
     row("recorded series per LUN", lambda x: f"{x.recorded / x.luns:.1f}")
-    row(
-        "recorded series per device",
-        lambda x: f"{x.recorded / x.devices:.1f}",
-    )
+    row("recorded series per device", lambda x: f"{x.recorded / x.devices:.1f}")
     row(
         "Prometheus CPU s/min, no rules -> rules",
         lambda x: f"{x.cpu_idle * 60:.2f} -> {x.cpu_rules * 60:.2f}",
@@ -316,17 +366,18 @@ def report(results: list[Result]) -> None:
     row(
         "rule CPU ms per LUN-minute (process CPU, rules - none)",
         lambda x: f"{x.rule_cpu_ms_per_lun_minute():.3f}",
-        r=(lun.rule_cpu_ms_per_lun_minute(), node.rule_cpu_ms_per_lun_minute() if node else 0.0),
+        Result.rule_cpu_ms_per_lun_minute,
     )
-    row(
-        "rule CPU ms per device-minute (node: maps and paths)",
-        lambda x: f"{x.rule_cpu_ms_per_device_minute():.3f}",
-        r=(lun.rule_cpu_ms_per_device_minute(), node.rule_cpu_ms_per_device_minute() if node else 0.0),
-    )
+    if node:
+        row(
+            "rule CPU ms per device-minute (node: maps and paths)",
+            lambda x: f"{x.rule_cpu_ms_per_device_minute():.3f}",
+            Result.rule_cpu_ms_per_device_minute,
+        )
     row(
         "rule time ms per LUN-minute (sum of group durations)",
         lambda x: f"{x.rule_time_ms_per_lun_minute():.3f}",
-        r=(lun.rule_time_ms_per_lun_minute(), node.rule_time_ms_per_lun_minute() if node else 0.0),
+        Result.rule_time_ms_per_lun_minute,
     )
     row("Prometheus RSS, no rules / rules (peak)", lambda x: f"{mib(x.rss_idle)} / {mib(x.rss_rules)}")
     row(
@@ -334,12 +385,15 @@ def report(results: list[Result]) -> None:
         lambda x: f"{sum(x.missed.values()):.0f} ({sum(x.missed_since_load.values()):.0f})",
     )
     row("slowest scrape of a host", lambda x: ms(x.max_scrape_s))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    header = ("", "lunlat", "node-mixin" if node else "", "lunlat/node" if node else "")
-    for r in [header, *rows]:
+    header = ["", *(x.peer for x in results)]
+    if compared:
+        header.append(f"{first.peer}/{last.peer}")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for cells in [header, *rows]:
         print(
             "  ".join(
-                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
             )
         )
     for result in results:
@@ -349,6 +403,16 @@ def report(results: list[Result]) -> None:
                 f"  {group:<28} {len(durations):>3}  {ms(statistics.median(durations)):>9} / "
                 f"{ms(max(durations)):>9}  {result.missed.get(group, 0):.0f}"
             )
+        if result.rule_times:
+            total = sum(sum(v) for v in result.rule_times.values())
+            slowest = sorted(result.rule_times.items(), key=lambda kv: -sum(kv[1]))[:TOP_RULES]
+            print(
+                f"  the {len(slowest)} rules that took the most time (median per evaluation, share of all rules' time)"
+            )
+            for (group, name), times in slowest:
+                print(
+                    f"    {group:<20} {name:<52} {ms(statistics.median(times)):>9}  {sum(times) / total:6.1%}"
+                )
         if result.failures:
             print(f"  rule evaluation failures: {result.failures:.0f}")
         if result.firing:
@@ -412,6 +476,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-baseline", action="store_true", help="lunlat only, no node-mixin peer")
     parser.add_argument(
+        "--per-rule",
+        action="store_true",
+        help="also read each rule's evaluation time (rules API, every poll) and name the slowest",
+    )
+    parser.add_argument(
+        "--rules",
+        type=Path,
+        nargs="+",
+        help="lunlat rule files, each run in turn over the same fleet (default: alerts/lunlat.rules.yml)",
+    )
+    parser.add_argument(
         "--keep", action="store_true", help="keep the working directory (TSDBs, logs), path printed"
     )
     args = parser.parse_args(argv)
@@ -423,7 +498,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     servers = [shutil.which(s) or s for s in args.prometheus]
-    missing = [s for s in servers if not Path(s).is_file()]
+    missing = [s for s in [*servers, *map(str, args.rules or [])] if not Path(s).is_file()]
     node_bin = None if args.no_baseline else node_exporter_binary(args.node_exporter)
     if missing or (not args.no_baseline and node_bin is None):
         print(
@@ -445,7 +520,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
             print("load average before: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
-            peers = [LUNLAT] if args.no_baseline else [LUNLAT, NODE_MIXIN]
+            lunlats = (
+                [Peer(f"lunlat:{r.name}", LUNLAT.job, LUNLAT.path, r.resolve()) for r in args.rules]
+                if args.rules
+                else [LUNLAT]
+            )
+            peers = lunlats if args.no_baseline else [*lunlats, NODE_MIXIN]
             with FleetServer(cap, max(args.hosts)) as fleet:
                 for server in servers:
                     print(f"Prometheus: {describe(server)}")

@@ -13,7 +13,8 @@ import yaml
 
 from lunlat.goals import Goals, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
-from lunlat_rules.rules import RuleSet, render
+from lunlat_rules.arrays import array_rules
+from lunlat_rules.rules import render
 
 REPO = Path(__file__).resolve().parents[2]
 PUREFA = REPO / "deploy" / "arrays" / "purefa.yml"
@@ -125,7 +126,7 @@ def test_no_array_in_the_goals_no_array_rule() -> None:
     """Which arrays there are is configuration: the built-in goals name none, and the rules then have
     no array rule (no array metric is written in the code)."""
     assert Goals().arrays == []
-    assert RuleSet(Goals()).array_rules() == []
+    assert array_rules(Goals()) == []
     assert "purefa" not in render(Goals()) and "lun_avg_read_latency" not in render(Goals())
 
 
@@ -141,7 +142,7 @@ def test_each_array_entry_records_its_metric_in_seconds_by_naa() -> None:
         "    naa: {label: wwn, regex: 'naa\\.([0-9a-f]{32})'}\n",
         "goals.yaml",
     )
-    read = RuleSet(goals).array_rules()[0]
+    read = array_rules(goals)[0]
     assert read["labels"] == {"op": "read", "array": "acme"}
     assert read["expr"] == (
         "max by (naa) (\n"
@@ -157,7 +158,7 @@ def test_the_repository_goals_join_pure_and_netapp() -> None:
         ("purefa", "microseconds"),
         ("netapp", "microseconds"),
     ]
-    rules = RuleSet(goals).array_rules()
+    rules = array_rules(goals)
     assert [(r["record"], r.get("labels")) for r in rules] == [
         ("lunlat:array_latency_seconds:mean1m", {"op": "read", "array": "purefa"}),
         ("lunlat:array_latency_seconds:mean1m", {"op": "write", "array": "purefa"}),

@@ -14,7 +14,8 @@ import yaml
 
 from lunlat.goals import load_goals
 from lunlat_rules import cause
-from lunlat_rules.rules import ROLE_GROUPS, render
+from lunlat_rules.breach import ROLE_GROUPS
+from lunlat_rules.rules import render
 
 ALERTS = Path(__file__).resolve().parents[1]
 REPO = ALERTS.parent

@@ -15,8 +15,12 @@ from lunlat import contract, recorded
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import DEFAULT_GOALS_FILE, Goals, goals_or_default, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
+from lunlat_rules.breach import ROLE_HINT
 from lunlat_rules.cli import main
-from lunlat_rules.rules import _ROLE_HINT, RuleSet, render, render_prometheus_rule
+from lunlat_rules.latency import goal_series
+from lunlat_rules.rules import RuleSet, render, render_prometheus_rule
+from lunlat_rules.tail import tail_alerts
+from lunlat_rules.tiers import goal_tiers
 
 from .promtools import PROMTOOLS, promtool, unit_test_files
 
@@ -161,7 +165,7 @@ def test_overrides_become_ordered_goal_branches() -> None:
         "  - match: {database: 'Oracle'}\n    goal_ms: 0.5\n"
         "  - match: {workload: 'snapshot.*'}\n    severity: warning\n    min_iops: 50\n"
     )
-    rules = {r["record"]: r["expr"] for r in RuleSet(goals).goal_series()}
+    rules = {r["record"]: r["expr"] for r in goal_series(goals)}
     goal = rules["lunlat:latency_goal_seconds"]
     assert (
         goal.index('database=~"Oracle"')
@@ -179,15 +183,14 @@ def test_unowned_luns_get_their_own_tier_after_the_overrides() -> None:
         "overrides:\n  - match: {workload: 'backup.*'}\n    severity: warning\n"
         "unowned: {goal_ms: 20, severity: ticket, min_iops: 5}\n"
     )
-    ruleset = RuleSet(goals)
-    rules = {r["record"]: r["expr"] for r in ruleset.goal_series()}
+    rules = {r["record"]: r["expr"] for r in goal_series(goals)}
     goal, guard = rules["lunlat:latency_goal_seconds"], rules["lunlat:latency_goal_min_iops"]
     assert goal.index('workload=~"backup.*"') < goal.index('lunlat:iops:rate1m{role=""}')
     assert goal.index('lunlat:iops:rate1m{role=""}') < goal.index("lunlat:iops:rate1m\n")
     assert "0.02 *" in goal and '"severity", "ticket"' in goal
     assert "5 * group by" in guard and 'role!=""' not in guard
     # the SLO's events (and the tail alert's share) read the unowned LUNs' own goal too
-    assert [(t.goal_ms, m) for t, m in ruleset.goal_tiers()] == [
+    assert [(t.goal_ms, m) for t, m in goal_tiers(goals)] == [
         (1.0, 'workload=~"backup.*"'),
         (20.0, 'role=""'),
         (1.0, ""),
@@ -392,7 +395,7 @@ def test_the_tail_alert_takes_its_share_duration_and_severity_from_the_goals() -
     default = parse_goals("")
     assert (default.tail.above_percent, default.tail.for_, default.tail.severity) == (5.0, "15m", "ticket")
     goals = parse_goals("tail:\n  above_percent: 2.5\n  for: 30m\n  severity: warning\n")
-    tails = [r for r in RuleSet(goals).tail_alerts() if r["alert"] == "LunLatencyTailHigh"]
+    tails = [r for r in tail_alerts(goals) if r["alert"] == "LunLatencyTailHigh"]
     assert [r["labels"]["op"] for r in tails] == ["read", "write"]
     for rule in tails:
         assert rule["expr"].startswith(
@@ -538,9 +541,9 @@ def test_generate_runs_from_an_empty_directory_with_the_shipped_goals(
 def test_log_hint_says_a_governed_log_rate_is_not_a_slow_log_lun() -> None:
     # Azure SQL's log rate governance waits carry role throttle (engines/mssql/sql.py, IO_WAITS): the
     # log alert's hint names them so a throttled database is not mistaken for a slow log LUN.
-    hint = _ROLE_HINT["log"]["write"]
+    hint = ROLE_HINT["log"]["write"]
     assert "LOG_RATE_GOVERNOR" in hint and "role throttle" in hint
-    assert "LOG_RATE_GOVERNOR" not in _ROLE_HINT["data"]["read"]
+    assert "LOG_RATE_GOVERNOR" not in ROLE_HINT["data"]["read"]
 
 
 def test_ci_builds_the_prometheus_3_the_tests_look_for() -> None:

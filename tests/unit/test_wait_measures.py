@@ -13,7 +13,7 @@ from lunlat.engines.mssql import metrics as mssql_metrics
 from lunlat.engines.mssql import waits as mssql_waits
 from lunlat.engines.oracle import events as oracle_events
 from lunlat.engines.registry import ENGINES
-from lunlat_rules import rules
+from lunlat_rules import breach
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ def test_a_wait_layer_refuses_a_replica_of_another_measure_than_its_log_wait() -
 
 
 def test_the_replica_share_is_summed_by_measure_for_the_alerts_own_target() -> None:
-    hint = rules._ROLE_HINT["log"]["write"]
+    hint = breach.ROLE_HINT["log"]["write"]
     share = re.search(r"printf `(.*?)`", hint)
     assert share is not None
     sums = re.findall(r"sum(?: by \(([^)]*)\))? \(rate\(\{([^}]*)\}", share.group(1))

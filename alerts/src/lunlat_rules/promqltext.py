@@ -1,5 +1,5 @@
-"""Small helpers that write PromQL text, shared by the rule modules (rules.py and the group modules
-it imports, which therefore cannot import rules.py)."""
+"""Small helpers that write PromQL text, shared by the rule modules (each group's module and the
+assembler, rules.py, which imports them all: so none of them imports rules.py)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,10 @@ def on(labels: Sequence[str] = SERIES_LABELS) -> str:
 
 def number(value: float) -> str:
     return f"{value:.6g}"
+
+
+def labelled(vector: str, **labels: str) -> str:
+    """`vector` with these labels set (label_replace from no source label: always matches)."""
+    for name, value in labels.items():
+        vector = f'label_replace(\n  {indent(vector)},\n  "{name}", "{value}", "", ""\n)'
+    return vector

@@ -368,7 +368,7 @@ def _drift(op: str, goals: Goals) -> timeseries.Panel:
 def _flagged(op: str) -> str:
     """LUNs whose average of every `op` is above goal while its judged I/Os are within it or too few
     to judge, busy enough to be judged (every I/O at or above the idle guard): what
-    LunLatencyAverageHigh fires on (lunlat_rules.rules RuleSet.average_alerts), without its `for`."""
+    LunLatencyAverageHigh fires on (lunlat_rules.breach.average_alerts), without its `for`."""
     goal = p.selector(recorded.GOAL, p.LUN_FILTERS, **HOST)
     iops = p.selector(p.IOPS_RECORDED, p.LUN_FILTERS, **HOST, op=op)
     guard = p.selector(recorded.GOAL_MIN_IOPS, p.LUN_FILTERS, **HOST)

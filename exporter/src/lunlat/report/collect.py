@@ -348,7 +348,7 @@ class Collector:
 
     def _judge(self, labels: dict[str, str], op: str) -> JudgedKind:
         """Which of a host-layer LUN's `op` I/Os its tier judges (goals `judge`). A LUN no database
-        uses takes the default's, as its goal series in the rules does (RuleSet.goal_tiers)."""
+        uses takes the default's, as its goal series in the rules does (lunlat_rules.tiers.goal_tiers)."""
         tier = self.goals.tier(labels) if labels.get("role") else self.goals.default
         return tier.judged_io(op)
 

@@ -1,0 +1,127 @@
+"""The per-I/O latency histogram as PromQL: the host layer's buckets per LUN and op (contract
+DEVICE_IO_LATENCY, the biolatency source), the rate of the I/Os at or below a goal read from them,
+and their quantiles. Read by the judged latency (latency.py), the SLO's events per I/O (slo.py) and
+the tail alert's quantiles (tail.py); a database's wait histogram is read at its goal the same way
+(events_at_or_below)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from lunlat import contract
+from lunlat.exposition import format_value
+from lunlat.layers import SERIES_LABELS, small_ios
+from lunlat_rules.promqltext import indent as _indent
+from lunlat_rules.promqltext import number as _promql_number
+from lunlat_rules.promqltext import on as _on
+
+# The per-I/O histogram is the host's (block layer): its recorded series are layer="host".
+HOST_LAYER = "host"
+# Labels of one per-I/O histogram series per LUN once joined to its roles (the layer is a rule label).
+HISTOGRAM_LABELS: tuple[str, ...] = (*(label for label in SERIES_LABELS if label != "layer"), "op")
+
+
+def bucket_le(bound: float) -> str:
+    """The `le` label of a histogram bound as the exporter prints it (the text format's shortest
+    round-trip float: 0.001, 0.000125, 7.8125e-06; Prometheus 3 normalises to the same spelling)."""
+    return format_value(bound)
+
+
+@dataclass(frozen=True, slots=True)
+class IoHistogram:
+    """The host layer's per-I/O latency histogram (contract.DEVICE_IO_LATENCY, the biolatency
+    source) per LUN and op, labelled with roles through lunlat_lun_info like the diskstats rates.
+
+    The share of I/Os slower than a goal is read from the buckets: exact where the goal is a bucket
+    edge (the default 1 ms is one, contract.BIO_BUCKETS); inside a bucket, interpolated linearly
+    between its edges, as histogram_quantile interpolates, so the share and the quantiles agree
+    (the share is above q exactly when the (1 - q) quantile is above the goal). Below the first
+    edge the bucket starts at 0 (as histogram_quantile's); above the last finite edge (512 ms) the
+    histogram cannot tell, and the share above that edge is used (an upper bound).
+    """
+
+    selector: str
+    bounds: tuple[float, ...] = contract.BIO_BUCKETS
+    # Only this size class's I/Os (contract.BIO_SIZES), this op's; every one when None.
+    size: str | None = None
+    op: str | None = None
+
+    def buckets(self, window: str, le: str | None = None, info: str = "", by_le: bool = False) -> str:
+        """Rate of the LUN's bucket `le` (every bucket, by le, with `by_le`), for LUNs whose
+        lunlat_lun_info also matches `info` (an override's matchers)."""
+        by = ", ".join((*HISTOGRAM_LABELS, "le") if by_le else HISTOGRAM_LABELS)
+        le_matcher = f', le="{le}"' if le is not None else ""
+        if self.size is not None:
+            le_matcher += f', size="{self.size}"'
+        if self.op is not None:
+            le_matcher += f', op="{self.op}"'
+        info_matchers = f', kind="lun", {info}' if info else ', kind="lun"'
+        return (
+            f"sum by ({by}) (\n"
+            f"    rate({contract.DEVICE_IO_LATENCY.name}_bucket{{{self.selector}{le_matcher}}}[{window}])\n"
+            "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
+            f"    {contract.LUN_INFO.name}{{{self.selector}{info_matchers}}}\n"
+            ")"
+        )
+
+    def small(self, op: str, part: str, window: str) -> str:
+        """Rate of the `part` (sum, count) of the LUN's small `op` I/Os (contract.BIO_SIZES' first
+        class), by its labels without `op`: lunlat.layers.small_ios, which `lunlat report` reads too."""
+        return small_ios(self.selector, op, part, window)
+
+    def total(self, window: str, info: str = "") -> str:
+        return self.buckets(window, "+Inf", info)
+
+    def at_or_below(self, goal: float, window: str, info: str = "") -> str:
+        """Rate of the I/Os at or below `goal` seconds (see the class for between edges)."""
+        edges = tuple((bound, bucket_le(bound)) for bound in self.bounds)
+        return events_at_or_below(goal, edges, lambda le: self.buckets(window, le, info))
+
+    def quantile(self, q: str, window: str) -> str:
+        """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN)."""
+        return (
+            f"histogram_quantile({q},\n"
+            f"  {_indent(self.buckets(window, by_le=True), 2)}\n"
+            f"  and {_on(HISTOGRAM_LABELS)}\n"
+            f"  ({_indent(self.total(window), 2)} > 0)\n"
+            ")"
+        )
+
+
+def events_at_or_below(goal: float, edges: Sequence[tuple[float, str]], bucket: Callable[[str], str]) -> str:
+    """Rate of the events at or below `goal` seconds from a histogram's finite `edges` (upper bound,
+    `le` label; ascending) and `bucket` (the rate of one bucket by its `le`): the bucket itself where
+    the goal is an edge; inside a bucket, interpolated linearly between its edges, as
+    histogram_quantile interpolates; below the first edge the bucket starts at 0; above the last
+    finite edge the histogram cannot tell, and that edge's bucket is used (the bad share an upper
+    bound)."""
+    for bound, le in edges:
+        if math.isclose(bound, goal, rel_tol=1e-9):
+            return bucket(le)
+    if goal > edges[-1][0]:
+        return bucket(edges[-1][1])
+    upper, upper_le = next((b, le) for b, le in edges if b > goal)
+    lower, lower_le = max(((b, le) for b, le in edges if b < goal), default=(0.0, ""))
+    fraction = _promql_number((goal - lower) / (upper - lower))
+    upper_rate = bucket(upper_le)
+    if lower == 0.0:
+        return f"{fraction} * {upper_rate}"
+    lower_rate = bucket(lower_le)
+    return (
+        f"(\n    {_indent(lower_rate, 4)}\n"
+        f"  + {fraction} * (\n"
+        f"        {_indent(upper_rate, 8)}\n"
+        f"      - {_indent(lower_rate, 8)}\n"
+        "    )\n"
+        ")"
+    )
+
+
+def bad_rate(histogram: IoHistogram, goal: float, window: str, info: str) -> str:
+    """Rate of the I/Os slower than `goal` seconds (IoHistogram.at_or_below for between edges)."""
+    return (
+        f"(\n  {_indent(histogram.total(window, info), 2)}\n"
+        f"- {_indent(histogram.at_or_below(goal, window, info), 2)}\n)"
+    )

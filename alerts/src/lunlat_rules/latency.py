@@ -1,0 +1,203 @@
+"""The latency records every alert reads (group lunlat-latency; alerts/tests/latency.test.yml,
+judged.test.yml): per LUN and layer the IOPS, throughput and average latency of each op, which
+engine each database is, each LUN's goal and idle guard (and throughput floor), the latency the goal
+judges, and whether it is above goal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lunlat import contract
+from lunlat.exposition import format_value
+from lunlat.goals import Goals
+from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
+from lunlat.recorded import (
+    ABOVE_GOAL,
+    BREACH_WINDOW,
+    GOAL,
+    GOAL_MIN_IOPS,
+    IOPS,
+    JUDGED_LATENCY,
+    LATENCY,
+    OPS,
+    RATE_WINDOWS,
+    THROUGHPUT,
+    THROUGHPUT_FLOOR,
+)
+from lunlat_rules.histogram import HOST_LAYER, IoHistogram
+from lunlat_rules.promqltext import indent as _indent
+from lunlat_rules.promqltext import labelled
+from lunlat_rules.promqltext import number as _promql_number
+from lunlat_rules.promqltext import on as _on
+from lunlat_rules.rulefmt import record
+from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, LUN_LABELS, MIB, SMALL, goal_tiers
+
+# Which engine each database (a source's `database` label) is: one series per job, instance and
+# database, `engine` a rule label. Joined on `database`, it gives the host layer of a LUN a database
+# uses the same `engine` as the database's own layer: the engine is known only through a database
+# source (its file map or a `luns:` entry naming one of its databases); a LUN no source names has none.
+ENGINE_INFO = "lunlat:database_engine:info"
+
+
+def rule_layers(goals: Goals) -> list[Layer]:
+    """The layers the rules record: the host's (goals host_layer), then each engine's own."""
+    return [host_layer(goals), *db_layers(goals.selector)]
+
+
+def layer_labels(layer: Layer) -> dict[str, str]:
+    """The static labels of a layer's recorded series."""
+    if isinstance(layer, DbLayer) and layer.engine:
+        return {"layer": layer.name, "engine": layer.engine}
+    return {"layer": layer.name}
+
+
+def with_engine(vector: str) -> str:
+    """`vector` with the `engine` of its database where a database source names it, as it is
+    elsewhere (no database, or one no source reports)."""
+    return (
+        "(\n"
+        f"    {vector}\n"
+        "  * on (job, instance, database) group_left (engine)\n"
+        f"    {ENGINE_INFO}\n"
+        f"  or {_on()}\n"
+        f"    {vector}\n"
+        ")"
+    )
+
+
+def rates(goals: Goals) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = []
+    for layer in rule_layers(goals):
+        labels = layer_labels(layer)
+        for window in RATE_WINDOWS:
+            for op in OPS:
+                rules.append(
+                    record(IOPS.format(window=window), layer.operations(op, window), **labels, op=op)
+                )
+            for op in OPS:
+                throughput = layer.bytes(op, window)
+                if throughput is not None:
+                    rules.append(record(THROUGHPUT.format(window=window), throughput, **labels, op=op))
+            for op in OPS:
+                # The operations are counted again here, not read from the IOPS just recorded:
+                # vmalert (fleets) writes recorded series back asynchronously, so a rule that
+                # reads one recorded in the same evaluation gets an older value, and the
+                # average would mix two instants (off by the load's change in between).
+                expr = (
+                    f"{layer.time(op, window)}\n"
+                    f"/ {_on([label for label in SERIES_LABELS if label != 'layer'])}\n"
+                    f"  ({layer.operations(op, window)} > 0)"
+                )
+                rules.append(record(LATENCY.format(op=op, window=window), expr, **labels))
+    return rules
+
+
+def engines(goals: Goals) -> list[dict[str, Any]]:
+    """ENGINE_INFO: which engine each database reporting files is."""
+    return [
+        record(
+            ENGINE_INFO,
+            f"group by (job, instance, database) (\n"
+            f"    {layer.files.reads.name}{{{goals.selector}}}\n"
+            f"  or {layer.files.writes.name}{{{goals.selector}}}\n"
+            ")",
+            engine=layer.engine,
+        )
+        for layer in rule_layers(goals)
+        if isinstance(layer, DbLayer) and layer.engine
+    ]
+
+
+def goal_series(goals: Goals) -> list[dict[str, Any]]:
+    """Each LUN's goal and idle guard, `severity` and (where known) `engine` as labels: one `or`
+    branch per tier, first match wins. `or on (…)` keeps `engine`: it adds right-hand series
+    whose on (…) labels match none on the left and drops no label of either side (Prometheus
+    docs, querying/operators); pint 0.87's promql/impossible says otherwise, wrongly
+    (alerts/tests/latency.test.yml asserts the goal's and the alert's `engine`)."""
+    base = IOPS.format(window=BREACH_WINDOW)
+    grouped = f"group by ({', '.join(SERIES_LABELS)}, engine)"
+    tiers = [(t, f"{{{m}}}" if m else "") for t, m in goal_tiers(goals)]
+    goal_branches = [
+        labelled(
+            f"{_promql_number(t.goal_ms / 1000)} * {grouped} {_indent(with_engine(base + sel), 2)}",
+            severity=t.severity,
+            **{JUDGE_LABEL.format(op=op): t.judged(op) for op in OPS},
+        )
+        for t, sel in tiers
+    ]
+    guard_branches = [f"{_promql_number(t.min_iops)} * {grouped} ({base}{sel})" for t, sel in tiers]
+    join = f"\nor {_on()}\n"
+    return [record(GOAL, join.join(goal_branches)), record(GOAL_MIN_IOPS, join.join(guard_branches))]
+
+
+def floor_series(goals: Goals) -> list[dict[str, Any]]:
+    """THROUGHPUT_FLOOR of the host layer's LUNs whose tier sets one; none when no tier does. Every
+    tier has a branch (0 where it sets no floor), so the first match wins as for the goal; the
+    zeros are then dropped."""
+    tiers = goal_tiers(goals)
+    if all(t.floor_mib_s is None for t, _ in tiers):
+        return []
+    base = f'{IOPS.format(window=BREACH_WINDOW)}{{layer="{HOST_LAYER}"'
+    branches = [
+        f"{format_value((t.floor_mib_s or 0) * MIB)} * group by ({', '.join(SERIES_LABELS)}) "
+        f"({base}{', ' + m if m else ''}}})"
+        for t, m in tiers
+    ]
+    join = f"\n  or {_on()}\n  "
+    return [record(THROUGHPUT_FLOOR, f"(\n  {join.join(branches)}\n) > 0")]
+
+
+def judged_latency(goals: Goals) -> list[dict[str, Any]]:
+    """JUDGED_LATENCY per op: for the host layer, the average of the I/Os the LUN's tier judges
+    (its goal series' judge label): the per-I/O histogram's small class (`small`), or every I/O
+    (`all`: the tier says so, or the host has no histogram for the LUN); for a database layer, its
+    own average (`database`: what the engine counts as the database's I/O). Absent below the idle
+    guard, counted over the judged I/Os."""
+    window, sel = BREACH_WINDOW, goals.selector
+    histogram = IoHistogram(sel)
+    host_goal = f'{GOAL}{{layer="{HOST_LAYER}"'
+    has_histogram = f"group by (job, instance, lun) ({contract.DEVICE_IO_LATENCY.name}_count{{{sel}}})"
+    rules = []
+    for op in OPS:
+        judge = JUDGE_LABEL.format(op=op)
+        latency = LATENCY.format(op=op, window=window)
+        small = (
+            f"{histogram.small(op, 'sum', window)}\n"
+            f"/ {_on(LUN_LABELS)}\n"
+            f"  (\n    {_indent(histogram.small(op, 'count', window), 4)}\n"
+            f"  >= {_on(LUN_LABELS)}\n"
+            f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )\n'
+            f'and {_on(LUN_LABELS)}\n  {host_goal}, {judge}="{SMALL}"}}'
+        )
+        every = (
+            f'{latency}{{layer="{HOST_LAYER}"}}\n'
+            f"and {_on(LUN_LABELS)}\n"
+            f'  (\n    {host_goal}, {judge}="{ALL}"}}\n'
+            f"  or {_on(LUN_LABELS)}\n"
+            f'    ({host_goal}, {judge}="{SMALL}"}} unless on (job, instance, lun) {has_histogram})\n'
+            f"  )\n"
+            f"{idle_guard(op)}"
+        )
+        host = f"{labelled(small, judged=SMALL)}\nor {_on(LUN_LABELS)}\n{labelled(every, judged=ALL)}"
+        name = JUDGED_LATENCY.format(op=op, window=window)
+        rules.append(record(name, host, layer=HOST_LAYER, op=op))
+        if any(isinstance(layer, DbLayer) for layer in rule_layers(goals)):
+            database = f'{latency}{{layer!="{HOST_LAYER}"}}\n{idle_guard(op)}'
+            rules.append(record(name, labelled(database, judged=DATABASE), op=op))
+    return rules
+
+
+def idle_guard(op: str) -> str:
+    """`and` clause keeping series whose operations reach the idle guard."""
+    iops = IOPS.format(window=BREACH_WINDOW)
+    return f'and {_on()}\n  ({iops}{{op="{op}"}} >= {_on()} {GOAL_MIN_IOPS})'
+
+
+def above_goal(goals: Goals) -> list[dict[str, Any]]:
+    """1 where the judged latency is above goal, 0 at or below; absent where it is not judged (the
+    idle guard is in the judged latency)."""
+    rules = []
+    for op in OPS:
+        judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
+        rules.append(record(ABOVE_GOAL, f"{judged} > bool {_on()} {GOAL}", op=op))
+    return rules
