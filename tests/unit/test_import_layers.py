@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.support.import_cycles import cycles
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "exporter" / "src"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
@@ -106,41 +108,6 @@ def layer_of(module: str) -> int | None:
             if hit and (best is None or specificity > best[0]):
                 best = (specificity, index)
     return None if best is None else best[1]
-
-
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(edges.get(node, ())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component: list[str] = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(edges):
-        if node not in index:
-            visit(node)
-    return found
 
 
 def upward(edges: dict[str, set[str]]) -> list[str]:

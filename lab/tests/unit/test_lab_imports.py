@@ -13,6 +13,7 @@ import ast
 from pathlib import Path
 
 import lunlat_lab
+from tests.support.import_cycles import cycles
 
 PACKAGE = Path(lunlat_lab.__file__).resolve().parent
 
@@ -53,41 +54,6 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     found.discard(name)
     # A module's own packages are already running when it runs: not an edge back to them.
     return {m for m in found if not name.startswith(m + ".")}
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 def lab_graph() -> dict[str, set[str]]:
