@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lunlat.goals import load_goals, parse_goals
-from lunlat.recorded import DRIFT_GROUP, DRIFT_INTERVAL
+from lunlat.promql.recorded import DRIFT_GROUP, DRIFT_INTERVAL
 from lunlat.yamlmodel import ConfigError
 from lunlat_rules.drift import ALERT, baseline
 from lunlat_rules.rules import RuleSet, render

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.goals import load_goals
+from lunlat.promql import recorded
 
 ALERTS = Path(__file__).resolve().parents[1]
 PER_LUN_BUDGET = 32

@@ -27,8 +27,8 @@ from typing import Any
 import promql_parser as pp
 import pytest
 
-from lunlat import recorded
 from lunlat.goals import Goals, duration_seconds, load_goals, parse_goals
+from lunlat.promql import recorded
 from lunlat_rules.rules import RuleSet
 
 ALERTS = Path(__file__).resolve().parents[1]

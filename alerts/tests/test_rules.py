@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import DEFAULT_GOALS_FILE, Goals, goals_or_default, load_goals, parse_goals
+from lunlat.promql import recorded
 from lunlat.yamlmodel import ConfigError
 from lunlat_rules.breach import ROLE_HINT
 from lunlat_rules.cli import main

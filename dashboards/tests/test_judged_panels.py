@@ -37,10 +37,11 @@ import pytest
 
 from dashboards.tests import boards, lint
 from dashboards.tests.stepping import SteppingSource
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.goals import Goals, duration_seconds, load_goals, parse_goals
 from lunlat.model import Family, LabelSet
+from lunlat.promql import recorded
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceResult
 from lunlat.web.server import ListenAddress, Server

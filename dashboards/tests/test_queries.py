@@ -31,9 +31,10 @@ from dashboards.tests.datastack import (
     DashboardData,
     dashboard_data,
 )
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import load_goals
+from lunlat.promql import recorded
 from lunlat.sources import biolatency
 from tests.support import prometheus_server
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from dashboards.tests import boards
-from lunlat import recorded
 from lunlat.goals import load_goals
+from lunlat.promql import recorded
 from lunlat_dashboards import interference, overview, panels, render_all, to_json
 
 TYPECHECK = boards.DASHBOARDS / "typecheck"

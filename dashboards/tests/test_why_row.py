@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.goals import parse_goals
+from lunlat.promql import recorded
 from lunlat_dashboards import render_all
 from lunlat_dashboards.why import WHY_ROW
 from lunlat_rules import cause

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lunlat.goals import duration_seconds, load_goals
-from lunlat.recorded import BREACH_WINDOW
+from lunlat.promql.recorded import BREACH_WINDOW
 from lunlat_lab import measure
 from lunlat_lab.config import LabConfig
 from lunlat_lab.state import LabState

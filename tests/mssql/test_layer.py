@@ -1,4 +1,4 @@
-"""The SQL Server database layer (lunlat.layers, which the rules and the report share): what its latency rests on."""
+"""The SQL Server database layer (lunlat.promql.layers, which the rules and the report share): what its latency rests on."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from lunlat.engines.mssql import metrics as m
 from lunlat.engines.registry import engine
-from lunlat.layers import db_layer
+from lunlat.promql.layers import db_layer
 
 
 @pytest.mark.parametrize("op", ["read", "write"])

@@ -12,7 +12,7 @@ from lunlat.engines.postgres import sql
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import classify, temp_tablespace_names
 from lunlat.engines.registry import engine
-from lunlat.layers import db_layer
+from lunlat.promql.layers import db_layer
 from tests.support.skip_unless_installed import need
 
 
@@ -118,7 +118,7 @@ def test_every_row_of_pg_stat_io_lands_in_one_kind_and_only_relations_are_split(
 
 
 def test_the_postgres_db_layer_judges_client_reads_and_the_unsplit_series() -> None:
-    """The rules' and the report's db layer (lunlat.layers) of PostgreSQL: every selector carries the
+    """The rules' and the report's db layer (lunlat.promql.layers) of PostgreSQL: every selector carries the
     judged matcher, which keeps kind client and the series without a kind (the WAL, 13-15's reads)."""
     layer = db_layer(engine("postgres"), 'job="lunlat"')
     for op in ("read", "write"):

@@ -2,7 +2,7 @@
 or `windows_exporter`, docs/host-layer.md): a real Prometheus holding backfilled series as those
 exporters print them beside lunlat's (names, roles, database files), and the report's host rows are
 the exporter's latency under lunlat's LUN, database and role, through the rules' own PromQL
-(`lunlat.layers.host_layer`)."""
+(`lunlat.promql.layers.host_layer`)."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ VOLUMES: tuple[tuple[str, str, str, tuple[tuple[float, float, float, float], ...
 )
 # windows_exporter's logical_disk counters (docs/collector.logical_disk.md, label `volume`): the
 # latency sums are the raw numerators of "Avg. Disk sec/Read" and "Avg. Disk sec/Write" in seconds
-# (logical_disk.go; lunlat.layers.WINDOWS_LOGICAL_DISK cites the scale), so Δ time / Δ reads is the latency.
+# (logical_disk.go; lunlat.promql.layers.WINDOWS_LOGICAL_DISK cites the scale), so Δ time / Δ reads is the latency.
 WIN_COUNTERS: dict[str, str] = {
     "windows_logical_disk_reads_total": "reads",
     "windows_logical_disk_writes_total": "writes",

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from lunlat import averages, contract
+from lunlat import contract
 from lunlat.goals import load_goals
+from lunlat.promql import averages
 from lunlat.report import Progress
 from lunlat.report.api import Prometheus
 from lunlat.report.collect import Collector, parse_phases

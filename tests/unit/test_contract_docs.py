@@ -105,10 +105,10 @@ def test_the_contract_is_cited_from_the_repository_not_from_outside() -> None:
 
 
 def test_recorded_names_in_the_contract_doc_exist() -> None:
-    from lunlat import recorded  # noqa: PLC0415 - only this test needs it
+    from lunlat.promql import recorded  # noqa: PLC0415 - only this test needs it
 
     text = CONTRACT_DOC.read_text()
-    assert "exporter/src/lunlat/recorded.py" in text
+    assert "exporter/src/lunlat/promql/recorded.py" in text
     assert recorded.LATENCY.format(op="read", window=recorded.BREACH_WINDOW) in text
 
 

@@ -28,7 +28,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 # assembly although `lunlat.engines.*` is engines.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Facts and shapes every layer shares: what a metric, a role, a sample is; files, logs, WWIDs.
-    ("ground", ("lunlat", "lunlat.ground", "lunlat.model", "lunlat.files", "lunlat.logs", "lunlat.wwid", "lunlat.recorded")),
+    ("ground", ("lunlat", "lunlat.ground", "lunlat.model", "lunlat.files", "lunlat.logs", "lunlat.wwid", "lunlat.promql", "lunlat.promql.recorded")),
     # The files lunlat is given, as models: the config (without engines), a database target, the goals.
     ("config", ("lunlat.yamlmodel", "lunlat.config", "lunlat.dbtarget", "lunlat.goals")),
     # The host: its block devices, their names and paths, database files and containers on them.
@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engines", ("lunlat.engines.*",)),
     # Where the engines meet the rest: the registry, the whole contract, the config model, every source,
     # the rules' and dashboards' PromQL built from them.
-    ("assembly", ("lunlat.engines.registry", "lunlat.contract", "lunlat.configfile", "lunlat.sources.registry", "lunlat.layers", "lunlat.averages")),
+    ("assembly", ("lunlat.engines.registry", "lunlat.contract", "lunlat.configfile", "lunlat.sources.registry", "lunlat.promql.layers", "lunlat.promql.averages")),
     # The running exporter: scrapes, their text, reloads, the web server.
     ("serving", ("lunlat.scrape", "lunlat.exposition", "lunlat.reload", "lunlat.web.*")),
     # The commands: `lunlat` and its subcommands.
@@ -182,8 +182,8 @@ def _page_layers(text: str) -> list[tuple[str, tuple[str, ...]]]:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         names = []
         for path in re.findall(r"`([^`]+)`", cells[1]):
-            if path == "__init__.py":
-                names.append("lunlat")
+            if path.endswith("__init__.py"):  # a package's own module: `__init__.py` is lunlat's
+                names.append(".".join(["lunlat", *path.split("/")[:-1]]))
             elif path.endswith("/"):
                 names.append("lunlat." + path.rstrip("/").replace("/", ".") + ".*")
             else:

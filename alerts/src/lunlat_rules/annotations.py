@@ -4,8 +4,8 @@ prometheus.io/docs/prometheus/latest/configuration/template_reference), and the 
 
 from __future__ import annotations
 
-from lunlat.layers import SERIES_LABELS
-from lunlat.recorded import BREACH_WINDOW
+from lunlat.promql.layers import SERIES_LABELS
+from lunlat.promql.recorded import BREACH_WINDOW
 
 
 def series_query(metric: str, *extra: str, scale: str = "") -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from lunlat import contract
 from lunlat.goals import PER_SECOND, Array, ArrayNaa, Goals
-from lunlat.recorded import ARRAY_LATENCY, BREACH_WINDOW, HOST_MINUS_ARRAY, LATENCY, OPS
+from lunlat.promql.recorded import ARRAY_LATENCY, BREACH_WINDOW, HOST_MINUS_ARRAY, LATENCY, OPS
 from lunlat_rules.rulefmt import record
 
 

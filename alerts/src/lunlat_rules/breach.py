@@ -11,8 +11,8 @@ from lunlat import contract
 from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
-from lunlat.layers import host_layer
-from lunlat.recorded import (
+from lunlat.promql.layers import host_layer
+from lunlat.promql.recorded import (
     BREACH_WINDOW,
     GOAL,
     IOPS,

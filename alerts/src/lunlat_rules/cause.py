@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 
 from lunlat import contract
-from lunlat.layers import ExporterHostLayer, HostLayer
-from lunlat.recorded import ABOVE_GOAL, ARRAY_LATENCY, BREACH_WINDOW, IOPS, LATENCY, THROUGHPUT
+from lunlat.promql.layers import ExporterHostLayer, HostLayer
+from lunlat.promql.recorded import ABOVE_GOAL, ARRAY_LATENCY, BREACH_WINDOW, IOPS, LATENCY, THROUGHPUT
 
 # How many other LUNs each list names.
 NEIGHBOURS = 3

@@ -29,8 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Drift, Goals, duration_seconds
-from lunlat.layers import SERIES_LABELS
-from lunlat.recorded import (
+from lunlat.promql.layers import SERIES_LABELS
+from lunlat.promql.recorded import (
     BREACH_WINDOW,
     DRIFT_GROUP,
     DRIFT_INTERVAL,

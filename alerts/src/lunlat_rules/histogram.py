@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from lunlat import contract
 from lunlat.exposition import format_value
-from lunlat.layers import SERIES_LABELS, small_ios
+from lunlat.promql.layers import SERIES_LABELS, small_ios
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
@@ -68,7 +68,7 @@ class IoHistogram:
 
     def small(self, op: str, part: str, window: str) -> str:
         """Rate of the `part` (sum, count) of the LUN's small `op` I/Os (contract.BIO_SIZES' first
-        class), by its labels without `op`: lunlat.layers.small_ios, which `lunlat report` reads too."""
+        class), by its labels without `op`: lunlat.promql.layers.small_ios, which `lunlat report` reads too."""
         return small_ios(self.selector, op, part, window)
 
     def total(self, window: str, info: str = "") -> str:

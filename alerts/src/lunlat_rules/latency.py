@@ -10,8 +10,8 @@ from typing import Any
 from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.goals import Goals
-from lunlat.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
-from lunlat.recorded import (
+from lunlat.promql.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
+from lunlat.promql.recorded import (
     ABOVE_GOAL,
     BREACH_WINDOW,
     GOAL,

@@ -8,7 +8,7 @@ from typing import Any
 
 from lunlat import contract
 from lunlat.goals import Goals, duration_seconds
-from lunlat.recorded import PATHS_HISTORY_INTERVAL, PATHS_HISTORY_WINDOW, PATHS_MAX
+from lunlat.promql.recorded import PATHS_HISTORY_INTERVAL, PATHS_HISTORY_WINDOW, PATHS_MAX
 from lunlat_rules.annotations import OWNER, template_value
 from lunlat_rules.rulefmt import alert, record
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Goals
-from lunlat.layers import SERIES_LABELS, physical_disk_layer
-from lunlat.recorded import OPS, PHYSICAL_DISK_IOPS, PHYSICAL_DISK_LATENCY, RATE_WINDOWS
+from lunlat.promql.layers import SERIES_LABELS, physical_disk_layer
+from lunlat.promql.recorded import OPS, PHYSICAL_DISK_IOPS, PHYSICAL_DISK_LATENCY, RATE_WINDOWS
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
 

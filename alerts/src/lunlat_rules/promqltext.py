@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lunlat.layers import SERIES_LABELS
+from lunlat.promql.layers import SERIES_LABELS
 
 
 def indent(text: str, spaces: int = 2) -> str:

@@ -46,7 +46,7 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Goals
-from lunlat.recorded import PATHS_HISTORY_INTERVAL
+from lunlat.promql.recorded import PATHS_HISTORY_INTERVAL
 from lunlat_rules.arrays import array_rules
 from lunlat_rules.breach import average_alerts, breach_alerts, throughput_alerts
 from lunlat_rules.drift import drift_group

@@ -13,8 +13,8 @@ from lunlat import contract
 from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals, duration_seconds
-from lunlat.layers import DbLayer
-from lunlat.recorded import (
+from lunlat.promql.layers import DbLayer
+from lunlat.promql.recorded import (
     ABOVE_GOAL,
     BREACH_WINDOW,
     GOAL,

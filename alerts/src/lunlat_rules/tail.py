@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Goals
-from lunlat.recorded import (
+from lunlat.promql.recorded import (
     BREACH_WINDOW,
     GOAL,
     IO_ABOVE_GOAL_RATIO,

@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 
 from lunlat.goals import DefaultTier, Goals, Override
-from lunlat.layers import SERIES_LABELS
-from lunlat.recorded import JUDGED_KINDS
+from lunlat.promql.layers import SERIES_LABELS
+from lunlat.promql.recorded import JUDGED_KINDS
 
 # A LUN no database uses has no `role` on lunlat_lun_info (goals `unowned`).
 UNOWNED = 'role=""'

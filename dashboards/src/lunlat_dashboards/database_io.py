@@ -13,10 +13,11 @@ from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.models import dashboard as model
 
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.engines.dashboardspec import Expression, Panel, PerFile, PerWait, Quantile, SumRate
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
+from lunlat.promql import recorded
 from lunlat_dashboards import panels as p
 
 UID = "lunlat-database-io"

@@ -17,9 +17,9 @@ from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import xychart as xychart_model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from lunlat import recorded
 from lunlat.goals import Goals
-from lunlat.layers import SERIES_LABELS
+from lunlat.promql import recorded
+from lunlat.promql.layers import SERIES_LABELS
 from lunlat_dashboards import panels as p
 
 UID = "lunlat-workload-interference"

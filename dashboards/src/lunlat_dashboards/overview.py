@@ -18,10 +18,11 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.goals import Goals
-from lunlat.layers import SERIES_LABELS
-from lunlat.recorded import DRIFT_INTERVAL
+from lunlat.promql import recorded
+from lunlat.promql.layers import SERIES_LABELS
+from lunlat.promql.recorded import DRIFT_INTERVAL
 from lunlat_dashboards import panels as p
 from lunlat_dashboards import why
 from lunlat_rules.drift import baseline, window_average
@@ -29,7 +30,7 @@ from lunlat_rules.drift import baseline, window_average
 UID = "lunlat-overview"
 HOST = {"layer": "host"}
 LUN_LEGEND = "{{lun}} {{database}} {{role}} · {{instance}}"
-# One recorded series per LUN and layer carries these labels (lunlat.layers); the goal adds
+# One recorded series per LUN and layer carries these labels (lunlat.promql.layers); the goal adds
 # severity, engine and its judge labels, so joins with it name them.
 ON_SERIES = f"on ({', '.join(SERIES_LABELS)})"
 # The per-I/O SLO sums cover recorded.SLO_SUM_WINDOW each: one sample per window, summed over the SLO

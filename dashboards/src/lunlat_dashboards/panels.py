@@ -19,8 +19,9 @@ from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models import heatmap as heatmap_model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from lunlat import contract, recorded
+from lunlat import contract
 from lunlat.goals import Goals
+from lunlat.promql import recorded
 from lunlat_rules.rules import RuleSet
 
 DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")

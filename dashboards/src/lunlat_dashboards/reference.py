@@ -14,8 +14,9 @@ from grafana_foundation_sdk.builders import table
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 
-from lunlat import averages, contract
+from lunlat import contract
 from lunlat.goals import Goals
+from lunlat.promql import averages
 from lunlat_dashboards import panels as p
 
 UID = "lunlat-reference-tables"
@@ -30,7 +31,7 @@ RANGE = "$__range"
 
 def average_latency(op: str) -> str:
     """The table's query: Δ time / Δ operations per workload x database x role over the range
-    (lunlat.averages, shared with `lunlat report`), with a `row` label "workload · database" to pivot on."""
+    (lunlat.promql.averages, shared with `lunlat report`), with a `row` label "workload · database" to pivot on."""
     info = p.selector(contract.LUN_INFO.name, (p.DATABASE, p.WORKLOAD), kind="lun", role=ROLES)
     ratio = averages.average_latency(op, p.selector, info, RANGE, BY)
     return f'label_join(\n{ratio},\n"{ROW_LABEL}", " · ", "workload", "database"\n)'

@@ -13,7 +13,8 @@ from grafana_foundation_sdk.builders import prometheus, timeseries
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 
-from lunlat import contract, recorded
+from lunlat import contract
+from lunlat.promql import recorded
 from lunlat_dashboards import panels as p
 from lunlat_rules import cause
 

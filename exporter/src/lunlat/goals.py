@@ -14,7 +14,7 @@ from typing import Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
-from lunlat.recorded import DRIFT_INTERVAL
+from lunlat.promql.recorded import DRIFT_INTERVAL
 from lunlat.yamlmodel import LocatedError, Strict, check_regex, load_model, parse_model
 
 Severity = Literal["page", "warning"]

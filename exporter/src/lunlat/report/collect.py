@@ -1,7 +1,7 @@
 """What the report reads from Prometheus: per phase, each LUN's Δ time, Δ operations and Δ bytes
 per op, and over the whole range the latency curves and histograms the plots draw.
 
-Both layers are the rules' own PromQL (`lunlat.layers`): the host layer the goals choose
+Both layers are the rules' own PromQL (`lunlat.promql.layers`): the host layer the goals choose
 (`host_layer(goals)`: lunlat's device counters, or node_exporter's or windows_exporter's joined to
 lunlat's LUNs and roles) and each engine's database layer; a phase's Δ is the layer's rate over the
 whole phase times its seconds, so the report and the alerts never disagree on a number."""
@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from lunlat import averages, ground
+from lunlat import ground
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
-from lunlat.layers import (
+from lunlat.promql import averages
+from lunlat.promql.layers import (
     SERIES_LABELS,
     DbLayer,
     ExporterHostLayer,
@@ -354,7 +355,7 @@ class Collector:
 
     def judged_ios(self, phase: Phase) -> JudgedIos:
         """The small I/Os of `phase` per LUN and op, from the per-I/O histogram, as the rules' judged
-        latency reads them (lunlat.layers.small_ios), and which LUNs have the histogram at all."""
+        latency reads them (lunlat.promql.layers.small_ios), and which LUNs have the histogram at all."""
         # As the rules' `has_histogram`: any of the LUN's histogram series, whatever op and size. A LUN
         # with it but without small I/Os has nothing judged (idle), never its average instead.
         promql = (

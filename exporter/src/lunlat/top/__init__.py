@@ -9,7 +9,7 @@ names and labels):
   per-I/O histograms (`lunlat_device_io_latency_seconds`) it may publish give the p99 columns;
 - with `--url` and `--exporter.url`, where the goals' host layer is node_exporter's (lunlat runs
   with `--no-collector.diskstats.counters`): node_exporter's per-device counters, joined to lunlat's
-  LUNs and roles by `device` as the rules' host layer joins them (`lunlat.layers`).
+  LUNs and roles by `device` as the rules' host layer joins them (`lunlat.promql.layers`).
 
 Locally top reads the kernel's counters itself whatever the goals' host layer: they are the ones
 node_exporter reads. windows_exporter's volumes join SQL Server's files only in Prometheus (the

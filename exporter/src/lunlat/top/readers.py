@@ -9,10 +9,11 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lunlat import averages, ground
+from lunlat import ground
 from lunlat.config import ConfigError
 from lunlat.configfile import load_config
-from lunlat.layers import NODE_EXPORTER_DISKSTATS
+from lunlat.promql import averages
+from lunlat.promql.layers import NODE_EXPORTER_DISKSTATS
 from lunlat.sources.base import SourceError
 from lunlat.sources.factory import BuildError, Context, Settings
 from lunlat.top.frames import (
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 URL_TIMEOUT = 10.0
 
-# node_exporter's diskstats counters as lunlat names them (the rules' names, lunlat.layers), with
+# node_exporter's diskstats counters as lunlat names them (the rules' names, lunlat.promql.layers), with
 # the weighted I/O time for aqu-sz. Both in seconds and bytes, as lunlat's own.
 _FROM_NODE_EXPORTER: dict[str, str] = {
     **{
