@@ -1,5 +1,7 @@
-"""A database engine is its package plus one line in the registry (CONTRIBUTING.md, "Adding a
-source"): no code outside `lunlat/engines/<engine>/` and `engines/registry.py` names an engine.
+"""A database engine is its package plus one line in the registry, and its rows of the Database I/O
+dashboard beside the dashboards' generator (CONTRIBUTING.md, "Adding a source"): no code outside
+`lunlat/engines/<engine>/`, `lunlat_dashboards/engine_rows/<engine>.py` and the two registries
+(`engines/registry.py`, `engine_rows/__init__.py`) names an engine.
 
 "Names" means code: identifiers and string literals. Comments and docstrings may give an engine as
 an example (why a session has its own deadline: python-oracledb's handshake); they change no
@@ -19,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "exporter" / "src" / "lunlat"
 # Every Python source of the exporter and of the mixin's generators.
 SOURCES = (PACKAGE, ROOT / "alerts" / "src", ROOT / "dashboards" / "src")
+# The dashboards' rows of each engine (their module is the engine's key) and the map of them by key.
+ENGINE_ROWS = ROOT / "dashboards" / "src" / "lunlat_dashboards" / "engine_rows"
+REGISTRIES = (PACKAGE / "engines" / "registry.py", ENGINE_ROWS / "__init__.py")
 
 
 def _words(engine_key: str) -> re.Pattern[str]:
@@ -58,13 +63,14 @@ def _code_words(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _outside(engine_key: str) -> dict[Path, list[str]]:
-    """Files outside the engine's own package and the registry whose code names the engine."""
+    """Files outside the engine's own package, its dashboard rows and the registries whose code names
+    the engine."""
     own = PACKAGE / "engines" / engine_key
     words = _words(engine_key)
     found: dict[Path, list[str]] = {}
     for root in SOURCES:
         for path in sorted(root.rglob("*.py")):
-            if path.is_relative_to(own) or path == PACKAGE / "engines" / "registry.py":
+            if path.is_relative_to(own) or path == ENGINE_ROWS / f"{engine_key}.py" or path in REGISTRIES:
                 continue
             hits = [f"{line}: {text[:80]!r}" for line, text in _code_words(path) if words.search(text)]
             if hits:

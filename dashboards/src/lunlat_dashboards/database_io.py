@@ -4,7 +4,7 @@ The database layer (each engine's per-file counters and waits) measures from the
 the I/O stack; the host layer (diskstats) from the block device. Their difference is time spent
 above the array: the host's queues, the HBA, the fabric. A DBA and a storage admin look at the same
 LUN here and see whose side the time is on. Each engine's own rows are data its package declares
-(`Engine.dashboard`); this module draws them.
+(`engine_rows`, by engine key); this module draws them.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from grafana_foundation_sdk.cog import builder as cogbuilder
 from grafana_foundation_sdk.models import dashboard as model
 
 from lunlat import contract
-from lunlat.engines.dashboardspec import Expression, Panel, PerFile, PerWait, Quantile, SumRate
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
 from lunlat.promql import recorded
 from lunlat_dashboards import panels as p
+from lunlat_dashboards.engine_rows import ROWS
+from lunlat_dashboards.engine_rows.spec import Expression, Panel, PerFile, PerWait, Quantile, SumRate
 
 UID = "lunlat-database-io"
 # Series of the database layer carry these labels (the engines' wait series only database and role:
@@ -193,7 +194,7 @@ def build(goals: Goals) -> dash.Dashboard:
         .height(6)
     )
     for engine in ENGINES:
-        for row in engine.dashboard:
+        for row in ROWS.get(engine.key, ()):
             board = board.with_row(dash.Row(row.title))
             for panel in row.panels:
                 board = board.with_panel(_panel(panel, goals))

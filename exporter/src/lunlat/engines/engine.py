@@ -13,7 +13,6 @@ from typing import Generic, Protocol, TypeVar
 from lunlat.containers import ContainerMapper
 from lunlat.dbtarget import DatabaseTarget
 from lunlat.engines.build import per_target
-from lunlat.engines.dashboardspec import DashboardRow
 from lunlat.ground import Capability, MetricSpec
 from lunlat.sources.base import Source
 from lunlat.sources.factory import BuildError, Context
@@ -119,7 +118,6 @@ class Engine(Generic[TargetT]):
     # check-config once the driver imports.
     host_problems: Callable[[Sequence[TargetT]], list[TargetProblem]] | None = None
     install_hint: str = ""  # said after `pip install 'lunlat[<extra>]'` when the driver is missing
-    dashboard: tuple[DashboardRow, ...] = ()  # its rows of the Database I/O dashboard (dashboardspec.py)
     hints: Hints = Hints()
 
     def build(self, context: Context) -> list[Source] | BuildError:

@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Sequence
 
 from lunlat.engines.engine import Engine, FileLayer, Hints, TargetProblem, WaitLayer
-from lunlat.engines.mssql import dashboard, metrics
+from lunlat.engines.mssql import metrics
 from lunlat.engines.mssql import waits as mssql_waits
 from lunlat.engines.mssql.config import MssqlTarget
 from lunlat.engines.mssql.source import MssqlSource
@@ -75,7 +75,6 @@ ENGINE = Engine(
         data_read="PAGEIOLATCH_.*",
         measure_of=mssql_waits.measure_of,
     ),
-    dashboard=dashboard.ROWS,
     hints=Hints(
         data_read="SQL Server PAGEIOLATCH_*",
         log_write="SQL Server WRITELOG, the commit's wait for its log flush, not one write",

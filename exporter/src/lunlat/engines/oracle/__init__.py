@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lunlat.engines.engine import Engine, FileLayer, Hints, WaitLayer
-from lunlat.engines.oracle import dashboard, events, metrics
+from lunlat.engines.oracle import events, metrics
 from lunlat.engines.oracle.config import OracleTarget
 from lunlat.engines.oracle.source import OracleSource
 
@@ -48,7 +48,6 @@ ENGINE = Engine(
         histogram=metrics.ORACLE_WAIT_DURATION,
         histogram_buckets=metrics.WAIT_BUCKETS,
     ),
-    dashboard=dashboard.ROWS,
     hints=Hints(
         data_read="Oracle 'db file sequential read'",
         log_write="Oracle 'log file parallel write', which commits wait for in 'log file sync'",

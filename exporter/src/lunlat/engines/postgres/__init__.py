@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lunlat.engines.engine import Engine, FileLayer, Hints
-from lunlat.engines.postgres import dashboard, metrics
+from lunlat.engines.postgres import metrics
 from lunlat.engines.postgres.config import PostgresTarget
 from lunlat.engines.postgres.source import PostgresSource
 
@@ -31,7 +31,6 @@ ENGINE = Engine(
         judged=metrics.JUDGED_KINDS,
     ),
     waits=None,
-    dashboard=dashboard.ROWS,
     # What a commit waits for is the WAL's flush (pg_stat_io fsyncs of object wal; metrics.py).
     hints=Hints(data_read="PostgreSQL pg_stat_io reads", log_write="PostgreSQL's WAL sync"),
 )

@@ -1,10 +1,17 @@
-"""Oracle's rows of the Database I/O dashboard (data: `engine.DashboardRow`; the dashboards'
-generator draws them)."""
+"""Oracle's rows of the Database I/O dashboard (data: `spec.DashboardRow`; `database_io` draws them)."""
 
 from __future__ import annotations
 
-from lunlat.engines.dashboardspec import Buckets, DashboardRow, Panel, PanelQuery, PerWait, Quantile, SumRate
 from lunlat.engines.oracle import metrics
+from lunlat_dashboards.engine_rows.spec import (
+    Buckets,
+    DashboardRow,
+    Panel,
+    PanelQuery,
+    PerWait,
+    Quantile,
+    SumRate,
+)
 
 # Events whose latency distribution gets a heatmap, with what one wait of each is.
 HEATMAP_EVENTS = {

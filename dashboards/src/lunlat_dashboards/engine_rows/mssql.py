@@ -1,11 +1,10 @@
-"""SQL Server's rows of the Database I/O dashboard (data: `engine.DashboardRow`; the dashboards'
-generator draws them)."""
+"""SQL Server's rows of the Database I/O dashboard (data: `spec.DashboardRow`; `database_io` draws them)."""
 
 from __future__ import annotations
 
-from lunlat.engines.dashboardspec import DashboardRow, Panel, PanelQuery, PerFile, PerWait
 from lunlat.engines.mssql import metrics
 from lunlat.ground import MetricSpec
+from lunlat_dashboards.engine_rows.spec import DashboardRow, Panel, PanelQuery, PerFile, PerWait
 
 BY_WAIT = "job, instance, database, wait_type, measure"
 LOG_WAIT = "WRITELOG"

@@ -1,13 +1,7 @@
-"""What an engine's rows of the Database I/O dashboard are, as data: the `dashboard` of its `Engine`.
+"""What an engine's rows of the Database I/O dashboard are, as data (`engine_rows`, by engine key).
 
-The exporter draws nothing: the dashboards' generator (dashboards/, lunlat-dashboards) turns these
-into panels, adding the dashboard's variables (job, instance, database, role) to every selector.
-`fixed` matchers are label -> value, or label -> '=~"regex"'.
-
-These shapes stay in the exporter, beside the engines, rather than in the dashboards package: each
-engine's package declares its rows with them (`engines/<engine>/dashboard.py`), and the exporter never
-imports the dashboards package (it depends on the exporter, not the other way round). Nothing at run
-time reads them; the rows are small constants.
+`database_io` turns them into panels, adding the dashboard's variables (job, instance, database,
+role) to every selector. `fixed` matchers are label -> value, or label -> '=~"regex"'.
 """
 
 from __future__ import annotations

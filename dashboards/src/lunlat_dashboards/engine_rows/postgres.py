@@ -1,10 +1,9 @@
-"""PostgreSQL's row of the Database I/O dashboard (data: `engine.DashboardRow`; the dashboards'
-generator draws it)."""
+"""PostgreSQL's row of the Database I/O dashboard (data: `spec.DashboardRow`; `database_io` draws them)."""
 
 from __future__ import annotations
 
-from lunlat.engines.dashboardspec import DashboardRow, Panel, PanelQuery, PerFile, PerWait, SumRate
 from lunlat.engines.postgres import metrics
+from lunlat_dashboards.engine_rows.spec import DashboardRow, Panel, PanelQuery, PerFile, PerWait, SumRate
 
 ROWS: tuple[DashboardRow, ...] = (
     DashboardRow(
