@@ -169,7 +169,7 @@ def test_a_breach_names_the_neighbour_on_the_array_and_the_cause(stack: Stack) -
     assert "I/Os in flight on average against its queue_depth of 32" in ora["cause"], ora["cause"]
 
     pg = _firing(api, "loop3")["annotations"]
-    assert pg["cause"].startswith("Host queue: the queue of this LUN's device is full"), pg["cause"]
+    assert pg["cause"].startswith("Host queue: the queue of this LUN's device is at its limit"), pg["cause"]
     in_flight = re.search(r"([0-9.]+) I/Os in flight on average against its nr_requests of 4", pg["cause"])
     assert in_flight is not None and float(in_flight[1]) >= 3.6, pg["cause"]
     assert "its array is unknown" in pg["neighbours"], pg["neighbours"]

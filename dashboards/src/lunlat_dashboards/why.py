@@ -124,7 +124,7 @@ def _in_flight_share() -> timeseries.Panel:
         "In flight against the queue limit",
         "Each LUN's average I/Os in flight (diskstats' weighted time per second) over the smaller of its "
         "device's queue_depth and nr_requests (sysfs, lunlat_device_queue_depth, lunlat_device_nr_requests). "
-        f"At or above the red line ({cause.IN_FLIGHT_OF_LIMIT:.0%}) the queue is full nearly all the time and "
+        f"At or above the red line ({cause.IN_FLIGHT_OF_LIMIT:.0%}) the queue is at its limit most of the time and "
         "a breach alert's `cause` says Host queue. Empty: no queue limit published (NVMe namespaces have "
         "nr_requests, loop and virtio disks no queue_depth).",
         [p.query(expr, "{{lun}} · {{instance}}")],
