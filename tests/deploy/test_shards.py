@@ -177,20 +177,9 @@ SERVERS = (
 )
 
 
-def shard_server(major: str) -> str:
-    found = prometheus_server.binary(major)
-    if found is None:
-        pytest.skip(
-            (prometheus_server.missing() or "no prometheus")
-            if major == "2"
-            else f"no Prometheus 3 build in {prometheus_server.PROMETHEUS3_DIR} (.ci/run builds it)"
-        )
-    return found
-
-
 @pytest.fixture(params=SERVERS)
 def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
-    servers = [shard_server(major) for major in request.param]
+    servers = [prometheus_server.binary_or_skip(major) for major in request.param]
     missing = [b for b in (prometheus_server.PROMETHEUS, "victoria-metrics") if shutil.which(b) is None]
     missing += [] if alertmanager_binary() else ["prometheus-alertmanager"]
     if missing:

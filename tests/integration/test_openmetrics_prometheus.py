@@ -28,20 +28,9 @@ SERVERS = (
 )
 
 
-def _server(major: str) -> str:
-    server = prometheus_server.binary(major)
-    if server is None:
-        pytest.skip(
-            (prometheus_server.missing() or "no prometheus")
-            if major == "2"
-            else f"no Prometheus 3 build in {prometheus_server.PROMETHEUS3_DIR} (.ci/run builds it)"
-        )
-    return server
-
-
 @pytest.mark.parametrize("major", SERVERS)
 def test_prometheus_scraping_openmetrics_first_ingests_lunlats_series(tmp_path: Path, major: str) -> None:
-    binary = _server(major)
+    binary = prometheus_server.binary_or_skip(major)
     flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
     with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
         cfg = prometheus_server.config([f"{LOOPBACK}:{exporter.port}"], "1s")
@@ -74,7 +63,7 @@ def test_every_rule_evaluates_without_error_on_a_real_server(tmp_path: Path, maj
     """The repo's rules loaded by the server itself, scraping lunlat: every group evaluated and
     no rule with an error (PromQL the unit tests' engine accepts but a server refuses at run time:
     a many-to-many match, a function a release dropped) or unhealthy."""
-    binary = _server(major)
+    binary = prometheus_server.binary_or_skip(major)
     flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
     with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
         server = prometheus_server.start(

@@ -19,6 +19,7 @@ from urllib.error import HTTPError
 from urllib.parse import urlencode
 from urllib.request import urlopen
 
+import pytest
 import yaml
 
 from tests.support.exporter_process import LOOPBACK, ExporterProcess, scrape
@@ -125,6 +126,18 @@ def binary(major: str) -> str | None:
     named = os.environ.get("LUNLAT_PROMETHEUS3")
     built = Path(named) if named else PROMETHEUS3_DIR / "prometheus"
     return str(built) if built.is_file() else None
+
+
+def binary_or_skip(major: str) -> str:
+    """`binary(major)`, or the test skipped, saying what is missing and where it comes from."""
+    found = binary(major)
+    if found is None:
+        pytest.skip(
+            (missing() or "no prometheus")
+            if major == "2"
+            else f"no Prometheus 3 build in {PROMETHEUS3_DIR} (.ci/run builds it)"
+        )
+    return found
 
 
 def version(server: str = PROMETHEUS) -> tuple[int, int]:
