@@ -30,6 +30,17 @@ def load() -> dict[str, dict[str, Any]]:
     }
 
 
+def row_panels(board: Mapping[str, Any], title: str) -> list[dict[str, Any]]:
+    """The panels after row `title` up to the next row (the rows are not collapsed)."""
+    found, inside = [], False
+    for panel in board["panels"]:
+        if panel.get("type") == "row":
+            inside = panel["title"] == title
+        elif inside:
+            found.append(panel)
+    return found
+
+
 def panels(board: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Every panel that is not a row, collapsed rows' panels included."""
     for panel in board.get("panels", []):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dashboards.tests import lint
+from dashboards.tests import boards, lint
 from lunlat.goals import load_goals, parse_goals
 from lunlat_dashboards import render_all
 from lunlat_dashboards.database_io import WINDOWS_DISK_ROW, WINDOWS_ROW
@@ -22,29 +22,18 @@ def _rows(board: dict[str, Any]) -> list[str]:
     return [panel["title"] for panel in board["panels"] if panel.get("type") == "row"]
 
 
-def _row_panels(board: dict[str, Any], title: str) -> list[dict[str, Any]]:
-    """The panels after row `title` up to the next row (the rows are not collapsed)."""
-    found, inside = [], False
-    for panel in board["panels"]:
-        if panel.get("type") == "row":
-            inside = panel["title"] == title
-        elif inside:
-            found.append(panel)
-    return found
-
-
 def test_the_windows_row_is_drawn_for_a_windows_exporter_host_layer_only() -> None:
     goals = load_goals(WINDOWS_GOALS)
     board = json.loads(render_all(goals)[NAME])
     assert _rows(board)[-2:] == [WINDOWS_ROW, WINDOWS_DISK_ROW]
-    panels = _row_panels(board, WINDOWS_ROW)
+    panels = boards.row_panels(board, WINDOWS_ROW)
     assert [p["title"] for p in panels] == [
         "Volume latency on the Windows database host",
         "Volume I/O per second on the Windows database host",
     ]
     assert all('layer="host"' in t["expr"] for p in panels for t in p["targets"])
     # The physical disk under each volume, from the series the rules record for it (never judged).
-    disks = _row_panels(board, WINDOWS_DISK_ROW)
+    disks = boards.row_panels(board, WINDOWS_DISK_ROW)
     assert [p["title"] for p in disks] == [
         "Physical disk latency under each volume",
         "Physical disk I/O per second under each volume",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dashboards.tests import boards
 from lunlat import contract
 from lunlat.goals import parse_goals
 from lunlat.promql import recorded
@@ -14,17 +15,6 @@ from lunlat_dashboards.why import WHY_ROW
 from lunlat_rules import cause
 
 NAME = "lunlat-overview.json"
-
-
-def _row_panels(board: dict[str, Any], title: str) -> list[dict[str, Any]]:
-    """The panels after row `title` up to the next row (the rows are not collapsed)."""
-    found, inside = [], False
-    for panel in board["panels"]:
-        if panel.get("type") == "row":
-            inside = panel["title"] == title
-        elif inside:
-            found.append(panel)
-    return found
 
 
 def _red_line(panel: dict[str, Any]) -> float:
@@ -37,7 +27,7 @@ def test_the_why_row_follows_the_breaches_and_draws_the_verdicts_thresholds() ->
     board = json.loads(render_all(parse_goals(""))[NAME])
     rows = [panel["title"] for panel in board["panels"] if panel.get("type") == "row"]
     assert rows[:2] == ["Now", WHY_ROW]
-    panels = {panel["title"]: panel for panel in _row_panels(board, WHY_ROW)}
+    panels = {panel["title"]: panel for panel in boards.row_panels(board, WHY_ROW)}
     assert list(panels) == [
         "Throughput on the shown LUNs' arrays",
         "Time in the host's queue",
