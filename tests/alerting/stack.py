@@ -40,6 +40,19 @@ PROMETHEUS = prometheus_server.PROMETHEUS
 ALERTMANAGER = "prometheus-alertmanager"  # Debian's name; upstream calls it alertmanager
 
 
+def wait_full_window(api: PromApi, luns: int, interval: str = INTERVAL) -> None:
+    """Until the series of all `luns` LUNs (of every exporter) span a whole rate window, then two
+    evaluations more. Before that a rate() over [1m] sees only part of the load (its extrapolation
+    stops near a series' first sample), or none of a LUN scraped once so far: an alert whose `for`
+    is 0s fires on its own LUN's first two samples, and its annotations would then name rates of
+    neighbours that are not yet measured. Prometheus re-renders an active alert's annotations at every
+    evaluation, so the ones read after this see the whole load."""
+    seconds = float(interval.removesuffix("s"))
+    samples = int(60 / seconds)
+    api.wait_for_series(f'count_over_time(lunlat_lun_info{{kind="lun"}}[1m]) >= {samples}', luns, 120.0)
+    time.sleep(2 * seconds)
+
+
 def alertmanager_binary() -> str | None:
     return shutil.which(ALERTMANAGER) or shutil.which("alertmanager")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.alerting.stack import wait_full_window
 from tests.support import prometheus_server
 from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.support.fake_host import FakeHost
@@ -138,15 +138,6 @@ def _firing(api: PromApi, lun: str) -> dict[str, Any]:
     return api.wait_for_firing(ALERT, FIRE_TIMEOUT, lun=lun)
 
 
-def _full_window(api: PromApi) -> None:
-    """Until every exporter's series span a whole rate window, then one evaluation more: before that a
-    rate() over [1m] sees only part of the load (its extrapolation stops near a series' first
-    sample), so the rates an annotation names would be a fraction of the load."""
-    samples = int(60 / float(INTERVAL.removesuffix("s")))
-    api.wait_for_series(f'count_over_time(lunlat_lun_info{{kind="lun"}}[1m]) >= {samples}', 3, 120.0)
-    time.sleep(2 * float(INTERVAL.removesuffix("s")))
-
-
 def test_a_breach_names_the_neighbour_on_the_array_and_the_cause(stack: Stack) -> None:
     api, b = stack.prometheus, stack.instances["b"]
     # The array of both hosts' LUNs, from their NAAs; the queue limits from sysfs.
@@ -155,7 +146,7 @@ def test_a_breach_names_the_neighbour_on_the_array_and_the_cause(stack: Stack) -
     assert api.values('lunlat_device_nr_requests{lun="loop3"}', "device") == {"loop3": 4.0}
 
     _firing(api, "ora_data")
-    _full_window(api)
+    wait_full_window(api, 3, INTERVAL)
     ora = _firing(api, "ora_data")["annotations"]
     assert ora["neighbours"].startswith(f"Busiest other LUNs on array {ARRAY}"), ora["neighbours"]
     by_throughput = ora["neighbours"].split("By throughput: ", 1)[1].split(". By IOPS", 1)[0]

@@ -34,7 +34,7 @@ from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab import commands  # noqa: E402
-from tests.alerting.stack import INTERVAL  # noqa: E402
+from tests.alerting.stack import INTERVAL, wait_full_window  # noqa: E402
 from tests.support import prometheus_server  # noqa: E402
 from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve  # noqa: E402
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
@@ -120,6 +120,10 @@ def test_host_as_oltp_breach_names_host_bs_scan_on_the_same_array(two_hosts: Two
         (device["oltp_a"], instance["oltp_a"]),
         (device["dss_b"], instance["dss_b"]),
     }, "each host publishes its own LUN, both on the lab array"
+    _firing(api, device["oltp_a"])
+    # The alert's `for` is 0s: it can fire before B's exporter has two samples, when B's LUN has no
+    # rate yet (a CI run saw exactly that); the annotations read after a full window see both hosts.
+    wait_full_window(api, 2)
     alert = _firing(api, device["oltp_a"])
     neighbours = alert["annotations"]["neighbours"]
     print(f"\n{ALERT} {alert['labels']}\nneighbours: {neighbours}\ncause: {alert['annotations']['cause']}")
