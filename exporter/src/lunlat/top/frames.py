@@ -55,6 +55,14 @@ class Counters:
     # op -> (seconds, count) of the histogram's small size class: what a `small` goal judges
     small: dict[str, tuple[float, float]] = field(default_factory=dict)
 
+    def every_io(self, op: str) -> tuple[float, float]:
+        """(seconds, count) of every I/O of `op` ("read" or "write"), as `small` holds its class's."""
+        if op == "read":
+            return self.read_seconds, self.reads
+        if op == "write":
+            return self.write_seconds, self.writes
+        raise ValueError(f"op {op!r}: read or write")
+
 
 @dataclass(slots=True)
 class Snapshot:
@@ -239,11 +247,9 @@ def _judged_ms(
     histogram` is per LUN), else every I/O's; None below the idle guard (judged I/Os per second)."""
     if small and now.buckets:
         before, after = then.small.get(op, (0.0, 0.0)), now.small.get(op, (0.0, 0.0))
-        spent, ops = after[0] - before[0], after[1] - before[1]
     else:
-        field_ops, field_time = f"{op}s", f"{op}_seconds"
-        ops = getattr(now, field_ops) - getattr(then, field_ops)
-        spent = getattr(now, field_time) - getattr(then, field_time)
+        before, after = then.every_io(op), now.every_io(op)
+    spent, ops = after[0] - before[0], after[1] - before[1]
     if seconds <= 0 or ops <= 0 or spent < 0 or ops / seconds < min_iops:
         return None
     return spent / ops * 1000.0
