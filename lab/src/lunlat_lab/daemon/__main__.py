@@ -17,7 +17,12 @@ from lunlat_lab.daemon.filesystem import DEFAULT_MAX_INFLIGHT, LabFS, mount
 from lunlat_lab.daemon.injector import Injector
 from lunlat_lab.daemon.libfuse import LibfuseError, require_libfuse3
 from lunlat_lab.daemon.native import DEFAULT_SPIN_US, STOP_SIGNALS, NativeDaemon
-from lunlat_lab.daemon.scheduling import DAEMON_NICE, lower_timer_slack, raise_priority
+from lunlat_lab.daemon.scheduling import (
+    DAEMON_NICE,
+    lower_timer_slack,
+    raise_priority,
+    raise_session_priority,
+)
 from lunlat_lab.daemon.watcher import SettingsWatcher, file_signature
 from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat_lab.native import BuildError
@@ -96,9 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Before libfuse starts its workers (or the native daemon), so they inherit it.
     slack = lower_timer_slack()
     prioritized = raise_priority()
+    session_prioritized = raise_session_priority()
     log.info(
         "starting",
-        engine=engine, mount=str(mountpoint), backing=str(backing), settings=str(settings_file), luns=len(settings.luns), arrays=len(settings.arrays), timer_slack_lowered=slack, nice=DAEMON_NICE if prioritized else os.getpriority(os.PRIO_PROCESS, 0), pid=os.getpid(),
+        engine=engine, mount=str(mountpoint), backing=str(backing), settings=str(settings_file), luns=len(settings.luns), arrays=len(settings.arrays), timer_slack_lowered=slack, nice=DAEMON_NICE if prioritized else os.getpriority(os.PRIO_PROCESS, 0), autogroup_nice_set=session_prioritized, pid=os.getpid(),
     )  # fmt: skip
     if binary is not None:
         return _supervise(
