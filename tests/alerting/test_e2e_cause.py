@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.alerting.hosts import serve_hosts
 from tests.alerting.stack import wait_full_window
 from tests.support import prometheus_server
-from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.support.fake_host import FakeHost
 from tests.support.prometheus_server import PromApi
 
@@ -113,25 +113,12 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         stop = threading.Event()
         threading.Thread(target=advance, args=(hosts["a"], hosts["b"], stop), daemon=True).start()
         stack.callback(stop.set)
-        instances = {}
-        for name, host in hosts.items():
-            exporter = ExporterProcess(
-                lunlat_serve(
-                    f"--path.procfs={host.procfs}", f"--path.sysfs={host.sysfs}", f"--config.file={config}"
-                ),
-                tmp_path / f"lunlat-{name}.log",
-                name=f"lunlat-{name}",
-                port_pattern=LUNLAT_PORT,
-                start_timeout=60.0,
-            )
-            stack.callback(exporter.stop)
-            exporter.start()
-            instances[name] = f"{LOOPBACK}:{exporter.port}"
-        server = prometheus_server.start(
-            tmp_path / "prometheus", prometheus_server.config(list(instances.values()), INTERVAL)
-        )
-        stack.callback(server.stop)
-        yield Stack(prometheus_server.api(server), instances)
+        flags = {
+            name: [f"--path.procfs={host.procfs}", f"--path.sysfs={host.sysfs}", f"--config.file={config}"]
+            for name, host in hosts.items()
+        }
+        api, instances = serve_hosts(stack, tmp_path, flags, INTERVAL)
+        yield Stack(api, instances)
 
 
 def _firing(api: PromApi, lun: str) -> dict[str, Any]:

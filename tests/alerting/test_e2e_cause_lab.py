@@ -34,9 +34,9 @@ from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat_lab import commands  # noqa: E402
+from tests.alerting.hosts import serve_hosts  # noqa: E402
 from tests.alerting.stack import INTERVAL, wait_full_window  # noqa: E402
 from tests.support import prometheus_server  # noqa: E402
-from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve  # noqa: E402
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
 from tests.support.prometheus_server import PromApi  # noqa: E402
 
@@ -86,27 +86,15 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
         state = commands.phase(state_dir, "both")
         generated: dict[str, Any] = yaml.safe_load(state.exporter_config.read_text(encoding="utf-8"))
         device = {lun: Path(path).name for lun, path in state.loops.items()}
-        instance = {}
+        flags = {}
         for lun in ("oltp_a", "dss_b"):
             # One "host" per LUN: the lab's labels, only this LUN's loop device published.
             own = {**generated, "diskstats": {"include": f"^{device[lun]}$"}}
             path = work / f"{lun}.yaml"
             path.write_text(yaml.safe_dump(own, sort_keys=False), encoding="utf-8")
-            exporter = ExporterProcess(
-                lunlat_serve(f"--config.file={path}"),
-                work / f"lunlat-{lun}.log",
-                name=f"lunlat-{lun}",
-                port_pattern=LUNLAT_PORT,
-                start_timeout=60.0,
-            )
-            stack.callback(exporter.stop)
-            exporter.start()
-            instance[lun] = f"{LOOPBACK}:{exporter.port}"
-        server = prometheus_server.start(
-            work / "prometheus", prometheus_server.config(list(instance.values()), INTERVAL)
-        )
-        stack.callback(server.stop)
-        yield TwoHosts(prometheus_server.api(server), instance, device)
+            flags[lun] = [f"--config.file={path}"]
+        api, instance = serve_hosts(stack, work, flags, INTERVAL)
+        yield TwoHosts(api, instance, device)
 
 
 def _firing(api: PromApi, lun: str) -> dict[str, Any]:
