@@ -66,7 +66,8 @@ def goal_tiers(goals: Goals) -> list[tuple[Tier, str]]:
     tiers = [(tier_of(goals.resolve(o)), override_matchers(o)) for o in goals.overrides]
     unowned = goals.unowned_tier()
     if unowned is not None:
-        default = goals.default
-        tiers.append((Tier(*unowned, default.judged_io("read"), default.judged_io("write")), UNOWNED))
+        # Which I/Os a LUN no database uses is judged on: the goals say (no `role` among the labels).
+        judge = (goals.judged_io({}, "read"), goals.judged_io({}, "write"))
+        tiers.append((Tier(*unowned, *judge), UNOWNED))
     tiers.append((tier_of(goals.default), "" if unowned is not None else OWNED))
     return tiers
