@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.alerting.stack import WebhookReceiver, alertmanager_binary, start_alertmanager
-from tests.support import prometheus_server
+from tests.support import prometheus_server, victoria_metrics
 from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess, lunlat_serve
 from tests.support.fake_host import FakeHost
 from tests.support.prometheus_server import PromApi
@@ -172,16 +172,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         pages = stack.enter_context(WebhookReceiver())
         alertmanager = start_alertmanager(tmp_path / "alertmanager", pages.url)
         stack.callback(alertmanager.stop)
-        store = spawn(
-            [
-                "victoria-metrics",
-                f"-storageDataPath={tmp_path / 'vm-data'}",
-                f"-httpListenAddr={LOOPBACK}:0",
-                "-retentionPeriod=1d",
-                "-search.latencyOffset=1s",  # default 30 s hides the newest samples from the rules
-            ],
-            "victoria-metrics",
-        )
+        store = spawn(victoria_metrics.single_node(tmp_path / "vm-data"), "victoria-metrics")
         vm = f"http://{LOOPBACK}:{store.port}"
         for name, host in zip(HOSTS, hosts, strict=True):
             exporter = spawn(

@@ -35,7 +35,7 @@ import yaml
 
 from alerts.tests.promtools import PROMTOOLS, promtool
 from tests.alerting.stack import WebhookReceiver, alertmanager_binary, start_alertmanager
-from tests.support import prometheus_server
+from tests.support import prometheus_server, victoria_metrics
 from tests.support.exporter_process import LOOPBACK, ExporterProcess
 from tests.support.prometheus_server import PromApi
 
@@ -199,15 +199,7 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
         alertmanager = start_alertmanager(tmp_path / "alertmanager", pages.url)
         stack.callback(alertmanager.stop)
         vm = ExporterProcess(
-            [
-                "victoria-metrics",
-                f"-storageDataPath={tmp_path / 'vm-data'}",
-                f"-httpListenAddr={LOOPBACK}:0",
-                "-retentionPeriod=1d",
-                # VictoriaMetrics hides the newest 30 s from queries by default (-search.latencyOffset,
-                # docs.victoriametrics.com/victoriametrics/keyconcepts/): the test asks sooner.
-                "-search.latencyOffset=1s",
-            ],
+            victoria_metrics.single_node(tmp_path / "vm-data"),
             tmp_path / "victoria-metrics.log",
             name="victoria-metrics",
             start_timeout=60.0,
