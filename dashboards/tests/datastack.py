@@ -1,8 +1,10 @@
 """Real data for the dashboards' queries: the lab's loop LUNs under the reference's phases, an
 Oracle database (the emulated v$ views) on ASM disk groups on the lab's Oracle LUNs, a SQL Server
 (the wire-level TDS server, through pyodbc and FreeTDS) with its files on the SQL Server 1 LUNs,
-one lunlat exporter publishing all three layers, and the Debian Prometheus scraping it with the
-repo's recording and alert rules.
+one lunlat exporter publishing all three layers, and the Debian Prometheus (2.42) scraping it with
+the repo's recording and alert rules; beside it, where asked for, a Prometheus 3 (the build of
+tests/support/prometheus_server.py) with the same config, scraping the same targets at the same
+interval from the same moment, so one run of the lab gives both servers their data.
 
 Beside it, a second host (tests.support.fake_host: the lab has no device-mapper, so no real multipath): one LUN
 on a Pure FlashArray volume through two multipath paths, published by a second exporter like any
@@ -222,7 +224,7 @@ def purefa_job(stub_port: int, token_file: Path) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class DashboardData:
-    """What the query tests get: Prometheus' API, the span that holds data, the lab's devices."""
+    """What the query tests get: one Prometheus' API, the span that holds data, the lab's devices."""
 
     api: prometheus_server.PromApi
     start: float
@@ -277,9 +279,13 @@ def exporter(config_path: Path | None, oracle: OracleEmulation | None, *flags: s
 
 
 @contextmanager
-def dashboard_data(workdir: Path, lab_state_dir: Path) -> Iterator[DashboardData]:
+def dashboard_data(
+    workdir: Path, lab_state_dir: Path, servers: dict[str, str]
+) -> Iterator[dict[str, DashboardData]]:
     """Lab under OLTP, then OLTP + DSS + snapshots with one data LUN breaching; yields once the
-    phase switch happened (the caller waits for what its queries need)."""
+    phase switch happened (the caller waits for what its queries need), one DashboardData per
+    server of `servers` (release line → binary: prometheus_server.binary), keyed like it. Every
+    server gets the same config: the same targets, rules and intervals."""
     commands.up(LAB_CONFIG, lab_state_dir)
     with ExitStack() as stack:
         stack.callback(commands.down, lab_state_dir)
@@ -319,14 +325,17 @@ def dashboard_data(workdir: Path, lab_state_dir: Path) -> Iterator[DashboardData
         )
         cfg["scrape_configs"].append(purefa_job(stack.enter_context(purefa_stub()), token))
         started = time.time()
-        process = prometheus_server.start(workdir / "prometheus", cfg)
-        stack.callback(process.stop)
+        apis = {}
+        for major, binary in servers.items():
+            process = prometheus_server.start(workdir / f"prometheus{major}", cfg, binary)
+            stack.callback(process.stop)
+            apis[major] = prometheus_server.api(process)
         time.sleep(OLTP_SECONDS)
         multipath.lose_a_path()
         commands.phase(lab_state_dir, "oltp+dss+snapshot")
         load.dss = True
         commands.set_latency(lab_state_dir, BREACH_LUN, BREACH_MS, BREACH_MS, None)
-        yield DashboardData(prometheus_server.api(process), started, devices)
+        yield {major: DashboardData(api, started, devices) for major, api in apis.items()}
 
 
 def _restore_env(name: str, value: str | None) -> None:

@@ -6,8 +6,10 @@ Used by the end-to-end alerting test and by bench/time_to_page.py:
     with WebhookReceiver() as hook, AlertingStack(workdir, exporter_config, hook.url) as stack:
         hook.wait_for(lambda n: ..., timeout=180)
 
-Prometheus and Alertmanager are the Debian binaries (`prometheus`, `prometheus-alertmanager`); each
-listens on a port the kernel picks. Scrape and rule evaluation run every 15 s, as the issue asks.
+Prometheus and Alertmanager are the Debian binaries (`prometheus`, `prometheus-alertmanager`), or
+another Prometheus (`AlertingStack.prometheus_binary`: the Prometheus 3 build); each listens on a
+port the kernel picks. Scrape and rule evaluation run every 15 s, as the issue asks, unless the
+stack is given another interval.
 """
 
 from __future__ import annotations
@@ -209,6 +211,9 @@ class AlertingStack:
     webhook_url: str
     # More flags for `lunlat serve`, e.g. ("--collector.biolatency",).
     exporter_args: tuple[str, ...] = ()
+    # The Prometheus server (prometheus_server.binary) and its scrape and evaluation interval.
+    prometheus_binary: str = PROMETHEUS
+    interval: str = INTERVAL
     processes: list[ExporterProcess] = field(default_factory=list)
     alertmanager: ExporterProcess = field(init=False)
     exporter: ExporterProcess = field(init=False)
@@ -250,9 +255,9 @@ class AlertingStack:
             port_pattern=True,
         )
         cfg = prometheus_server.config(
-            [f"{LOOPBACK}:{self.exporter.port}"], INTERVAL, f"{LOOPBACK}:{self.alertmanager.port}"
+            [f"{LOOPBACK}:{self.exporter.port}"], self.interval, f"{LOOPBACK}:{self.alertmanager.port}"
         )
-        self.prometheus = prometheus_server.start(self.workdir, cfg)
+        self.prometheus = prometheus_server.start(self.workdir, cfg, self.prometheus_binary)
         self.processes.append(self.prometheus)
         self.api = prometheus_server.api(self.prometheus)
 

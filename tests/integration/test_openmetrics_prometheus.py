@@ -1,6 +1,6 @@
 """A real Prometheus (Debian's 2.42, and a Prometheus 3 build: tests/support/prometheus_server.py) scrapes `lunlat
 serve` with OpenMetrics first and ingests the series (issue 42), and evaluates the repo's rules
-without an error (issue 41).
+without an error (issue 41); Prometheus 3 also in every format it can ask for, with no fallback.
 
 Prometheus 2.49 added `scrape_protocols` (prometheus.io/docs/instrumenting/content_negotiation); its default is
 OpenMetricsText1.0.0 first, and Prometheus before it (Debian 12's 2.42) always asks for
@@ -97,3 +97,77 @@ def test_every_rule_evaluates_without_error_on_a_real_server(tmp_path: Path, maj
     ]
     assert broken == [], broken
     assert recorded and float(recorded[0]["value"][1]) > 0, "the rules recorded nothing"
+
+
+# What Prometheus 3 asks a target for (scrape/scrape.go acceptHeader, module v0.316.0): each protocol
+# of the job's scrape_protocols in order with falling q-values, the OpenMetrics 1.0.0 and text 1.0.0
+# ranges with an `escaping` parameter, then */*. Without scrape_protocols, OpenMetricsText1.0.0,
+# OpenMetricsText0.0.1, PrometheusText1.0.0, PrometheusText0.0.4 (config/config.go
+# DefaultScrapeProtocols). And it fails a scrape whose Content-Type it cannot read, where 2.x fell
+# back to the text format, unless the job names a `fallback_scrape_protocol` (docs/migration.md,
+# "Scrape protocols"; prometheus.io/docs/prometheus/latest/configuration/configuration/#scrape_config):
+# no job below names one, so `up == 1` says Prometheus 3 read lunlat's Content-Type as it is.
+# Job → its scrape_protocols (None: the default) and the format lunlat answers it in: OpenMetrics
+# 1.0.0 where that comes first, else the text format (lunlat writes no OpenMetrics 0.0.1, so that
+# range is passed over and */* takes text: exporter/src/lunlat/web/server.py wants_openmetrics).
+PROMETHEUS3_ASKS = {
+    "lunlat-default": (None, "openmetrics"),
+    "lunlat-om1": (["OpenMetricsText1.0.0"], "openmetrics"),
+    "lunlat-om0": (["OpenMetricsText0.0.1"], "text"),
+    "lunlat-text1": (["PrometheusText1.0.0"], "text"),
+    "lunlat-text0": (["PrometheusText0.0.4"], "text"),
+}
+
+
+@pytest.mark.prometheus3
+def test_prometheus_3_reads_lunlat_in_every_format_it_asks_for_without_a_fallback(tmp_path: Path) -> None:
+    """One Prometheus 3, one lunlat, a job per way 3.x can ask: every job up, every job the same
+    series names, and the format each got shown by the metadata kept (OpenMetrics: the counter's
+    family without `_total`, with its unit; text: with `_total`, no unit)."""
+    binary = prometheus_server.binary_or_skip("3")
+    flags = (f"--path.procfs={HOST / 'proc'}", f"--path.sysfs={HOST / 'sys'}", f"--config.file={CONFIG}")
+    family = contract.DEVICE_READ_TIME.name.removesuffix("_total")
+    with ExporterProcess(lunlat_serve(*flags), tmp_path / "lunlat.log", port_pattern=LUNLAT_PORT) as exporter:
+        cfg = prometheus_server.config([f"{LOOPBACK}:{exporter.port}"], "1s")
+        cfg["rule_files"] = []
+        cfg["scrape_configs"] = [
+            {
+                "job_name": job,
+                **({"scrape_protocols": protocols} if protocols else {}),
+                "static_configs": [{"targets": [f"{LOOPBACK}:{exporter.port}"]}],
+            }
+            for job, (protocols, _) in PROMETHEUS3_ASKS.items()
+        ]
+        server = prometheus_server.start(tmp_path / "prom", cfg, binary)
+        try:
+            api = prometheus_server.api(server)
+            reads = f'{contract.DEVICE_READS.name}{{device="dm-0"}}'
+            api.wait_for_series(reads, len(PROMETHEUS3_ASKS), timeout=60)
+            time.sleep(2)  # a scrape more of every job, all of its series stored
+            up = api.values('up{job=~"lunlat-.+"}', "job")
+            names = {
+                job: set(
+                    api.values(f'count by (__name__) ({{job="{job}", __name__=~"lunlat_.+"}})', "__name__")
+                )
+                for job in PROMETHEUS3_ASKS
+            }
+            metadata = {
+                (m["target"]["job"], name): (m["type"], m["unit"])
+                for name in (family, contract.DEVICE_READ_TIME.name)
+                for m in api.target_metadata(name)
+            }
+        finally:
+            server.stop()
+    assert up == dict.fromkeys(PROMETHEUS3_ASKS, 1.0), (up, server.log_tail())
+    reference = names["lunlat-default"]
+    assert reference and all(found == reference for found in names.values()), {
+        job: sorted(found ^ reference) for job, found in names.items()
+    }
+    expected = {
+        (job, family if answer == "openmetrics" else contract.DEVICE_READ_TIME.name): (
+            "counter",
+            "seconds" if answer == "openmetrics" else "",
+        )
+        for job, (_, answer) in PROMETHEUS3_ASKS.items()
+    }
+    assert metadata == expected, (metadata, exporter.log_tail())

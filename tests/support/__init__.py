@@ -12,6 +12,7 @@
 - `openmetrics_parser`: prometheus_client's OpenMetrics parser, typed, and Prometheus' Accept header;
 - `prometheus_server`: Debian's Prometheus (or Prometheus 3) as a child process, and its HTTP API;
 - `victoria_metrics`: Debian's single-node VictoriaMetrics as a test's central store;
+- `prometheus3`: what Prometheus 3 stores differently (a bucket's `le` as it normalises it);
 - `top_frames`: `lunlat top`'s batch frames read back;
 - `live_database`: two collections of a live database source, both clean;
 - `misbehaving_peers`: a port that never answers and one nothing listens on, for the database drivers;
