@@ -13,6 +13,7 @@ from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
 from lunlat.promql.layers import host_layer
 from lunlat.promql.recorded import (
+    ABOVE_GOAL,
     BREACH_WINDOW,
     GOAL,
     IOPS,
@@ -25,7 +26,7 @@ from lunlat.promql.recorded import (
 from lunlat_rules import cause
 from lunlat_rules.annotations import OWNER, named_wait, ratio_query, series_query, template_value, where_text
 from lunlat_rules.histogram import HOST_LAYER
-from lunlat_rules.latency import floor_series, idle_guard
+from lunlat_rules.latency import ON_HOST_LAYER, floor_series, idle_guard
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
@@ -49,11 +50,13 @@ def breach_alerts(goals: Goals) -> list[dict[str, Any]]:
         for op in OPS:
             name = f"LunLatency{role_name}{op.capitalize()}High"
             judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
+            # The goal narrowed to the role group too (`on` matches the role): PromQL reads every
+            # series an operand selects (idle_guard says where), and the six alerts read each goal once.
             expr = (
                 "1000 * (\n"
                 f"    {judged}{{{role_selector}}}\n"
                 f"  > {_on()} group_left (severity, engine)\n"
-                f"    {GOAL}\n"
+                f"    {GOAL}{{{role_selector}}}\n"
                 ")"
             )
             goal_ms = template_value(series_query(GOAL, scale="1000 * "), '"%.2f"')
@@ -106,11 +109,12 @@ def average_alerts(goals: Goals) -> list[dict[str, Any]]:
             "  1000 * (\n"
             f"      {latency}{host}\n"
             f"    > {_on()} group_left (severity, engine)\n"
-            f"      {GOAL}\n"
+            f"      {GOAL}{host}\n"
             "  )\n"
-            f"  {_indent(idle_guard(op), 2)}\n"
+            f"  {_indent(idle_guard(op, ON_HOST_LAYER), 2)}\n"
+            # Judged above goal: the bool recorded before (one read where `judged > goal` was two).
             f"  unless {_on()}\n"
-            f"    ({judged}{host} > {_on()} {GOAL}),\n"
+            f'    ({ABOVE_GOAL}{{{ON_HOST_LAYER}, op="{op}"}} == 1),\n'
             '  "severity", "warning", "severity", "page"\n'
             ")"
         )

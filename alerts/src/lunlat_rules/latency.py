@@ -39,6 +39,11 @@ from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, LUN_LABELS, MIB, SMAL
 ENGINE_INFO = "lunlat:database_engine:info"
 
 
+# Matchers on the recorded series' `layer`: the host's, and the databases' own.
+ON_HOST_LAYER = f'layer="{HOST_LAYER}"'
+OFF_HOST_LAYER = f'layer!="{HOST_LAYER}"'
+
+
 def rule_layers(goals: Goals) -> list[Layer]:
     """The layers the rules record: the host's (goals host_layer), then each engine's own."""
     return [host_layer(goals), *db_layers(goals.selector)]
@@ -176,21 +181,26 @@ def judged_latency(goals: Goals) -> list[dict[str, Any]]:
             f"  or {_on(LUN_LABELS)}\n"
             f'    ({host_goal}, {judge}="{SMALL}"}} unless on (job, instance, lun) {has_histogram})\n'
             f"  )\n"
-            f"{idle_guard(op)}"
+            f"{idle_guard(op, ON_HOST_LAYER)}"
         )
         host = f"{labelled(small, judged=SMALL)}\nor {_on(LUN_LABELS)}\n{labelled(every, judged=ALL)}"
         name = JUDGED_LATENCY.format(op=op, window=window)
         rules.append(record(name, host, layer=HOST_LAYER, op=op))
         if any(isinstance(layer, DbLayer) for layer in rule_layers(goals)):
-            database = f'{latency}{{layer!="{HOST_LAYER}"}}\n{idle_guard(op)}'
+            database = f'{latency}{{layer!="{HOST_LAYER}"}}\n{idle_guard(op, OFF_HOST_LAYER)}'
             rules.append(record(name, labelled(database, judged=DATABASE), op=op))
     return rules
 
 
-def idle_guard(op: str) -> str:
-    """`and` clause keeping series whose operations reach the idle guard."""
+def idle_guard(op: str, layer: str) -> str:
+    """`and` clause keeping series whose operations reach the idle guard, both sides narrowed to
+    `layer` (a matcher on it, the layer of the series guarded). Narrowed because PromQL evaluates
+    both operands of a binary operator whatever the other holds (prometheus/prometheus
+    promql/engine.go, `evaluator.eval`, case `*parser.BinaryExpr`: `rangeEval(…, e.LHS, e.RHS)`), so
+    a guard costs every series its selectors match: unnarrowed, the database layer's guard read every
+    LUN's IOPS and idle guard each evaluation on hosts with no database layer (issue 41)."""
     iops = IOPS.format(window=BREACH_WINDOW)
-    return f'and {_on()}\n  ({iops}{{op="{op}"}} >= {_on()} {GOAL_MIN_IOPS})'
+    return f'and {_on()}\n  ({iops}{{op="{op}", {layer}}} >= {_on()} {GOAL_MIN_IOPS}{{{layer}}})'
 
 
 def above_goal(goals: Goals) -> list[dict[str, Any]]:
