@@ -15,7 +15,6 @@ from lunlat.exposition import format_value
 from lunlat.promql.layers import SERIES_LABELS, small_ios
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
-from lunlat_rules.promqltext import on as _on
 
 # The per-I/O histogram is the host's (block layer): its recorded series are layer="host".
 HOST_LAYER = "host"
@@ -62,13 +61,14 @@ class IoHistogram:
             le_matcher += f', op="{self.op}"'
         return f"rate({contract.DEVICE_IO_LATENCY.name}_bucket{{{self.selector}{le_matcher}}}[{window}])"
 
-    def per_lun(self, per_device: str, info: str = "", by_le: bool = False) -> str:
-        """`per_device` (rates by device) joined to each LUN's roles through lunlat_lun_info (also
-        matching `info`, an override's matchers) and summed per LUN and op (and le, with `by_le`)."""
-        by = ", ".join((*HISTOGRAM_LABELS, "le") if by_le else HISTOGRAM_LABELS)
+    def per_lun(self, per_device: str, info: str = "", by_le: bool = False, by: tuple[str, ...] = ()) -> str:
+        """`per_device` (rates by device; an operand of `*`, so parenthesised where it is more than
+        one term) joined to each LUN's roles through lunlat_lun_info (also matching `info`, an
+        override's matchers) and summed per LUN and op (and le, with `by_le`; and the labels `by`)."""
+        grouping = ", ".join((*HISTOGRAM_LABELS, *(("le",) if by_le else ()), *by))
         info_matchers = f', kind="lun", {info}' if info else ', kind="lun"'
         return (
-            f"sum by ({by}) (\n"
+            f"sum by ({grouping}) (\n"
             f"    {_indent(per_device, 4)}\n"
             "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
             f"    {contract.LUN_INFO.name}{{{self.selector}{info_matchers}}}\n"
@@ -84,14 +84,15 @@ class IoHistogram:
         return self.buckets(window, "+Inf", info)
 
     def quantile(self, q: str, window: str) -> str:
-        """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN)."""
-        return (
-            f"histogram_quantile({q},\n"
-            f"  {_indent(self.buckets(window, by_le=True), 2)}\n"
-            f"  and {_on(HISTOGRAM_LABELS)}\n"
-            f"  ({_indent(self.total(window), 2)} > 0)\n"
-            ")"
-        )
+        """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN).
+
+        "If `b` has 0 observations, `NaN` is returned" (Prometheus docs, querying/functions.md,
+        histogram_quantile), and a comparison with NaN is false (IEEE 754; PromQL's comparison
+        operators drop the samples for which it is false, querying/operators.md), so `>= 0` keeps
+        exactly the quantiles of LUNs with I/O in the window (every bucket bound is 0 or more). It
+        replaces a guard that read the +Inf bucket again and joined it to lunlat_lun_info a second
+        time, every 15 s (issue 41)."""
+        return f"histogram_quantile({q},\n  {_indent(self.buckets(window, by_le=True), 2)}\n) >= 0"
 
 
 def events_at_or_below(
@@ -126,15 +127,16 @@ def events_at_or_below(
     )
 
 
-def bad_rate(histogram: IoHistogram, goal: float, window: str, info: str) -> str:
-    """Rate of the I/Os slower than `goal` seconds (at_or_below for between edges): each device's
-    +Inf bucket less its I/Os at or below the goal, joined to the LUN's roles once. The difference
-    of the two joined sums is the same number, but each join reads every LUN's lunlat_lun_info
-    whether or not a histogram exists (PromQL evaluates both operands: latency.idle_guard), and
-    this was two joins or three per goal and kind, every 15 s (issue 41)."""
+def bad_per_device(histogram: IoHistogram, goal: float, window: str) -> str:
+    """Rate of each device's I/Os slower than `goal` seconds (events_at_or_below for between
+    edges): its +Inf bucket less its I/Os at or below the goal, per device, to be joined to the
+    LUN's roles once (IoHistogram.per_lun). The difference of two joined sums is the same number,
+    but each join reads every LUN's lunlat_lun_info whether or not a histogram exists (PromQL
+    evaluates both operands: latency.idle_guard), two or three joins per goal and kind every 15 s
+    (issue 41)."""
     edges = tuple((bound, bucket_le(bound)) for bound in histogram.bounds)
     below = events_at_or_below(
         goal, edges, lambda le: histogram.device_rate(window, le), match="ignoring (le) "
     )
     total = histogram.device_rate(window, "+Inf")
-    return histogram.per_lun(f"(\n  {total}\n- ignoring (le)\n  {_indent(below, 2)}\n)", info)
+    return f"(\n  {total}\n- ignoring (le)\n  {_indent(below, 2)}\n)"

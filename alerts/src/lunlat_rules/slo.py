@@ -31,7 +31,13 @@ from lunlat.promql.recorded import (
     SLO_TICKET_INTERVAL,
 )
 from lunlat_rules.annotations import named_wait
-from lunlat_rules.histogram import HOST_LAYER, IoHistogram, bad_rate, events_at_or_below
+from lunlat_rules.histogram import (
+    HISTOGRAM_LABELS,
+    HOST_LAYER,
+    IoHistogram,
+    bad_per_device,
+    events_at_or_below,
+)
 from lunlat_rules.latency import rule_layers
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import labelled
@@ -70,13 +76,29 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
     goal_values = sorted({t.goal_ms / 1000 for t, _ in goal_tiers(goals)})
     branches = []
     for goal_s in goal_values if bad else [None]:
+        # Both kinds' rates per device, each labelled with the kind (as the goal's judge label
+        # names it), joined to the LUNs' roles once: a join reads every LUN's lunlat_lun_info,
+        # histogram or not (histogram.bad_per_device), so one join per goal instead of one per kind.
+        kinds = []
         for kind, size in ((SMALL, contract.BIO_SIZES[0]), (ALL, None)):
             histogram = IoHistogram(goals.selector, size=size, op=op)
-            events = histogram.total(window) if goal_s is None else bad_rate(histogram, goal_s, window, "")
-            goal = f'{GOAL}{{layer="{HOST_LAYER}", {judge}="{kind}"}}'
-            if goal_s is not None and len(goal_values) > 1:
-                goal = f"({goal} == {_promql_number(goal_s)})"
-            branches.append(f"(\n  {_indent(events, 2)}\n  and {_on(LUN_LABELS)}\n    {goal}\n)")
+            rate = (
+                histogram.device_rate(window, "+Inf")
+                if goal_s is None
+                else bad_per_device(histogram, goal_s, window)
+            )
+            kinds.append(labelled(rate, **{judge: kind}))
+        union = "(\n  " + _indent("\nor\n".join(kinds), 2) + "\n)"
+        joined = IoHistogram(goals.selector, op=op).per_lun(union, by=(judge,))
+        goal = f'{GOAL}{{layer="{HOST_LAYER}"}}'
+        if goal_s is not None and len(goal_values) > 1:
+            goal = f"({goal} == {_promql_number(goal_s)})"
+        # The kind the LUN's goal judges kept (one per LUN: the goal's first matching tier), then
+        # summed without the kind label.
+        branches.append(
+            f"sum by ({', '.join(HISTOGRAM_LABELS)}) (\n  {_indent(joined, 2)}\n"
+            f"  and {_on((*LUN_LABELS, judge))}\n    {goal}\n)"
+        )
     return labelled(f"\nor {_on(LUN_LABELS)}\n".join(branches), layer=HOST_LAYER, indicator="io")
 
 
