@@ -30,7 +30,7 @@ from lunlat_rules.promqltext import labelled
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
-from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, LUN_LABELS, MIB, SMALL, goal_tiers
+from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, LUN_LABELS, MIB, SMALL, goal_tiers, judged_kinds
 
 # Which engine each database (a source's `database` label) is: one series per job, instance and
 # database, `engine` a rule label. Joined on `database`, it gives the host layer of a LUN a database
@@ -174,16 +174,26 @@ def judged_latency(goals: Goals) -> list[dict[str, Any]]:
             f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )\n'
             f'and {_on(LUN_LABELS)}\n  {host_goal}, {judge}="{SMALL}"}}'
         )
+        # Every I/O is judged where the tier says so, and where it says small but the host has no
+        # histogram of the LUN; only the kinds some tier judges are written (tiers.judged_kinds).
+        kinds = judged_kinds(goals, op)
+        every_where = [
+            *([f'{host_goal}, {judge}="{ALL}"}}'] if ALL in kinds else []),
+            *(
+                [f'({host_goal}, {judge}="{SMALL}"}} unless on (job, instance, lun) {has_histogram})']
+                if SMALL in kinds
+                else []
+            ),
+        ]
+        either = f"\n  or {_on(LUN_LABELS)}\n    "
         every = (
             f'{latency}{{layer="{HOST_LAYER}"}}\n'
             f"and {_on(LUN_LABELS)}\n"
-            f'  (\n    {host_goal}, {judge}="{ALL}"}}\n'
-            f"  or {_on(LUN_LABELS)}\n"
-            f'    ({host_goal}, {judge}="{SMALL}"}} unless on (job, instance, lun) {has_histogram})\n'
-            f"  )\n"
+            f"  (\n    {either.join(every_where)}\n  )\n"
             f"{idle_guard(op, ON_HOST_LAYER)}"
         )
-        host = f"{labelled(small, judged=SMALL)}\nor {_on(LUN_LABELS)}\n{labelled(every, judged=ALL)}"
+        branches = [*([labelled(small, judged=SMALL)] if SMALL in kinds else []), labelled(every, judged=ALL)]
+        host = f"\nor {_on(LUN_LABELS)}\n".join(branches)
         name = JUDGED_LATENCY.format(op=op, window=window)
         rules.append(record(name, host, layer=HOST_LAYER, op=op))
         if any(isinstance(layer, DbLayer) for layer in rule_layers(goals)):

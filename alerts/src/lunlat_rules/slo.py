@@ -44,7 +44,7 @@ from lunlat_rules.promqltext import labelled
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
-from lunlat_rules.tiers import ALL, JUDGE_LABEL, LUN_LABELS, SMALL, goal_tiers
+from lunlat_rules.tiers import ALL, JUDGE_LABEL, LUN_LABELS, SMALL, goal_tiers, judged_kinds
 
 # The database layer's recorded series (layers.DbLayer.name), and the labels a database's wait SLO
 # events are summed by (the waits are per database and role, not per LUN).
@@ -76,22 +76,33 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
     goal_values = sorted({t.goal_ms / 1000 for t, _ in goal_tiers(goals)})
     branches = []
     for goal_s in goal_values if bad else [None]:
-        # Both kinds' rates per device, each labelled with the kind (as the goal's judge label
-        # names it), joined to the LUNs' roles once: a join reads every LUN's lunlat_lun_info,
-        # histogram or not (histogram.bad_per_device), so one join per goal instead of one per kind.
-        kinds = []
+        # The judged kinds' rates per device, each labelled with its kind (as the goal's judge
+        # label names it), joined to the LUNs' roles once: a join reads every LUN's
+        # lunlat_lun_info, histogram or not (histogram.bad_per_device), so one join per goal
+        # instead of one per kind.
+        rates = {}
         for kind, size in ((SMALL, contract.BIO_SIZES[0]), (ALL, None)):
+            if kind not in judged_kinds(goals, op):
+                continue  # no tier judges it: a branch that can match nothing (tiers.judged_kinds)
             histogram = IoHistogram(goals.selector, size=size, op=op)
-            rate = (
+            rates[kind] = (
                 histogram.device_rate(window, "+Inf")
                 if goal_s is None
                 else bad_per_device(histogram, goal_s, window)
             )
-            kinds.append(labelled(rate, **{judge: kind}))
-        union = "(\n  " + _indent("\nor\n".join(kinds), 2) + "\n)"
+        by_goal = goal_s is not None and len(goal_values) > 1
+        if len(rates) == 1 and not by_goal:
+            # One kind judged, one goal: the LUN's goal has nothing to choose, and slo_events keeps
+            # the judged LUNs (`and` the above-goal bool, which only a LUN with a goal has), so no
+            # read of the goal here.
+            (rate,) = rates.values()
+            branches.append(IoHistogram(goals.selector, op=op).per_lun(rate))
+            continue
+        labelled_rates = [labelled(rate, **{judge: kind}) for kind, rate in rates.items()]
+        union = "(\n  " + _indent("\nor\n".join(labelled_rates), 2) + "\n)"
         joined = IoHistogram(goals.selector, op=op).per_lun(union, by=(judge,))
         goal = f'{GOAL}{{layer="{HOST_LAYER}"}}'
-        if goal_s is not None and len(goal_values) > 1:
+        if goal_s is not None and by_goal:
             goal = f"({goal} == {_promql_number(goal_s)})"
         # The kind the LUN's goal judges kept (one per LUN: the goal's first matching tier), then
         # summed without the kind label.
