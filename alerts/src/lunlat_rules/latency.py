@@ -166,32 +166,36 @@ def judged_latency(goals: Goals) -> list[dict[str, Any]]:
     for op in OPS:
         judge = JUDGE_LABEL.format(op=op)
         latency = LATENCY.format(op=op, window=window)
+        # Only the kinds some tier judges are written (tiers.judged_kinds). With one kind, the goal
+        # has nothing to choose: the idle guard (GOAL_MIN_IOPS), which each branch reads, exists
+        # exactly where the goal does (goal_series: the same tiers over the same series), so the
+        # branches read no goal (issue 41).
+        kinds = judged_kinds(goals, op)
+        one_kind = len(kinds) == 1
         small = (
             f"{histogram.small(op, 'sum', window)}\n"
             f"/ {_on(LUN_LABELS)}\n"
             f"  (\n    {_indent(histogram.small(op, 'count', window), 4)}\n"
             f"  >= {_on(LUN_LABELS)}\n"
-            f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )\n'
-            f'and {_on(LUN_LABELS)}\n  {host_goal}, {judge}="{SMALL}"}}'
+            f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )'
+            + ("" if one_kind else f'\nand {_on(LUN_LABELS)}\n  {host_goal}, {judge}="{SMALL}"}}')
         )
         # Every I/O is judged where the tier says so, and where it says small but the host has no
-        # histogram of the LUN; only the kinds some tier judges are written (tiers.judged_kinds).
-        kinds = judged_kinds(goals, op)
-        every_where = [
-            *([f'{host_goal}, {judge}="{ALL}"}}'] if ALL in kinds else []),
-            *(
-                [f'({host_goal}, {judge}="{SMALL}"}} unless on (job, instance, lun) {has_histogram})']
-                if SMALL in kinds
-                else []
-            ),
-        ]
-        either = f"\n  or {_on(LUN_LABELS)}\n    "
-        every = (
-            f'{latency}{{layer="{HOST_LAYER}"}}\n'
-            f"and {_on(LUN_LABELS)}\n"
-            f"  (\n    {either.join(every_where)}\n  )\n"
-            f"{idle_guard(op, ON_HOST_LAYER)}"
-        )
+        # histogram of the LUN.
+        no_histogram = f"unless on (job, instance, lun) {has_histogram}"
+        if kinds == (ALL,):
+            every_where = ""
+        elif kinds == (SMALL,):
+            every_where = f"{no_histogram}\n"
+        else:
+            every_where = (
+                f"and {_on(LUN_LABELS)}\n"
+                f'  (\n    {host_goal}, {judge}="{ALL}"}}\n'
+                f"  or {_on(LUN_LABELS)}\n"
+                f'    ({host_goal}, {judge}="{SMALL}"}} {no_histogram})\n'
+                "  )\n"
+            )
+        every = f'{latency}{{layer="{HOST_LAYER}"}}\n{every_where}{idle_guard(op, ON_HOST_LAYER)}'
         branches = [*([labelled(small, judged=SMALL)] if SMALL in kinds else []), labelled(every, judged=ALL)]
         host = f"\nor {_on(LUN_LABELS)}\n".join(branches)
         name = JUDGED_LATENCY.format(op=op, window=window)
