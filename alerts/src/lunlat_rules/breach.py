@@ -31,7 +31,7 @@ from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import alert
-from lunlat_rules.tiers import JUDGE_LABEL, LUN_LABELS, MIB
+from lunlat_rules.tiers import JUDGE_LABEL, LUN_LABELS, MIB, SMALL, judged_kinds
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.
@@ -101,6 +101,12 @@ def average_alerts(goals: Goals) -> list[dict[str, Any]]:
     small OLTP reads that stay within goal. At the tier's severity, page lowered to warning."""
     rules = []
     for op in OPS:
+        if SMALL not in judged_kinds(goals, op):
+            # Every tier judges every I/O of this op: the judged latency is the host's average
+            # under the same idle guard, so it breaches (and pages) exactly when the average does,
+            # and "the average above goal while the judged latency is not" can never fire. Not
+            # written, as PromQL would read its five operands every 15 s for nothing (issue 41).
+            continue
         latency = LATENCY.format(op=op, window=BREACH_WINDOW)
         judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
         host = f'{{layer="{HOST_LAYER}"}}'
