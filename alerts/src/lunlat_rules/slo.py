@@ -69,8 +69,8 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
     label says. The goal series has already chosen each LUN's tier (first match), so the I/Os are
     read once per judged kind and, for the bad ones, once per goal the tiers set (the slow share
     read from the buckets at that goal, kept where the LUN's goal is that one), not once per tier:
-    goals of equal value share a branch, as wait_slo_events' do (issue 41: every branch is a rate
-    and join of the histogram's buckets, every 15 s)."""
+    goals of equal value share a branch, as wait_slo_events' do; the kinds of one goal share one
+    join to lunlat_lun_info (issue 41: every join reads every LUN's info, every 15 s)."""
     judge = JUDGE_LABEL.format(op=op)
     window = BREACH_WINDOW
     goal_values = sorted({t.goal_ms / 1000 for t, _ in goal_tiers(goals)})
