@@ -25,13 +25,14 @@ def _promtool() -> str:
     return path
 
 
-def _run(tmp_path: Path, goals_text: str) -> subprocess.CompletedProcess[str]:
-    goals = tmp_path / "dss.goals.yaml"
+def _run(tmp_path: Path, goals_text: str, name: str = "dss") -> subprocess.CompletedProcess[str]:
+    """promtool on judged/`name`.test.yml against the rules of `goals_text` (its `name`.rules.yml)."""
+    goals = tmp_path / f"{name}.goals.yaml"
     goals.write_text(goals_text, encoding="utf-8")
-    (tmp_path / "dss.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
-    shutil.copy(JUDGED / "dss.test.yml", tmp_path)
+    (tmp_path / f"{name}.rules.yml").write_text(render(load_goals(goals)), encoding="utf-8")
+    shutil.copy(JUDGED / f"{name}.test.yml", tmp_path)
     return subprocess.run(
-        [_promtool(), "test", "rules", "dss.test.yml"],
+        [_promtool(), "test", "rules", f"{name}.test.yml"],
         check=False,
         capture_output=True,
         text=True,
@@ -99,3 +100,19 @@ def test_the_log_writes_objective_is_what_pages_a_two_percent_burn(tmp_path: Pat
     assert goals_text != shipped
     failures = _shipped_test_on(tmp_path, goals_text, "slo_io.test.yml")
     assert "alertname: LunLatencyBudgetBurnFast, time: 35m" in failures
+
+
+def test_one_op_judged_two_ways_each_lun_judged_and_counted_its_own_way(tmp_path: Path) -> None:
+    """Log LUNs judge their small writes, the others every write (judged/mixed.goals.yaml): the
+    judged latency and the SLO's events per I/O keep both kinds' branches and pick each LUN's by its
+    goal (the rules write a kind's branch only where some tier judges it: tiers.judged_kinds)."""
+    result = _run(tmp_path, (JUDGED / "mixed.goals.yaml").read_text(encoding="utf-8"), "mixed")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_with_every_write_judged_the_mixed_test_fails(tmp_path: Path) -> None:
+    """The mixed test bites: judging every write everywhere judges the log LUN on its large writes
+    too (0.62 ms, its SLO counting 110 I/Os a second of which 16.7 over goal)."""
+    result = _run(tmp_path, "selector: 'job=\"lunlat\"'\n", "mixed")
+    assert result.returncode != 0
+    assert '{judged="all", lun="log1"}' in result.stdout + result.stderr

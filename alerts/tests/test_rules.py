@@ -403,8 +403,9 @@ def test_the_tail_alert_takes_its_share_duration_and_severity_from_the_goals() -
             f'100 * lunlat:io_latency_above_goal:ratio1m{{op="{rule["labels"]["op"]}"}} > 2.5\n'
         )
         assert (rule["for"], rule["labels"]["severity"]) == ("30m", "warning")
-        # the complement of the breach alert, on the judged latency (the idle guard is in it)
-        assert f"lunlat:judged_{rule['labels']['op']}_latency_seconds:avg1m <= on (" in rule["expr"]
+        # the complement of the breach alert: the judged latency at or below goal, as recorded by
+        # the bool the breach's judgement also records (the idle guard is in the judged latency)
+        assert f'(lunlat:latency_above_goal:bool{{op="{rule["labels"]["op"]}"}} == 0)' in rule["expr"]
 
 
 def _histogram_test(

@@ -13,6 +13,7 @@ from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
 from lunlat.promql.layers import host_layer
 from lunlat.promql.recorded import (
+    ABOVE_GOAL,
     BREACH_WINDOW,
     GOAL,
     IOPS,
@@ -25,12 +26,12 @@ from lunlat.promql.recorded import (
 from lunlat_rules import cause
 from lunlat_rules.annotations import OWNER, named_wait, ratio_query, series_query, template_value, where_text
 from lunlat_rules.histogram import HOST_LAYER
-from lunlat_rules.latency import floor_series, idle_guard
+from lunlat_rules.latency import ON_HOST_LAYER, floor_series, idle_guard
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import alert
-from lunlat_rules.tiers import JUDGE_LABEL, LUN_LABELS, MIB
+from lunlat_rules.tiers import JUDGE_LABEL, LUN_LABELS, MIB, SMALL, judged_kinds
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.
@@ -49,11 +50,13 @@ def breach_alerts(goals: Goals) -> list[dict[str, Any]]:
         for op in OPS:
             name = f"LunLatency{role_name}{op.capitalize()}High"
             judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
+            # The goal narrowed to the role group too (`on` matches the role): PromQL reads every
+            # series an operand selects (idle_guard says where), and the six alerts read each goal once.
             expr = (
                 "1000 * (\n"
                 f"    {judged}{{{role_selector}}}\n"
                 f"  > {_on()} group_left (severity, engine)\n"
-                f"    {GOAL}\n"
+                f"    {GOAL}{{{role_selector}}}\n"
                 ")"
             )
             goal_ms = template_value(series_query(GOAL, scale="1000 * "), '"%.2f"')
@@ -98,6 +101,12 @@ def average_alerts(goals: Goals) -> list[dict[str, Any]]:
     small OLTP reads that stay within goal. At the tier's severity, page lowered to warning."""
     rules = []
     for op in OPS:
+        if SMALL not in judged_kinds(goals, op):
+            # Every tier judges every I/O of this op: the judged latency is the host's average
+            # under the same idle guard, so it breaches (and pages) exactly when the average does,
+            # and "the average above goal while the judged latency is not" can never fire. Not
+            # written, as PromQL would read its five operands every 15 s for nothing (issue 41).
+            continue
         latency = LATENCY.format(op=op, window=BREACH_WINDOW)
         judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
         host = f'{{layer="{HOST_LAYER}"}}'
@@ -106,11 +115,12 @@ def average_alerts(goals: Goals) -> list[dict[str, Any]]:
             "  1000 * (\n"
             f"      {latency}{host}\n"
             f"    > {_on()} group_left (severity, engine)\n"
-            f"      {GOAL}\n"
+            f"      {GOAL}{host}\n"
             "  )\n"
-            f"  {_indent(idle_guard(op), 2)}\n"
+            f"  {_indent(idle_guard(op, ON_HOST_LAYER), 2)}\n"
+            # Judged above goal: the bool recorded before (one read where `judged > goal` was two).
             f"  unless {_on()}\n"
-            f"    ({judged}{host} > {_on()} {GOAL}),\n"
+            f'    ({ABOVE_GOAL}{{{ON_HOST_LAYER}, op="{op}"}} == 1),\n'
             '  "severity", "warning", "severity", "page"\n'
             ")"
         )

@@ -15,7 +15,6 @@ from lunlat.exposition import format_value
 from lunlat.promql.layers import SERIES_LABELS, small_ios
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
-from lunlat_rules.promqltext import on as _on
 
 # The per-I/O histogram is the host's (block layer): its recorded series are layer="host".
 HOST_LAYER = "host"
@@ -51,16 +50,26 @@ class IoHistogram:
     def buckets(self, window: str, le: str | None = None, info: str = "", by_le: bool = False) -> str:
         """Rate of the LUN's bucket `le` (every bucket, by le, with `by_le`), for LUNs whose
         lunlat_lun_info also matches `info` (an override's matchers)."""
-        by = ", ".join((*HISTOGRAM_LABELS, "le") if by_le else HISTOGRAM_LABELS)
+        return self.per_lun(self.device_rate(window, le), info, by_le)
+
+    def device_rate(self, window: str, le: str | None = None) -> str:
+        """Rate of each device's bucket `le` (every bucket with None), not yet joined to its LUN."""
         le_matcher = f', le="{le}"' if le is not None else ""
         if self.size is not None:
             le_matcher += f', size="{self.size}"'
         if self.op is not None:
             le_matcher += f', op="{self.op}"'
+        return f"rate({contract.DEVICE_IO_LATENCY.name}_bucket{{{self.selector}{le_matcher}}}[{window}])"
+
+    def per_lun(self, per_device: str, info: str = "", by_le: bool = False, by: tuple[str, ...] = ()) -> str:
+        """`per_device` (rates by device; an operand of `*`, so parenthesised where it is more than
+        one term) joined to each LUN's roles through lunlat_lun_info (also matching `info`, an
+        override's matchers) and summed per LUN and op (and le, with `by_le`; and the labels `by`)."""
+        grouping = ", ".join((*HISTOGRAM_LABELS, *(("le",) if by_le else ()), *by))
         info_matchers = f', kind="lun", {info}' if info else ', kind="lun"'
         return (
-            f"sum by ({by}) (\n"
-            f"    rate({contract.DEVICE_IO_LATENCY.name}_bucket{{{self.selector}{le_matcher}}}[{window}])\n"
+            f"sum by ({grouping}) (\n"
+            f"    {_indent(per_device, 4)}\n"
             "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
             f"    {contract.LUN_INFO.name}{{{self.selector}{info_matchers}}}\n"
             ")"
@@ -74,29 +83,28 @@ class IoHistogram:
     def total(self, window: str, info: str = "") -> str:
         return self.buckets(window, "+Inf", info)
 
-    def at_or_below(self, goal: float, window: str, info: str = "") -> str:
-        """Rate of the I/Os at or below `goal` seconds (see the class for between edges)."""
-        edges = tuple((bound, bucket_le(bound)) for bound in self.bounds)
-        return events_at_or_below(goal, edges, lambda le: self.buckets(window, le, info))
-
     def quantile(self, q: str, window: str) -> str:
-        """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN)."""
-        return (
-            f"histogram_quantile({q},\n"
-            f"  {_indent(self.buckets(window, by_le=True), 2)}\n"
-            f"  and {_on(HISTOGRAM_LABELS)}\n"
-            f"  ({_indent(self.total(window), 2)} > 0)\n"
-            ")"
-        )
+        """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN).
+
+        "If `b` has 0 observations, `NaN` is returned" (Prometheus docs, querying/functions.md,
+        histogram_quantile), and a comparison with NaN is false (IEEE 754; PromQL's comparison
+        operators drop the samples for which it is false, querying/operators.md), so `>= 0` keeps
+        exactly the quantiles of LUNs with I/O in the window (every bucket bound is 0 or more). It
+        replaces a guard that read the +Inf bucket again and joined it to lunlat_lun_info a second
+        time, every 15 s (issue 41)."""
+        return f"histogram_quantile({q},\n  {_indent(self.buckets(window, by_le=True), 2)}\n) >= 0"
 
 
-def events_at_or_below(goal: float, edges: Sequence[tuple[float, str]], bucket: Callable[[str], str]) -> str:
+def events_at_or_below(
+    goal: float, edges: Sequence[tuple[float, str]], bucket: Callable[[str], str], match: str = ""
+) -> str:
     """Rate of the events at or below `goal` seconds from a histogram's finite `edges` (upper bound,
     `le` label; ascending) and `bucket` (the rate of one bucket by its `le`): the bucket itself where
     the goal is an edge; inside a bucket, interpolated linearly between its edges, as
     histogram_quantile interpolates; below the first edge the bucket starts at 0; above the last
     finite edge the histogram cannot tell, and that edge's bucket is used (the bad share an upper
-    bound)."""
+    bound). `match` (e.g. `ignoring (le) `) goes after each operator between two buckets: where
+    `bucket` keeps its `le`, two buckets match only without it."""
     for bound, le in edges:
         if math.isclose(bound, goal, rel_tol=1e-9):
             return bucket(le)
@@ -111,17 +119,24 @@ def events_at_or_below(goal: float, edges: Sequence[tuple[float, str]], bucket: 
     lower_rate = bucket(lower_le)
     return (
         f"(\n    {_indent(lower_rate, 4)}\n"
-        f"  + {fraction} * (\n"
+        f"  + {match}{fraction} * (\n"
         f"        {_indent(upper_rate, 8)}\n"
-        f"      - {_indent(lower_rate, 8)}\n"
+        f"      - {match}{_indent(lower_rate, 8)}\n"
         "    )\n"
         ")"
     )
 
 
-def bad_rate(histogram: IoHistogram, goal: float, window: str, info: str) -> str:
-    """Rate of the I/Os slower than `goal` seconds (IoHistogram.at_or_below for between edges)."""
-    return (
-        f"(\n  {_indent(histogram.total(window, info), 2)}\n"
-        f"- {_indent(histogram.at_or_below(goal, window, info), 2)}\n)"
+def bad_per_device(histogram: IoHistogram, goal: float, window: str) -> str:
+    """Rate of each device's I/Os slower than `goal` seconds (events_at_or_below for between
+    edges): its +Inf bucket less its I/Os at or below the goal, per device, to be joined to the
+    LUN's roles once (IoHistogram.per_lun). The difference of two joined sums is the same number,
+    but each join reads every LUN's lunlat_lun_info whether or not a histogram exists (PromQL
+    evaluates both operands: latency.idle_guard), two or three joins per goal and kind every 15 s
+    (issue 41)."""
+    edges = tuple((bound, bucket_le(bound)) for bound in histogram.bounds)
+    below = events_at_or_below(
+        goal, edges, lambda le: histogram.device_rate(window, le), match="ignoring (le) "
     )
+    total = histogram.device_rate(window, "+Inf")
+    return f"(\n  {total}\n- ignoring (le)\n  {_indent(below, 2)}\n)"

@@ -30,13 +30,18 @@ from lunlat_rules.promqltext import labelled
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
-from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, LUN_LABELS, MIB, SMALL, goal_tiers
+from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, LUN_LABELS, MIB, SMALL, goal_tiers, judged_kinds
 
 # Which engine each database (a source's `database` label) is: one series per job, instance and
 # database, `engine` a rule label. Joined on `database`, it gives the host layer of a LUN a database
 # uses the same `engine` as the database's own layer: the engine is known only through a database
 # source (its file map or a `luns:` entry naming one of its databases); a LUN no source names has none.
 ENGINE_INFO = "lunlat:database_engine:info"
+
+
+# Matchers on the recorded series' `layer`: the host's, and the databases' own.
+ON_HOST_LAYER = f'layer="{HOST_LAYER}"'
+OFF_HOST_LAYER = f'layer!="{HOST_LAYER}"'
 
 
 def rule_layers(goals: Goals) -> list[Layer]:
@@ -161,36 +166,55 @@ def judged_latency(goals: Goals) -> list[dict[str, Any]]:
     for op in OPS:
         judge = JUDGE_LABEL.format(op=op)
         latency = LATENCY.format(op=op, window=window)
+        # Only the kinds some tier judges are written (tiers.judged_kinds). With one kind, the goal
+        # has nothing to choose: the idle guard (GOAL_MIN_IOPS), which each branch reads, exists
+        # exactly where the goal does (goal_series: the same tiers over the same series), so the
+        # branches read no goal (issue 41).
+        kinds = judged_kinds(goals, op)
+        one_kind = len(kinds) == 1
         small = (
             f"{histogram.small(op, 'sum', window)}\n"
             f"/ {_on(LUN_LABELS)}\n"
             f"  (\n    {_indent(histogram.small(op, 'count', window), 4)}\n"
             f"  >= {_on(LUN_LABELS)}\n"
-            f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )\n'
-            f'and {_on(LUN_LABELS)}\n  {host_goal}, {judge}="{SMALL}"}}'
+            f'    {GOAL_MIN_IOPS}{{layer="{HOST_LAYER}"}}\n  )'
+            + ("" if one_kind else f'\nand {_on(LUN_LABELS)}\n  {host_goal}, {judge}="{SMALL}"}}')
         )
-        every = (
-            f'{latency}{{layer="{HOST_LAYER}"}}\n'
-            f"and {_on(LUN_LABELS)}\n"
-            f'  (\n    {host_goal}, {judge}="{ALL}"}}\n'
-            f"  or {_on(LUN_LABELS)}\n"
-            f'    ({host_goal}, {judge}="{SMALL}"}} unless on (job, instance, lun) {has_histogram})\n'
-            f"  )\n"
-            f"{idle_guard(op)}"
-        )
-        host = f"{labelled(small, judged=SMALL)}\nor {_on(LUN_LABELS)}\n{labelled(every, judged=ALL)}"
+        # Every I/O is judged where the tier says so, and where it says small but the host has no
+        # histogram of the LUN.
+        no_histogram = f"unless on (job, instance, lun) {has_histogram}"
+        if kinds == (ALL,):
+            every_where = ""
+        elif kinds == (SMALL,):
+            every_where = f"{no_histogram}\n"
+        else:
+            every_where = (
+                f"and {_on(LUN_LABELS)}\n"
+                f'  (\n    {host_goal}, {judge}="{ALL}"}}\n'
+                f"  or {_on(LUN_LABELS)}\n"
+                f'    ({host_goal}, {judge}="{SMALL}"}} {no_histogram})\n'
+                "  )\n"
+            )
+        every = f'{latency}{{layer="{HOST_LAYER}"}}\n{every_where}{idle_guard(op, ON_HOST_LAYER)}'
+        branches = [*([labelled(small, judged=SMALL)] if SMALL in kinds else []), labelled(every, judged=ALL)]
+        host = f"\nor {_on(LUN_LABELS)}\n".join(branches)
         name = JUDGED_LATENCY.format(op=op, window=window)
         rules.append(record(name, host, layer=HOST_LAYER, op=op))
         if any(isinstance(layer, DbLayer) for layer in rule_layers(goals)):
-            database = f'{latency}{{layer!="{HOST_LAYER}"}}\n{idle_guard(op)}'
+            database = f'{latency}{{layer!="{HOST_LAYER}"}}\n{idle_guard(op, OFF_HOST_LAYER)}'
             rules.append(record(name, labelled(database, judged=DATABASE), op=op))
     return rules
 
 
-def idle_guard(op: str) -> str:
-    """`and` clause keeping series whose operations reach the idle guard."""
+def idle_guard(op: str, layer: str) -> str:
+    """`and` clause keeping series whose operations reach the idle guard, both sides narrowed to
+    `layer` (a matcher on it, the layer of the series guarded). Narrowed because PromQL evaluates
+    both operands of a binary operator whatever the other holds (prometheus/prometheus
+    promql/engine.go, `evaluator.eval`, case `*parser.BinaryExpr`: `rangeEval(…, e.LHS, e.RHS)`), so
+    a guard costs every series its selectors match: unnarrowed, the database layer's guard read every
+    LUN's IOPS and idle guard each evaluation on hosts with no database layer (issue 41)."""
     iops = IOPS.format(window=BREACH_WINDOW)
-    return f'and {_on()}\n  ({iops}{{op="{op}"}} >= {_on()} {GOAL_MIN_IOPS})'
+    return f'and {_on()}\n  ({iops}{{op="{op}", {layer}}} >= {_on()} {GOAL_MIN_IOPS}{{{layer}}})'
 
 
 def above_goal(goals: Goals) -> list[dict[str, Any]]:

@@ -31,14 +31,20 @@ from lunlat.promql.recorded import (
     SLO_TICKET_INTERVAL,
 )
 from lunlat_rules.annotations import named_wait
-from lunlat_rules.histogram import HOST_LAYER, IoHistogram, bad_rate, events_at_or_below
+from lunlat_rules.histogram import (
+    HISTOGRAM_LABELS,
+    HOST_LAYER,
+    IoHistogram,
+    bad_per_device,
+    events_at_or_below,
+)
 from lunlat_rules.latency import rule_layers
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import labelled
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
-from lunlat_rules.tiers import ALL, JUDGE_LABEL, LUN_LABELS, SMALL, goal_tiers
+from lunlat_rules.tiers import ALL, JUDGE_LABEL, LUN_LABELS, SMALL, goal_tiers, judged_kinds
 
 # The database layer's recorded series (layers.DbLayer.name), and the labels a database's wait SLO
 # events are summed by (the waits are per database and role, not per LUN).
@@ -63,20 +69,47 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
     label says. The goal series has already chosen each LUN's tier (first match), so the I/Os are
     read once per judged kind and, for the bad ones, once per goal the tiers set (the slow share
     read from the buckets at that goal, kept where the LUN's goal is that one), not once per tier:
-    goals of equal value share a branch, as wait_slo_events' do (issue 41: every branch is a rate
-    and join of the histogram's buckets, every 15 s)."""
+    goals of equal value share a branch, as wait_slo_events' do; the kinds of one goal share one
+    join to lunlat_lun_info (issue 41: every join reads every LUN's info, every 15 s)."""
     judge = JUDGE_LABEL.format(op=op)
     window = BREACH_WINDOW
     goal_values = sorted({t.goal_ms / 1000 for t, _ in goal_tiers(goals)})
     branches = []
     for goal_s in goal_values if bad else [None]:
+        # The judged kinds' rates per device, each labelled with its kind (as the goal's judge
+        # label names it), joined to the LUNs' roles once: a join reads every LUN's
+        # lunlat_lun_info, histogram or not (histogram.bad_per_device), so one join per goal
+        # instead of one per kind.
+        rates = {}
         for kind, size in ((SMALL, contract.BIO_SIZES[0]), (ALL, None)):
+            if kind not in judged_kinds(goals, op):
+                continue  # no tier judges it: a branch that can match nothing (tiers.judged_kinds)
             histogram = IoHistogram(goals.selector, size=size, op=op)
-            events = histogram.total(window) if goal_s is None else bad_rate(histogram, goal_s, window, "")
-            goal = f'{GOAL}{{layer="{HOST_LAYER}", {judge}="{kind}"}}'
-            if goal_s is not None and len(goal_values) > 1:
-                goal = f"({goal} == {_promql_number(goal_s)})"
-            branches.append(f"(\n  {_indent(events, 2)}\n  and {_on(LUN_LABELS)}\n    {goal}\n)")
+            rates[kind] = (
+                histogram.device_rate(window, "+Inf")
+                if goal_s is None
+                else bad_per_device(histogram, goal_s, window)
+            )
+        by_goal = goal_s is not None and len(goal_values) > 1
+        if len(rates) == 1 and not by_goal:
+            # One kind judged, one goal: the LUN's goal has nothing to choose, and slo_events keeps
+            # the judged LUNs (`and` the above-goal bool, which only a LUN with a goal has), so no
+            # read of the goal here.
+            (rate,) = rates.values()
+            branches.append(IoHistogram(goals.selector, op=op).per_lun(rate))
+            continue
+        labelled_rates = [labelled(rate, **{judge: kind}) for kind, rate in rates.items()]
+        union = "(\n  " + _indent("\nor\n".join(labelled_rates), 2) + "\n)"
+        joined = IoHistogram(goals.selector, op=op).per_lun(union, by=(judge,))
+        goal = f'{GOAL}{{layer="{HOST_LAYER}"}}'
+        if goal_s is not None and by_goal:
+            goal = f"({goal} == {_promql_number(goal_s)})"
+        # The kind the LUN's goal judges kept (one per LUN: the goal's first matching tier), then
+        # summed without the kind label.
+        branches.append(
+            f"sum by ({', '.join(HISTOGRAM_LABELS)}) (\n  {_indent(joined, 2)}\n"
+            f"  and {_on((*LUN_LABELS, judge))}\n    {goal}\n)"
+        )
     return labelled(f"\nor {_on(LUN_LABELS)}\n".join(branches), layer=HOST_LAYER, indicator="io")
 
 

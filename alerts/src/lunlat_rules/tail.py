@@ -8,6 +8,7 @@ from typing import Any
 
 from lunlat.goals import Goals
 from lunlat.promql.recorded import (
+    ABOVE_GOAL,
     BREACH_WINDOW,
     GOAL,
     IO_ABOVE_GOAL_RATIO,
@@ -56,10 +57,12 @@ def tail_alerts(goals: Goals) -> list[dict[str, Any]]:
     rules = []
     for op in OPS:
         latency = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
+        # Judged at or below goal: the bool recorded before is 0 (one read where `judged <= goal` was
+        # two: PromQL reads both operands whatever the share holds, latency.idle_guard).
         expr = (
             f'100 * {share}{{op="{op}"}} > {_promql_number(tail.above_percent)}\n'
             f"and {_on()}\n"
-            f"  ({latency} <= {_on()} {GOAL})"
+            f'  ({ABOVE_GOAL}{{op="{op}"}} == 0)'
         )
         goal_ms = template_value(series_query(GOAL, scale="1000 * "), '"%.2f"')
         average = template_value(series_query(latency, scale="1000 * "), '"%.2f"')

@@ -71,3 +71,12 @@ def goal_tiers(goals: Goals) -> list[tuple[Tier, str]]:
         tiers.append((Tier(*unowned, *judge), UNOWNED))
     tiers.append((tier_of(goals.default), "" if unowned is not None else OWNED))
     return tiers
+
+
+def judged_kinds(goals: Goals, op: str) -> tuple[str, ...]:
+    """Which I/Os some tier judges for `op` (SMALL, ALL; in that order): the values the goal
+    series' judge label of `op` can take. A branch of the judged latency or of the SLO's events for
+    a kind no tier judges could only ever match nothing, yet PromQL would read its operands every
+    15 s (latency.idle_guard): the rules leave it out (issue 41)."""
+    used = {tier.judged(op) for tier, _ in goal_tiers(goals)}
+    return tuple(kind for kind in (SMALL, ALL) if kind in used)
