@@ -23,7 +23,7 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,7 @@ from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
 from tests.oracle.emulation import OracleEmulation
 from tests.oracle.simulator import IO, Commits, Load, LogNormal
 from tests.support import prometheus_server, stub_exporter
+from tests.support.background import in_background
 from tests.support.exporter_process import LOOPBACK
 from tests.support.fake_host import FakeHost, Stats
 
@@ -90,18 +91,6 @@ def mssql_load(dss: bool) -> dict[tuple[str, Any, Any], Stream]:
         (MSSQL_DATABASE, "data", "write"): Stream(30, 250),
         (MSSQL_DATABASE, "log", "write"): Stream(80, 200, replica_us=800),  # a synchronous replica
     }
-
-
-@contextmanager
-def in_background(run: Callable[[], None], stop: threading.Event, name: str) -> Iterator[None]:
-    """`run` in a thread until the block ends, then `stop` set and the thread joined."""
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(5)
 
 
 @dataclass

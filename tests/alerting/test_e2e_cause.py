@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,29 +69,13 @@ def host_b(root: Path) -> FakeHost:
     return host
 
 
-def _reads(host: FakeHost, device: str, per_second: int, sectors: int, ms: float) -> None:
-    """`per_second` reads of `sectors` 512-byte sectors at `ms` each, one second's worth: the time
-    they take added to the weighted time too (I/Os in flight = reads/s x latency)."""
-    old = host.stats.get(device)
-    assert old is not None
-    busy = round(per_second * ms)
-    host.stats[device] = replace(
-        old,
-        reads=old.reads + per_second,
-        read_sectors=old.read_sectors + per_second * sectors,
-        read_ms=old.read_ms + busy,
-        io_ms=old.io_ms + 1000,
-        weighted_ms=old.weighted_ms + busy,
-    )
-
-
 def advance(a: FakeHost, b: FakeHost, stop: threading.Event) -> None:
     """Every second: ora_data 100 reads/s of 8 KiB at 2 ms (0.2 in flight); dw_data 200 reads/s of
     1 MiB at 0.5 ms (200 MiB/s); pg_data 1000 reads/s of 8 KiB at 4 ms (4 in flight)."""
     while not stop.wait(1.0):
-        _reads(a, "dm-0", 100, 16, 2.0)
-        _reads(b, "dm-0", 200, 2048, 0.5)
-        _reads(b, "loop3", 1000, 16, 4.0)
+        a.add_reads("dm-0", 100, 16, 2.0)
+        b.add_reads("dm-0", 200, 2048, 0.5)
+        b.add_reads("loop3", 1000, 16, 4.0)
         a.write()
         b.write()
 

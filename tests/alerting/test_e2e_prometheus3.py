@@ -17,7 +17,6 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ import yaml
 
 from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, alertmanager_binary
 from tests.support import prometheus_server
+from tests.support.background import in_background
 from tests.support.fake_host import FakeHost, Stats
 
 pytestmark = pytest.mark.prometheus3
@@ -60,25 +60,11 @@ def reading_slowly(host: FakeHost) -> Iterator[None]:
 
     def run() -> None:
         while not stop.wait(1.0):
-            old = host.stats["dm-0"]
-            busy = round(READS_PER_SECOND * READ_MS)
-            host.stats["dm-0"] = replace(
-                old,
-                reads=old.reads + READS_PER_SECOND,
-                read_sectors=old.read_sectors + READS_PER_SECOND * 16,
-                read_ms=old.read_ms + busy,
-                io_ms=old.io_ms + 1000,
-                weighted_ms=old.weighted_ms + busy,
-            )
+            host.add_reads("dm-0", READS_PER_SECOND, 16, READ_MS)
             host.write()
 
-    thread = threading.Thread(target=run, name="slow-host", daemon=True)
-    thread.start()
-    try:
+    with in_background(run, stop, "slow-host"):
         yield
-    finally:
-        stop.set()
-        thread.join(5)
 
 
 def pages(notification: Notification) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@
   to install;
 - `fake_clock`: a clock a test moves by hand; `polling`: wait for a condition, fail naming it;
 - `fake_host`: sysfs and procfs trees laid out as a real host's (`FakeHost`);
+- `background`: a loop in a thread for the length of a `with` block;
 - `hostile_files`: a FIFO, /dev/zero or a socket where a file should be, run without wedging the test;
 - `exporter_process`: `lunlat serve` (or another exporter) as a child process, scraped;
 - `stub_exporter`: an HTTP server on loopback answering one path with a given exposition;

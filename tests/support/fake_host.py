@@ -16,6 +16,7 @@ sysfs is written as devices are added; `write()` writes the procfs files (`disks
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -119,6 +120,21 @@ class FakeHost:
         self.procfs = self.root / "proc"
         for directory in (self.sysfs / "class" / "block", self.sysfs / "block", self.procfs / "1"):
             directory.mkdir(parents=True, exist_ok=True)
+
+    def add_reads(self, device: str, count: int, sectors: int, ms: float) -> None:
+        """`count` reads of `sectors` 512-byte sectors at `ms` each, one second's worth, added to
+        `device`'s stats: their time added to the weighted time too (I/Os in flight = reads/s x
+        latency). `write()` publishes them."""
+        old = self.stats[device]
+        busy = round(count * ms)
+        self.stats[device] = dataclasses.replace(
+            old,
+            reads=old.reads + count,
+            read_sectors=old.read_sectors + count * sectors,
+            read_ms=old.read_ms + busy,
+            io_ms=old.io_ms + 1000,
+            weighted_ms=old.weighted_ms + busy,
+        )
 
     # --- devices -------------------------------------------------------------------------------
 
