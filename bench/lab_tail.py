@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -45,11 +44,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from lunlat import contract
 from lunlat_lab import commands
 from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
+from tests.support.exposition_samples import samples
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
 GOAL_S = 0.001
+HISTOGRAM = contract.DEVICE_IO_LATENCY.name
 LAB = """\
 size_mib: 64
 arrays:
@@ -77,19 +79,17 @@ class Window:
 
 
 def _writes(text: str, device: str) -> tuple[dict[str, float], float]:
-    """The write buckets (by `le`, summed over size classes) and the write sum of `device`."""
+    """The write buckets (by `le`, summed over size classes) and the write sum of `device`, read
+    with prometheus_client's parser (tests/support/exposition_samples)."""
     buckets: dict[str, float] = {}
     total = 0.0
-    for line in text.splitlines():
-        if not line.startswith("lunlat_device_io_latency_seconds_") or f'device="{device}"' not in line:
+    for (name, labels), value in samples(text).items():
+        named = dict(labels)
+        if named.get("device") != device or named.get("op") != "write":
             continue
-        if 'op="write"' not in line:
-            continue
-        value = float(line.rsplit(" ", 1)[1])
-        le = re.search(r'le="([^"]+)"', line)
-        if line.startswith("lunlat_device_io_latency_seconds_bucket") and le:
-            buckets[le[1]] = buckets.get(le[1], 0.0) + value
-        elif line.startswith("lunlat_device_io_latency_seconds_sum"):
+        if name == f"{HISTOGRAM}_bucket":
+            buckets[named["le"]] = buckets.get(named["le"], 0.0) + value
+        elif name == f"{HISTOGRAM}_sum":
             total += value
     return buckets, total
 
