@@ -17,9 +17,11 @@ the image builds from cache, and the stack's checks take about a minute and a ha
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from lunlat import contract
 from lunlat.goals import duration_seconds
 from tests.alerting.stack import alertmanager_config
 from tests.support import podman_stack
@@ -272,22 +275,52 @@ def _luns_and_mountpoints(text: str) -> set[tuple[str, str]]:
     }
 
 
+def _reloaded_at(text: str) -> float:
+    [family] = [
+        f
+        for f in text_string_to_metric_families(text)
+        if f.name == contract.CONFIG_LAST_RELOAD_SUCCESS_TIME.name
+    ]
+    return float(family.samples[0].value)
+
+
+def _after_a_reload(hup: Callable[[], object], get: Callable[[], str]) -> str:
+    """SIGHUP, then the first exposition the reload made. A reload builds the diskstats source anew,
+    so its topology is read at that moment, not up to a refresh interval ago."""
+    before = _reloaded_at(get())
+    hup()
+
+    def reloaded() -> str:
+        text = get()
+        return text if _reloaded_at(text) > before else ""
+
+    return str(_wait("the reload after SIGHUP", 60, reloaded))
+
+
 def test_the_exporter_in_its_container_sees_the_hosts_luns_and_mountpoints(
     stack: Stack, tmp_path: Path
 ) -> None:
     """`lunlat_lun_info`'s (lun, mountpoint) pairs in the container and on the host, with the same
-    config, scraped at the same moment. The mount table changes whenever a container starts or stops
-    on this host (its overlay and network namespace mounts): up to five rounds, the last compared."""
+    config, each read just after a reload (SIGHUP) at the same moment: an exporter keeps a topology
+    up to a refresh interval, and other work on this host attaches and detaches loop devices. The mount
+    table changes whenever a container starts or stops on this host (its overlay and network
+    namespace mounts): up to five rounds, the last compared."""
     argv = lunlat_serve(f"--config.file={HOST_CONFIG}")
+    exporter = stack.container("exporter")
     with (
         ExporterProcess(argv, tmp_path / "host.log", port_pattern=LUNLAT_PORT) as host,
         ThreadPoolExecutor(max_workers=2) as pool,
     ):
         for _ in range(5):
-            contained = pool.submit(scrape, stack.ports["exporter"])
-            on_host = _luns_and_mountpoints(pool.submit(host.scrape).result().text)
-            assert contained.result().status == 200
-            in_container = _luns_and_mountpoints(contained.result().text)
+            contained = pool.submit(
+                _after_a_reload,
+                lambda: stack.podman.run("kill", "--signal", "HUP", exporter),
+                lambda: scrape(stack.ports["exporter"]).text,
+            )
+            on_host = _luns_and_mountpoints(
+                _after_a_reload(lambda: os.kill(host.pid, signal.SIGHUP), lambda: host.scrape().text)
+            )
+            in_container = _luns_and_mountpoints(contained.result())
             if in_container == on_host:
                 break
             time.sleep(3)

@@ -316,6 +316,36 @@ def test_a_dm_rename_is_seen_after_the_refresh_interval(host: FakeHost) -> None:
     assert_consistent(host, got)
 
 
+def test_a_loop_device_attached_after_start_is_published_once_it_does_io(host: FakeHost) -> None:
+    """`losetup` on a loop device that already exists changes neither diskstats' device set nor the
+    mounts; its first I/O is what says so, long before the refresh interval."""
+    clock = FakeClock()
+    src = source(host, clock=clock)
+    assert "loop0" not in collect(src).devices()
+    host.set_loop_backing("loop0", "/srv/lab/lun0.img")
+    host.write()
+    clock.now += 1.0
+    assert "loop0" not in collect(src).devices()  # no I/O yet: the cached topology stands
+    host.stats["loop0"] = Stats.distinct(7)
+    host.write()
+    got = collect(src)
+    assert got.lun_of()["loop0"] == "loop0"
+    assert_consistent(host, got)
+
+
+def test_an_unattached_loop_device_that_counts_io_stays_hidden(host: FakeHost) -> None:
+    """I/O counted on a loop device with no backing file (an open that failed) re-reads it and
+    finds it still unattached."""
+    src = source(host)
+    collect(src)
+    host.stats["loop0"] = Stats.distinct(3)
+    host.write()
+    assert "loop0" not in collect(src).devices()
+    host.stats["loop0"] = Stats.distinct(4)
+    host.write()
+    assert "loop0" not in collect(src).devices()
+
+
 def test_collect_twice_without_change_publishes_the_same(host: FakeHost) -> None:
     src = source(host, luns=[ORA_ENTRY])
     first = collect(src)

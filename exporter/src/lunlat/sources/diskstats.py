@@ -89,6 +89,27 @@ class _Published:
     multipaths: list[tuple[LabelSet, tuple[str, ...]]] = field(default_factory=list)
     # The host's queue limits of each published device that has them (topology.queue_limits).
     queue_limits: list[Family] = field(default_factory=list)
+    # Each unattached loop device's table row and reads + writes then. `losetup` on a loop device
+    # that exists changes neither the device set nor the mounts (loop(4), Linux man-pages:
+    # LOOP_SET_FD "Associate the loop device with the open file"; LOOP_CONFIGURE, torvalds/linux
+    # commit 3448914e8cc5, does it in one call): its counters moving is the cheap sign to read its
+    # sysfs again, rather than wait out the refresh interval. Only a sign: sysfs decides.
+    idle_loops: list[tuple[int, int]] = field(default_factory=list)
+
+    def woken_loops(self, table: Table) -> set[str]:
+        """The unattached loop devices that counted I/O since the topology was read."""
+        reads, writes = table.columns[READS], table.columns[WRITES]
+        return {table.names[row] for row, done in self.idle_loops if reads[row] + writes[row] != done}
+
+
+def _idle_loops(table: Table, views: dict[str, LunView]) -> list[tuple[int, int]]:
+    """Each unattached loop device's table row and reads + writes now (_Published.idle_loops)."""
+    reads, writes = table.columns[READS], table.columns[WRITES]
+    return [
+        (row, reads[row] + writes[row])
+        for row, name in enumerate(table.names)
+        if name in views and views[name].hidden
+    ]
 
 
 class DiskstatsSource:
@@ -257,15 +278,17 @@ class DiskstatsSource:
         )
         stale = now - self._sysfs_read_at >= self._refresh_interval
         db_version = self._db_labels.version if self._db_labels is not None else 0
+        woken = cached.woken_loops(table) if cached is not None and same_devices else set()
         if (
             cached is not None
             and same_devices
+            and not woken
             and cached.mount_text == mount_text
             and cached.db_version == db_version
             and not stale
         ):
             return cached
-        devices = self._block_devices(table, same_devices, stale)
+        devices = self._block_devices(table, same_devices, stale, woken)
         if stale:
             self._sysfs_read_at = now
         views = resolve(devices, mounts)
@@ -340,22 +363,27 @@ class DiskstatsSource:
                 )
                 if samples
             ],
+            _idle_loops(table, views),
         )
         if self._board is not None:
             self._board.publish(board)
         log.debug("topology refreshed", devices=len(table.names), shown=len(info))
         return self._published
 
-    def _block_devices(self, table: Table, same_devices: bool, stale: bool) -> dict[str, BlockDevice]:
+    def _block_devices(
+        self, table: Table, same_devices: bool, stale: bool, woken: set[str]
+    ) -> dict[str, BlockDevice]:
         """sysfs facts: all re-read when stale; else only what a device change concerns.
 
         A mount change needs no sysfs read at all; a new or vanished device re-reads itself and
-        the devices stacked on or under it (a new multipath map changes its paths' holders).
+        the devices stacked on or under it (a new multipath map changes its paths' holders); a
+        woken loop device (`woken_loops`) re-reads itself.
         """
         if stale or not self._devices:
             self._devices = read_block_devices(self._sysfs, table.names)
             return self._devices
         if same_devices:
+            self._devices.update((name, read_block_device(self._sysfs, name)) for name in woken)
             return self._devices
         current = {
             f"{major}:{minor}": name
