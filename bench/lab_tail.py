@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lunlat import contract
 from lunlat_lab import commands
+from lunlat_lab.holdback import idle_cgroup
 from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess, lunlat_serve, scrape
 from tests.support.exposition_samples import samples
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir
@@ -100,30 +101,6 @@ def _window(before: tuple[dict[str, float], float], after: tuple[dict[str, float
     within = b1[repr(GOAL_S)] - b0[repr(GOAL_S)]
     within_twice = b1[repr(2 * GOAL_S)] - b0[repr(2 * GOAL_S)]
     return Window(n, (s1 - s0) / n * 1000, (n - within) / n, (n - within_twice) / n)
-
-
-def idle_cgroup(name: str) -> Path | None:
-    """A cpu cgroup `name` marked idle, made where the cpu controller is (cgroup v1's
-    /sys/fs/cgroup/cpu, or the v2 hierarchy with cpu in the root's subtree_control); None when
-    neither has it (no cpu.idle before Linux 5.15)."""
-    for base in (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup")):
-        if base == Path("/sys/fs/cgroup") and "cpu" not in _words(base / "cgroup.subtree_control"):
-            continue
-        group = base / name
-        try:
-            group.mkdir(exist_ok=True)
-            (group / "cpu.idle").write_text("1\n", encoding="ascii")
-        except OSError:
-            continue
-        return group
-    return None
-
-
-def _words(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="ascii").split()
-    except OSError:
-        return []
 
 
 @contextmanager

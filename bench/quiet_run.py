@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands, measure
 from lunlat_lab.config import LabConfig
 from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
+from lunlat_lab.holdback import held_back
 from lunlat_lab.state import LabState
 from tests.alerting import e2e, stack
 from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries
@@ -330,7 +331,26 @@ def parse_args() -> argparse.Namespace:
         help="every busy LUN at the reference's averages of the phase, as `lunlat-lab scenario --reference` "
         "sets them (no spread, no queueing in the arrays)",
     )
+    parser.add_argument(
+        "--no-hold-back",
+        dest="hold_back",
+        action="store_false",
+        help="leave what the run starts beside the lab's I/O path as it is, instead of in an idle cpu "
+        "cgroup (lunlat_lab.holdback)",
+    )
     return parser.parse_args()
+
+
+def set_latencies(state_dir: Path, lab: LabConfig, idle: list[str], args: argparse.Namespace) -> None:
+    """The idle LUNs' rare slow I/O; the busy ones at LATENCY_MS, the lab's baselines (--baselines) or
+    the reference's averages of the phase (--reference)."""
+    for lun in lab.luns:
+        if lun.name in idle:
+            commands.set_latency(state_dir, lun.name, SLOW_MS, SLOW_MS, None)
+        elif not (args.baselines or args.reference):
+            commands.set_latency(state_dir, lun.name, LATENCY_MS, LATENCY_MS, None)
+    if args.reference:
+        commands.reference_phase(state_dir, args.phase, DEFAULT_REFERENCE_FILE)
 
 
 def main() -> int:
@@ -369,15 +389,15 @@ def main() -> int:
         flush=True,
     )
     state_dir = Path(tempfile.mkdtemp(prefix="lunlat-quiet-", dir=memory_backed_dir()))
+    hold = ExitStack()
     try:
         commands.up(e2e.LAB_CONFIG, state_dir, engine)
-        for lun in lab.luns:
-            if lun.name in idle:
-                commands.set_latency(state_dir, lun.name, SLOW_MS, SLOW_MS, None)
-            elif not (args.baselines or args.reference):
-                commands.set_latency(state_dir, lun.name, LATENCY_MS, LATENCY_MS, None)
-        if args.reference:
-            commands.reference_phase(state_dir, phase, DEFAULT_REFERENCE_FILE)
+        # The lab stands for the array: what the run starts from here on (fio, the exporter,
+        # Prometheus, Alertmanager) gives way to its I/O path (lunlat_lab.holdback says why).
+        if args.hold_back:
+            group = hold.enter_context(held_back(f"lunlat-quiet-run-{os.getpid()}"))
+            print(f"held back: {group or 'no (no cpu cgroup with cpu.idle here)'}", flush=True)
+        set_latencies(state_dir, lab, idle, args)
         commands.phase(state_dir, phase)
         state = LabState.load(state_dir)
         assert state is not None
@@ -412,6 +432,7 @@ def main() -> int:
             received = latency_notifications(hook)
     finally:
         commands.down(state_dir)
+        hold.close()
 
     total, windows = steals
     paged = pages(received)

@@ -128,10 +128,15 @@ def test_a_breach_names_the_neighbour_on_the_array_and_the_cause(stack: Stack) -
     assert 150 < float(first[1]) < 250, "about 200 MiB/s (rates of a thread's seconds, scraped every 5 s)"
     assert "loop3" not in ora["neighbours"], "a LUN of no known array is no neighbour"
     assert ora["cause"].startswith("The device:"), ora["cause"]
-    assert "I/Os in flight on average against its queue_depth of 32" in ora["cause"], ora["cause"]
+    assert "I/Os in flight on average since the last scrape, against its queue_depth of 32" in ora["cause"], (
+        ora["cause"]
+    )
 
     pg = _firing(api, "loop3")["annotations"]
     assert pg["cause"].startswith("Host queue: the queue of this LUN's device is at its limit"), pg["cause"]
-    in_flight = re.search(r"([0-9.]+) I/Os in flight on average against its nr_requests of 4", pg["cause"])
+    in_flight = re.search(
+        r"([0-9.]+) I/Os in flight on average since the last scrape, against its nr_requests of 4",
+        pg["cause"],
+    )
     assert in_flight is not None and float(in_flight[1]) >= 3.6, pg["cause"]
     assert "its array is unknown" in pg["neighbours"], pg["neighbours"]

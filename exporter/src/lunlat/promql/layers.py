@@ -24,11 +24,11 @@ class HostLayer:
     selector: str
     name: str = "host"
 
-    def _per_lun(self, counter: str, window: str) -> str:
+    def _per_lun(self, counter: str, window: str, function: str = "rate") -> str:
         by = ", ".join(label for label in SERIES_LABELS if label != "layer")
         return (
             f"sum by ({by}) (\n"
-            f"    rate({counter}{{{self.selector}}}[{window}])\n"
+            f"    {function}({counter}{{{self.selector}}}[{window}])\n"
             "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
             f'    {ground.LUN_INFO.name}{{{self.selector}, kind="lun"}}\n'
             ")"
@@ -46,9 +46,10 @@ class HostLayer:
         spec = ground.DEVICE_READ_BYTES if op == "read" else ground.DEVICE_WRITE_BYTES
         return self._per_lun(spec.name, window)
 
-    def queue(self, window: str) -> str | None:
-        """The LUN's average I/Os in flight (diskstats' weighted time per second)."""
-        return self._per_lun(ground.DEVICE_IO_WEIGHTED_TIME.name, window)
+    def queue(self, window: str, function: str = "rate") -> str | None:
+        """The LUN's average I/Os in flight (diskstats' weighted time per second), by `function`
+        (rate, or irate: between the window's last two samples)."""
+        return self._per_lun(ground.DEVICE_IO_WEIGHTED_TIME.name, window, function)
 
 
 def small_ios(selector: str, op: str, part: str, window: str) -> str:
@@ -100,8 +101,8 @@ class ExporterHostLayer:
     lunlat_host: HostJoin
     name: str = "host"
 
-    def _per_lun(self, counter: str, window: str) -> str:
-        exporter = _host(f"rate({counter}{{{self.selector}}}[{window}])", self.exporter_host)
+    def _per_lun(self, counter: str, window: str, function: str = "rate") -> str:
+        exporter = _host(f"{function}({counter}{{{self.selector}}}[{window}])", self.exporter_host)
         return (
             f"sum by ({_BY}) (\n"
             f"    {exporter}\n"
@@ -119,10 +120,11 @@ class ExporterHostLayer:
     def bytes(self, op: str, window: str) -> str | None:
         return self._per_lun(self.counters[f"{op}_bytes"], window)
 
-    def queue(self, window: str) -> str | None:
-        """The LUN's average I/Os in flight, where the exporter counts diskstats' weighted time."""
+    def queue(self, window: str, function: str = "rate") -> str | None:
+        """The LUN's average I/Os in flight, where the exporter counts diskstats' weighted time, by
+        `function` (rate, or irate)."""
         counter = self.counters.get("queue")
-        return None if counter is None else self._per_lun(counter, window)
+        return None if counter is None else self._per_lun(counter, window, function)
 
 
 # node_exporter's diskstats collector (prometheus/node_exporter collector/diskstats_common.go, the
