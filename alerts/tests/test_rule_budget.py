@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from lunlat import contract
+from lunlat.engines.mssql import metrics as mssql
+from lunlat.engines.oracle import metrics as oracle
 from lunlat.exposition import format_value
 from lunlat.goals import load_goals
+from lunlat.ground import MetricSpec
 from lunlat.promql import recorded
 
 ALERTS = Path(__file__).resolve().parents[1]
@@ -81,6 +84,71 @@ tests:
       - expr: count({{__name__=~"lunlat:.+", lun="", database="D", role="data"}})
         eval_time: 9m
         exp_samples: [{{labels: '{{}}', value: {per_role}}}]
+""",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [promtool, "test", "rules", "budget.test.yml"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# The database layer, per (LUN, database, role): what docs/deploy/fleet.md's "Series and bytes" table
+# says, held here as the host layer's is. One data file on the LUN with reads and writes, each engine's
+# counters as its metrics module names and labels them.
+DB_LABEL_VALUES = {"database": "D", "workload": "oltp", "db": "P", "db_instance": "I", "file": "/f"}
+DB_LAYER_COUNTERS: dict[str, tuple[MetricSpec, ...]] = {
+    "oracle": (
+        oracle.ORACLE_FILE_READS,
+        oracle.ORACLE_FILE_WRITES,
+        oracle.ORACLE_FILE_READ_TIME,
+        oracle.ORACLE_FILE_WRITE_TIME,
+        oracle.ORACLE_FILE_SYNC_READS,
+        oracle.ORACLE_FILE_SYNC_READ_TIME,
+    ),
+    "mssql": (
+        mssql.MSSQL_FILE_READS,
+        mssql.MSSQL_FILE_WRITES,
+        mssql.MSSQL_FILE_READ_STALL,
+        mssql.MSSQL_FILE_WRITE_STALL,
+        mssql.MSSQL_FILE_READ_BYTES,
+        mssql.MSSQL_FILE_WRITE_BYTES,
+    ),
+}
+PER_DB_LUN_BUDGET = {"oracle": 16, "mssql": 18}
+
+
+def _db_series(spec: MetricSpec) -> str:
+    values = {**DB_LABEL_VALUES, "role": "data", "lun": "x"}
+    labels = ",".join(f'{label}="{values[label]}"' for label in spec.labels)
+    step = 0.6 if spec.name.endswith("_seconds_total") else 1500
+    return f"      - series: '{spec.name}{{job=\"lunlat\",instance=\"h:1\",{labels}}}'\n        values: '0+{step}x40'"
+
+
+@pytest.mark.parametrize("engine", sorted(PER_DB_LUN_BUDGET))
+def test_recorded_series_per_lun_of_the_database_layer_stay_within_budget(
+    tmp_path: Path, engine: str
+) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (Debian: prometheus)")
+    series = "\n".join(map(_db_series, DB_LAYER_COUNTERS[engine]))
+    shutil.copy(ALERTS / "lunlat.rules.yml", tmp_path)
+    (tmp_path / "budget.test.yml").write_text(
+        f"""rule_files: [lunlat.rules.yml]
+evaluation_interval: 15s
+tests:
+  - interval: 15s
+    input_series:
+{series}
+    promql_expr_test:
+      - expr: count({{__name__=~"lunlat:.+", lun="x", layer="db"}})
+        eval_time: 9m
+        exp_samples: [{{labels: '{{}}', value: {PER_DB_LUN_BUDGET[engine]}}}]
 """,
         encoding="utf-8",
     )
