@@ -67,7 +67,15 @@ def test_socket_errors_without_a_code_mean_the_connection_is_lost() -> None:
 
 @pytest.mark.parametrize(
     ("micro", "le"),
-    [(1, "0.000001"), (512, "0.000512"), (1024, "0.001024"), (1 << 20, "1.048576"), (1 << 25, "33.554432")],
+    [
+        (1, "1e-06"),
+        (64, "6.4e-05"),
+        (128, "0.000128"),
+        (512, "0.000512"),
+        (1024, "0.001024"),
+        (1 << 20, "1.048576"),
+        (1 << 25, "33.554432"),
+    ],
 )
 def test_bucket_bounds_print_every_digit_in_seconds(micro: int, le: str) -> None:
     assert format_le(micro) == le

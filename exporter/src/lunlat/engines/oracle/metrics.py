@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lunlat.exposition import format_value
 from lunlat.ground import DB_FILE_LABELS, Capability, MetricSpec
 
 ORACLE_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
@@ -28,8 +29,12 @@ BUCKET_BOUNDS_MICRO: tuple[int, ...] = tuple(1 << k for k in range(26))
 
 
 def format_le(bound_micro: int) -> str:
-    """`le` label of a bound in µs, in seconds with every digit (0.000512, 1.048576)."""
-    return f"{bound_micro / 1_000_000:.6f}".rstrip("0").rstrip(".")
+    """`le` label of a bound in µs, in seconds as every other bucket's (exposition.format_value:
+    0.000512, 1.048576, and 1e-06 … 6.4e-05 under 100 µs). Prometheus 3 stores a bucket's `le` in
+    that float form whatever the exposition wrote ("`le` and `quantile` label values", its migration
+    guide, prometheus.io/docs/prometheus/latest/migration/; tests/support/prometheus3.py), so a bound
+    spelled so is stored alike by 2.x and 3.x, and no bucket series starts anew across an upgrade."""
+    return format_value(bound_micro / 1_000_000)
 
 
 # Each finite bucket's upper bound in seconds and its `le` label, for the rules (the SLO per I/O of
