@@ -19,5 +19,6 @@
 - `misbehaving_peers`: a port that never answers and one nothing listens on, for the database drivers;
 - `lab_host`: whether this host can run the lab; `lab_daemon`: the lab's FUSE daemon as a fixture;
 - `compose_config`: `docker-compose config` of the repository's compose file, parsed;
-- `podman_stack`: podman, base images from Debian's archive and a compose engine, for the stack test.
+- `podman_stack`: podman, base images from Debian's archive and a compose engine, for the stack test;
+- `terminate`: a plugin (tests/pytest.ini) that makes SIGTERM end a run with its fixtures torn down.
 """
