@@ -24,6 +24,7 @@ from lunlat_lab.config import LabConfig, Workload
 from lunlat_lab.daemon_engines import DEFAULT_ENGINE, Engine
 from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
+from lunlat_lab.holdback import held_back
 from lunlat_lab.settings import Settings, SettingsError
 from lunlat_lab.state import LabState, read_live
 
@@ -427,7 +428,29 @@ def scenario(
 
     With `reference` (lunlat's reference.csv), set each LUN to the reference's averages of each
     phase before its warm-up, and end with the reference's cells beside the measured ones
-    (OUTPUT/reference.csv, printed; the report's too)."""
+    (OUTPUT/reference.csv, printed; the report's too).
+
+    What it starts (fio, the exporter where it starts one) and the scrapes it makes run held back
+    behind the lab's I/O path where this host allows (lunlat_lab.holdback: the daemon stands for the
+    array; beside it, they showed as LUN latency)."""
+    with held_back(f"lunlat-lab-scenario-{os.getpid()}") as group:
+        _say(f"held back: {group or 'no (no cpu cgroup with cpu.idle here)'}")
+        return _scenario(
+            state_dir, exporter_url, duration, warmup, phases, output, prometheus_url, goals, reference
+        )
+
+
+def _scenario(
+    state_dir: Path,
+    exporter_url: str | None,
+    duration: float,
+    warmup: float,
+    phases: list[str] | None,
+    output: Path,
+    prometheus_url: str | None,
+    goals: Path | None,
+    reference: Path | None,
+) -> Path:
     state, lab = _require_up(state_dir)
     order = phases or list(lab.phases)
     unknown = [p for p in order if p not in lab.phases]

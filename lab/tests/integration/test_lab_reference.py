@@ -6,6 +6,7 @@ scraping every second) shows the same cells beside the reference."""
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from lunlat import contract, reference_architecture
 from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
+from lunlat_lab.holdback import held_back
 from tests.support import prometheus_server
 from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir
@@ -120,7 +122,12 @@ def _run(tmp_path: Path, lab_dir: Path, output: Path) -> str:
     state = commands.up(_short_lab(tmp_path), lab_dir)
     exporter_argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0",
                      f"--config.file={state.exporter_config}"]  # fmt: skip
-    with ExporterProcess(exporter_argv, tmp_path / "exporter.log", port_pattern=LUNLAT_PORT) as exporter:
+    # The exporter and Prometheus held back behind the lab's I/O path, as the scenario holds its fio
+    # (lunlat_lab.holdback): on two cores their work showed as LUN latency.
+    with (
+        held_back(f"lunlat-reference-test-{os.getpid()}"),
+        ExporterProcess(exporter_argv, tmp_path / "exporter.log", port_pattern=LUNLAT_PORT) as exporter,
+    ):
         prom = prometheus_server.start(
             tmp_path / "prometheus", prometheus_server.config([f"{LOOPBACK}:{exporter.port}"], "1s")
         )
