@@ -256,11 +256,12 @@ def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance:
             f"{op}: {seconds} s, the kernel {kernel_seconds} s"
         )
         # fio's completion-latency percentiles in the bucket the histogram gives for them, or the one
-        # next to it. Not always the same bucket: fio times from its submission to its reaping of the
-        # completion (a few µs more at each end than start_time_ns to block_io_done) and reports a
-        # percentile from its own log-linear bins (fio's HOWTO, "clat" and "percentile_list"), while
-        # this LUN's median sits at the 0.5 ms bound and its tail at 1 ms. Measured in 25 runs
-        # (2026-11-29): the same bucket for every median, one bucket above for p90 in 2 and p99 in 5.
+        # next to it. Not always the same bucket: fio's clat runs from its issue_time to when it
+        # reaps the completion, not from start_time_ns to block_io_done, and its percentiles come
+        # from its own latency bins ("How does fio measure latency", fio-blog by fio's maintainer
+        # Vincent Fu), while this LUN's median sits at the 0.5 ms bound and its tail near 1 ms.
+        # Measured in 25 runs (2026-11-29): the same bucket for every median; one bucket above for
+        # p90 in 2 runs and for p99 in 5, never below.
         hist = {k: after[op][k] - before[op][k] for k in after[op]}
         for q, key in ((0.5, "50.000000"), (0.9, "90.000000"), (0.99, "99.000000")):
             fio_seconds = job[op]["clat_ns"]["percentile"][key] / 1e9

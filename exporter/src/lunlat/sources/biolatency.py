@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import resource
 import struct
@@ -389,9 +390,16 @@ class Engine:
         with self._lock:
             if self._sizes_fd < 0:
                 return {}
-            size = ISSUED_VALUE.size
-            kept = {key: libbpf.lookup(self._sizes_fd, key, size) for key in libbpf.keys(self._sizes_fd, 8)}
-            return {key: value for key, value in kept.items() if value is not None}
+            kept: dict[bytes, bytes] = {}
+            # While requests come and go the kernel's walk starts over when the last key is gone
+            # (bpf(2), BPF_MAP_GET_NEXT_KEY): a key seen again ends it, as does the map's size.
+            for key in itertools.islice(libbpf.keys(self._sizes_fd, 8), SIZES_IN_FLIGHT):
+                if key in kept:
+                    break
+                value = libbpf.lookup(self._sizes_fd, key, ISSUED_VALUE.size)
+                if value is not None:
+                    kept[key] = value
+            return kept
 
     def keep_request(self, key: bytes, value: bytes) -> None:
         """Put an entry back into `sizes` as if its completion had not been seen (tests only)."""
