@@ -79,7 +79,7 @@ def test_counts_and_latency_are_the_kernels_by_size_class(probed: dict[str, Any]
             seconds,
             read_ms,
         )
-    assert probed["problems"] == {"unsized_io": 0, "unknown_issue_prototype": 0}
+    assert probed["problems"] == {"unsized_io": 0, "unknown_issue_prototype": 0, "unseen_io": 0}
 
 
 def test_queue_time_is_the_latency_the_device_did_not_spend(probed: dict[str, Any]) -> None:

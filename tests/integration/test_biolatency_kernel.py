@@ -3,6 +3,7 @@ counters (/proc/diskstats) and fio's completion-latency percentiles."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -13,6 +14,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,11 +37,9 @@ from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E
 
 pytestmark = pytest.mark.kernel
 
-# Completions that reached no program and no miss count although diskstats counted them. With the
-# diskstats reads bracketed by two agreeing collections (bracketed), 52 runs here saw none, but a
-# fresh-clone CI run of 2026-11-28 saw 1 of 2,129 on the FUSE-delayed LUN (block_io_done): the cause
-# is not found (issue 39 item 2), so the allowance of the assembled programs' test stays.
-UNSEEN_PER_COMPLETION = 1 / 2_500
+# diskstats' fields (Documentation/admin-guide/iostats.rst), as raw_fields gives them from 0: reads
+# completed, time reading (ms), writes completed, time writing (ms), I/Os currently in progress.
+READS, READ_MS, WRITES, WRITE_MS, IN_PROGRESS = 0, 3, 4, 7, 8
 
 # The lab's FUSE daemon fixture (starts it, and detaches, stops and unmounts whatever happens).
 start_daemon = lab_daemon.start_daemon
@@ -104,10 +104,16 @@ def histograms(result: SourceResult, device: str, size: str | None = None) -> di
 def bracketed(
     source: BiolatencySource, name: str
 ) -> tuple[list[int], dict[str, dict[str, float]], Counter[str]]:
-    """The device's diskstats read between two collections that agree on its counts, so that no I/O
-    completes between the kernel's counters and the programs' (issue 39: a diskstats read before
-    the programs' snapshot counted any I/O in between as unseen); that collection's histograms,
-    and the errors counted over every collection made here."""
+    """The device's diskstats read between two collections that agree on its counts, with no I/O in
+    progress in that read, so that none is counted on one side and not yet on the other (issue 39: a
+    diskstats read before the programs' snapshot counted any I/O in between as unseen); that
+    collection's histograms, and the errors counted over every collection made here.
+
+    The programs count a completion at block_io_done, which blk_account_io_done fires before it adds
+    the completion to diskstats and takes it off the I/Os in progress, in one step
+    (block/blk-mq.c; since 6.16 diskstats' in-progress count is that per-CPU counter,
+    block/genhd.c bdev_count_inflight): agreeing collections around a read that shows none in
+    progress leave no completion between the two sides."""
     errors: Counter[str] = Counter()
     for _ in range(50):
         first = source.collect()
@@ -116,10 +122,25 @@ def bracketed(
         errors.update(first.errors)
         errors.update(second.errors)
         counts = [{op: h.get("_count") for op, h in histograms(c, name).items()} for c in (first, second)]
-        if counts[0] == counts[1]:
+        if counts[0] == counts[1] and raw[IN_PROGRESS] == 0:
             return raw, histograms(second, name), errors
         time.sleep(0.1)
     raise AssertionError(f"{name} never held still between two collections")
+
+
+@contextmanager
+def udev_kept_off(device: str) -> Iterator[None]:
+    """Holds a BSD lock on the device node: systemd-udevd takes LOCK_SH|LOCK_NB before it processes a
+    block device and leaves it alone while another holds LOCK_EX, and fio's close after writing (the
+    IN_CLOSE_WRITE udev watches for) then runs no blkid probe on it mid-test ("Locking Block Device
+    Access", systemd.io/BLOCK_DEVICE_LOCKING). Taking the lock waits for a probe under way (udev
+    probes a freshly attached loop device). Where no udev runs, nothing changes."""
+    fd = os.open(device, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def wait_up(source: BiolatencySource) -> None:
@@ -132,6 +153,20 @@ def wait_up(source: BiolatencySource) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def bucket_index(seconds: float) -> int:
+    """The histogram bucket a latency falls in: bucket i holds [bound i-1, bound i), as the programs
+    class it (histogram.h bucket_of: `le` exclusive); the last, everything from the top bound."""
+    return sum(1 for bound in contract.BIO_BUCKETS if bound <= seconds)
+
+
+def quantile_index(hist: dict[str, float], q: float) -> int:
+    """The index of the bucket holding quantile q, as histogram_quantile picks it."""
+    rank = q * hist["_count"]
+    return next(
+        (i for i, b in enumerate(contract.BIO_BUCKETS) if hist[repr(b)] >= rank), len(contract.BIO_BUCKETS)
+    )
 
 
 def quantile_bucket(hist: dict[str, float], q: float) -> tuple[float, float]:
@@ -151,7 +186,8 @@ def test_counts_on_a_fast_lun(loop_device: str) -> None:
 
 
 def test_histograms_match_the_kernels_counts_times_and_fio(slow_lun: str) -> None:
-    """A FUSE-delayed LUN (~0.5 ms): counts, summed time within 2 %, fio's percentiles within a bucket."""
+    """A FUSE-delayed LUN (~0.5 ms): counts, summed time within 2 %, fio's percentiles in the
+    histogram's bucket or the one next to it."""
     check(slow_lun, block=8192, size_mb=32, io_mb=24, sum_tolerance=0.02)
 
 
@@ -163,46 +199,46 @@ def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance:
     engine = Engine(BiolatencyConfig(enabled=True))
     source = BiolatencySource(engine, board)
     try:
-        wait_up(source)
-        hook = engine.tracepoints[0]
-        settle(name)
-        before_raw, before, _ = bracketed(source, name)
-        fio = subprocess.run(
-            [
-                "fio",
-                "--name=oltp",
-                f"--filename={loop_device}",
-                "--rw=randrw",
-                "--rwmixread=70",
-                f"--bs={block}",
-                "--direct=1",
-                "--ioengine=libaio",
-                "--iodepth=8",
-                # Fewer blocks than the region holds: every I/O a block of its own.
-                f"--size={size_mb}m",
-                f"--io_size={io_mb}m",
-                "--output-format=json",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        settle(name)
-        after_raw, after, errors = bracketed(source, name)  # errors: counted since `before`
+        with udev_kept_off(loop_device):
+            wait_up(source)
+            hook = engine.tracepoints[0]
+            settle(name)
+            before_raw, before, _ = bracketed(source, name)
+            kept_before = len(engine.requests_kept())
+            fio = subprocess.run(
+                [
+                    "fio",
+                    "--name=oltp",
+                    f"--filename={loop_device}",
+                    "--rw=randrw",
+                    "--rwmixread=70",
+                    f"--bs={block}",
+                    "--direct=1",
+                    "--ioengine=libaio",
+                    "--iodepth=8",
+                    # Fewer blocks than the region holds: every I/O a block of its own.
+                    f"--size={size_mb}m",
+                    f"--io_size={io_mb}m",
+                    "--output-format=json",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            settle(name)
+            after_raw, after, errors = bracketed(source, name)  # errors: counted since `before`
+            # The device is idle (no I/O in progress in that read): what the programs still keep is
+            # requests whose completion they never saw, their struct request not issued again yet.
+            kept = len(engine.requests_kept()) - kept_before
     finally:
         source.close()
     job = json.loads(fio.stdout[fio.stdout.index("{") :])["jobs"][0]
-    for op, ops_field, ms_field in (("read", 0, 3), ("write", 4, 7)):
+    untold = 0
+    for op, ops_field, ms_field in (("read", READS, READ_MS), ("write", WRITES, WRITE_MS)):
         count = after[op]["_count"] - before[op]["_count"]
         kernel_count = after_raw[ops_field] - before_raw[ops_field]
-        # Every completed request of the LUN, timed once: the kernel's own count, but for what the
-        # kernel did not let the programs see (a tracepoint hit while the same program ran on that
-        # CPU: `missed_io`) or saw without a start (`untimed_io`), over every device and op.
-        unseen = errors.get("missed_io", 0) + errors.get("untimed_io", 0)
-        unseen += math.ceil(kernel_count * UNSEEN_PER_COMPLETION)
-        assert 0 <= kernel_count - count <= unseen, (
-            f"{op}: {count} timed, the kernel completed {kernel_count}; {errors}"
-        )
+        assert count <= kernel_count, f"{op}: {count} timed, the kernel completed {kernel_count}"
+        untold += kernel_count - int(count)
         assert count > 500
         assert after[op]["+Inf"] - before[op]["+Inf"] == count
         seconds = after[op]["_sum"] - before[op]["_sum"]
@@ -219,14 +255,29 @@ def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance:
         assert seconds == pytest.approx(kernel_seconds, rel=sum_tolerance), (
             f"{op}: {seconds} s, the kernel {kernel_seconds} s"
         )
-        # fio's completion latency percentiles fall in the bucket the histogram gives, or one beside it.
+        # fio's completion-latency percentiles in the bucket the histogram gives for them, or the one
+        # next to it. Not always the same bucket: fio's clat runs from its issue_time to when it
+        # reaps the completion, not from start_time_ns to block_io_done, and its percentiles come
+        # from its own latency bins ("How does fio measure latency", fio-blog by fio's maintainer
+        # Vincent Fu), while this LUN's median sits at the 0.5 ms bound and its tail near 1 ms.
+        # Measured in 25 runs (2026-11-29): the same bucket for every median; one bucket above for
+        # p90 in 2 runs and for p99 in 5, never below.
         hist = {k: after[op][k] - before[op][k] for k in after[op]}
         for q, key in ((0.5, "50.000000"), (0.9, "90.000000"), (0.99, "99.000000")):
             fio_seconds = job[op]["clat_ns"]["percentile"][key] / 1e9
-            lower, upper = quantile_bucket(hist, q)
-            assert lower / 2 <= fio_seconds <= upper * 2, (
-                f"{op} p{q}: fio {fio_seconds}, bucket ({lower}, {upper}]"
+            assert abs(bucket_index(fio_seconds) - quantile_index(hist, q)) <= 1, (
+                f"{op} p{q}: fio {fio_seconds}, bucket {quantile_bucket(hist, q)}"
             )
+    # Every completion the kernel counted and the histograms lack, accounted for: those the kernel
+    # ran no program for and said so (`missed_io`, recursion on a CPU; counted over every device, so
+    # an upper bound here), those it ran the program for without a start (`untimed_io`), and those
+    # it ran no program for without saying so (`unseen_io`, counted when their struct request is
+    # issued again; on this idle device the rest are the requests still kept). On 6.18 the last
+    # came in bursts of up to 8 (the queue depth) completions ended in one block softirq: the
+    # tracepoint's other probes saw each (an ftrace instance on block_io_done), the program's entry
+    # was never reached and its recursion_misses stayed 0 (issue 39; docs/metrics.md).
+    told = errors.get("untimed_io", 0) + errors.get("unseen_io", 0) + kept
+    assert told <= untold <= told + errors.get("missed_io", 0), (untold, kept, errors)
     assert errors.get("map_full", 0) == 0
 
 
@@ -334,3 +385,58 @@ def test_requests_in_flight_when_the_source_starts_are_no_error(slow_lun: str) -
     assert fio.returncode == 0, stderr
     assert counted > 1000, counted  # the reads were traced, sized at issue
     assert errors["unsized_io"] == 0, errors
+
+
+def test_a_completion_the_programs_did_not_see_is_counted_when_its_request_comes_back(
+    slow_lun: str,
+) -> None:
+    """A request whose completion no program ran for is `unseen_io` once its struct request is issued
+    again for another request, and kept by the programs until then (issue 39). The kernel skips the
+    completion program in bursts that no test can call up (the counts tests above met one in 24 of
+    about 340 runs on 6.18): here the programs' own record of a request taken while it was in flight
+    is put back after it completed, as the kernel leaves it when it skips the program."""
+    name = Path(slow_lun).name
+    board = PublishedDevices()
+    host = DiskstatsSource(Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board)
+    host.collect()
+    engine = Engine(BiolatencyConfig(enabled=True))
+    source = BiolatencySource(engine, board)
+    try:
+        with udev_kept_off(slow_lun):
+            wait_up(source)
+            fio = subprocess.Popen(
+                ["fio", "--name=kept", f"--filename={slow_lun}", "--rw=randread", "--bs=4k", "--direct=1",
+                 "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=2", "--size=16m",
+                 "--output-format=json"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            caught: dict[bytes, bytes] = {}
+            deadline = time.monotonic() + 10
+            while not caught:
+                assert fio.poll() is None and time.monotonic() < deadline, "no request was kept in flight"
+                caught = engine.requests_kept()
+            _, stderr = fio.communicate(timeout=30)
+            assert fio.returncode == 0, stderr
+            settle(name)
+            before_raw, before, _ = bracketed(source, name)
+            kept_before = engine.requests_kept()
+            key, value = next(iter(caught.items()))
+            assert kept_before.get(key) != value  # that request completed and was seen to
+            engine.keep_request(key, value)
+            # Direct reads one at a time: the block layer hands each the next free tag (a tag's struct
+            # request is reused only after the one before it ended), so 1,000 cycle through all of
+            # the loop device's 128 (its hw_queue_depth) more than once.
+            subprocess.run(["dd", f"if={slow_lun}", "of=/dev/null", "bs=4k", "count=1000", "iflag=direct"],
+                           check=True, capture_output=True)  # fmt: skip
+            settle(name)
+            after_raw, after, errors = bracketed(source, name)
+            kept_after = engine.requests_kept()
+    finally:
+        source.close()
+    assert kept_after.get(key) != value  # its struct request came back for another request
+    # Over the reads: the request put back, counted once (`unseen_io`), and any completion the kernel
+    # itself skipped meanwhile (counted, or still kept on the idle device) beside it.
+    skipped = sum(after_raw[f] - before_raw[f] - (after[op]["_count"] - before[op]["_count"])
+                  for op, f in (("read", READS), ("write", WRITES)))  # fmt: skip
+    told = errors.get("unseen_io", 0) + len(kept_after) - len(kept_before) - 1
+    assert told <= skipped <= told + errors.get("missed_io", 0), (skipped, errors, kept_before, kept_after)

@@ -66,7 +66,10 @@ def test_the_object_has_what_the_source_loads(built: Path) -> None:
         for program in (biolatency.DONE, biolatency.COMPLETE, biolatency.ISSUE):
             obj.set_autoload(program, True)
         assert obj.value_size("io") == biolatency.VALUE_SIZE
-        assert obj.value_size("sizes") == 4 and obj.value_size("devices") == biolatency.DEVICE_VALUE.size
+        assert (
+            obj.value_size("sizes") == biolatency.ISSUED_VALUE.size
+            and obj.value_size("devices") == biolatency.DEVICE_VALUE.size
+        )
         assert obj.value_size("problems") == 8
         with pytest.raises(OSError, match="no program lunlat_nothing"):
             obj.set_autoload("lunlat_nothing", True)

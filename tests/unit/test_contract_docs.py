@@ -11,6 +11,7 @@ from lunlat import contract
 from lunlat.engines.mssql.source import MssqlSource
 from lunlat.engines.oracle import metrics as oracle_metrics
 from lunlat.engines.oracle.source import OracleSource
+from lunlat.sources.biolatency import BiolatencySource
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.psutil_disks import PsutilDisksSource
 
@@ -61,6 +62,7 @@ def test_documented_error_reasons_are_the_ones_sources_count() -> None:
         *PsutilDisksSource.error_reasons,
         *OracleSource.error_reasons,
         *MssqlSource.error_reasons,
+        *BiolatencySource.error_reasons,
         "timeout",
         "internal",
     }

@@ -19,6 +19,12 @@ Counted apart, as `lunlat_source_errors_total{source="biolatency"}` reasons:
   CPU (kernel/trace/bpf_trace.c __bpf_trace_run: `bpf_prog_inc_misses_counter`; the count is
   `recursion_misses` in the program fd's /proc/self/fdinfo, kernel/bpf/syscall.c
   bpf_prog_show_fdinfo, where the kernel has it). Such an I/O is in diskstats but not in the histogram.
+- `unseen_io`: a completed request of a published device that the completion program never ran
+  for although the kernel counted no recursion miss (seen on 6.18: bursts of completions ended in
+  the block softirq, each traced by the tracepoint's other probes; docs/metrics.md, "What the kernel
+  does not show it"). Counted when the request's struct request is issued again for a new request
+  (its size entry is still there with another start), so a lost completion is counted late, at the
+  reuse of its tag. Such an I/O is in diskstats but not in the histogram.
 - `map_full`: a published device left untraced because `max_devices` slots are in use.
 - `unsized_io`: a completion whose size was not seen at issue although the request started after
   its device was published to the programs (more requests in flight than the size map holds):
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import resource
 import struct
@@ -69,7 +76,9 @@ ELEMENTS_PER_DEVICE = len(OPS) * len(SIZES)
 # Requests of the published devices in flight at once whose size the `sizes` map can hold (libbpf-tools'
 # biolatency keeps its in-flight map at the same 10,240 entries: MAX_ENTRIES).
 SIZES_IN_FLIGHT = 10240
-PROBLEMS = ("unsized_io", "unknown_issue_prototype")  # the `problems` map's indexes
+PROBLEMS = ("unsized_io", "unknown_issue_prototype", "unseen_io")  # the `problems` map's indexes
+# The `sizes` map's value (biolatency.bpf.c struct issued): the request's start and its bytes.
+ISSUED_VALUE = struct.Struct("<QII")
 RECHECK_UNAVAILABLE = 60.0  # how often a load that failed (no permission yet, say) is tried again
 # Linux capabilities (include/uapi/linux/capability.h): loading tracing programs and reading kernel
 # memory from them needs CAP_BPF and CAP_PERFMON (kernel 5.8+), or CAP_SYS_ADMIN, or root.
@@ -255,6 +264,7 @@ class Engine:
         self._devices_fd = -1
         self._io_fd = -1
         self._problems_fd = -1
+        self._sizes_fd = -1
         self._cpus = 0
         self._slots: dict[int, int] = {}  # kernel dev_t -> slot
         self.tracepoints: list[str] = []  # what the programs are attached to
@@ -294,7 +304,8 @@ class Engine:
             obj.set_max_entries("devices", size)
             obj.set_max_entries("io", size * ELEMENTS_PER_DEVICE)
             obj.set_max_entries("sizes", SIZES_IN_FLIGHT)
-            for name, size in (("io", VALUE_SIZE), ("devices", DEVICE_VALUE.size)):
+            sizes = (("io", VALUE_SIZE), ("devices", DEVICE_VALUE.size), ("sizes", ISSUED_VALUE.size))
+            for name, size in sizes:
                 if obj.value_size(name) != size:
                     raise ValueError(
                         f"the BPF object's {name} values are {obj.value_size(name)} bytes, this lunlat "
@@ -306,7 +317,7 @@ class Engine:
                 self._programs.append(obj.program_fd(program))
                 self.tracepoints.append(TRACEPOINTS[program])
             self._devices_fd, self._io_fd = obj.map_fd("devices"), obj.map_fd("io")
-            self._problems_fd = obj.map_fd("problems")
+            self._problems_fd, self._sizes_fd = obj.map_fd("problems"), obj.map_fd("sizes")
         except (OSError, ValueError) as exc:
             self._close_object()
             if isinstance(exc, OSError) and exc.errno in (errno.EPERM, errno.EACCES):
@@ -371,6 +382,30 @@ class Engine:
                 out[name] = sum(memoryview(raw).cast("Q")) if raw is not None else 0
             return out
 
+    def requests_kept(self) -> dict[bytes, bytes]:
+        """The `sizes` map: each request of the published devices whose issue the programs saw and
+        whose completion they have not (key: the struct request's address; value: ISSUED_VALUE).
+        Those in flight, and those whose completion was not seen (`unseen_io` once their struct
+        request is issued again): on an idle device every one is an unseen completion."""
+        with self._lock:
+            if self._sizes_fd < 0:
+                return {}
+            kept: dict[bytes, bytes] = {}
+            # While requests come and go the kernel's walk starts over when the last key is gone
+            # (bpf(2), BPF_MAP_GET_NEXT_KEY): a key seen again ends it, as does the map's size.
+            for key in itertools.islice(libbpf.keys(self._sizes_fd, 8), SIZES_IN_FLIGHT):
+                if key in kept:
+                    break
+                value = libbpf.lookup(self._sizes_fd, key, ISSUED_VALUE.size)
+                if value is not None:
+                    kept[key] = value
+            return kept
+
+    def keep_request(self, key: bytes, value: bytes) -> None:
+        """Put an entry back into `sizes` as if its completion had not been seen (tests only)."""
+        with self._lock:
+            libbpf.update(self._sizes_fd, key, value)
+
     def missed(self) -> int:
         """The programs' recursion misses so far (see the module docstring)."""
         with self._lock:
@@ -385,7 +420,7 @@ class Engine:
                 self._obj.close()
         self._obj = None
         self._programs, self.tracepoints = [], []
-        self._devices_fd = self._io_fd = self._problems_fd = -1
+        self._devices_fd = self._io_fd = self._problems_fd = self._sizes_fd = -1
 
     def close(self) -> None:
         """Detach the programs and free the maps; idempotent."""

@@ -10,8 +10,9 @@
  * The programs are BTF-enabled raw tracepoints (tp_btf, kernel 5.5+): they read the request's
  * members directly, with no bpf_probe_read_kernel call per member. Per I/O, nothing crosses into
  * user space and no per-I/O event is made:
- *   block_rq_issue      the request's bytes into `sizes` (keyed by the request), and the time since
- *                       its start (queue time) into its counters;
+ *   block_rq_issue      the request's bytes and start into `sizes` (keyed by the request; an entry
+ *                       left there by an earlier request is a completion never seen), and the
+ *                       time since its start (queue time) into its counters;
  *   block_io_done       (kernel 6.5+, where blk_account_io_done counts diskstats) or, on kernels
  *   or block_rq_complete  without it, block_rq_complete's part that ends the request: the latency
  *                       into a log2 bucket and the sum, per (device, op, size class).
@@ -56,7 +57,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Problems counted apart (the `problems` map's index), published as source error reasons. */
 #define PROBLEM_UNSIZED 0	     /* a completion whose size was not seen at issue: classed by 0 bytes */
 #define PROBLEM_ISSUE_PROTOTYPE 1    /* block_rq_issue has a prototype this program does not know */
-#define PROBLEMS 2
+#define PROBLEM_UNSEEN 2	     /* a request issued in sight whose completion no program saw */
+#define PROBLEMS 3
 
 struct counters {
 	__u64 buckets[BUCKETS];
@@ -92,15 +94,27 @@ struct {
 	__type(value, struct counters);
 } io SEC(".maps");
 
-/* Bytes of each issued request of a published device, until it completes. LRU (kernel 4.10+): an
- * entry whose completion was never counted (its device unpublished meanwhile, or gone) is dropped
- * when room is needed rather than filling the map for good (its cost beside a plain hash's:
+/* What `sizes` keeps of an issued request until its completion deletes it. The request's start
+ * tells the same request issued again (requeued: blk_mq_requeue_request leaves start_time_ns, set
+ * once per request) from a new one in the same struct request, which is a tag's: the tag goes back
+ * only when the request before is freed after its completion (block/blk-mq.c,
+ * __blk_mq_end_request -> blk_mq_free_request -> __blk_mq_free_request -> blk_mq_put_tag). An entry
+ * still there for another start is a completion the programs never saw (PROBLEM_UNSEEN). */
+struct issued {
+	__u64 start_ns;
+	__u32 bytes;
+	__u32 pad;
+};
+
+/* Each issued request of a published device, until it completes. LRU (kernel 4.10+): an entry
+ * whose completion was never counted (its device unpublished meanwhile, or gone) is dropped when
+ * room is needed rather than filling the map for good (its cost beside a plain hash's:
  * docs/benchmarks.md, "The biolatency source"). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1); /* set by the loader */
 	__type(key, __u64);
-	__type(value, __u32);
+	__type(value, struct issued);
 } sizes SEC(".maps");
 
 struct {
@@ -166,7 +180,8 @@ static __always_inline struct counters *counters_of(__u32 slot, int op, __u32 cl
 static __always_inline void count_completion(struct request *rq, __u32 bytes_left)
 {
 	__u64 key = (__u64)rq, start, now;
-	__u32 *issued, bytes, b;
+	struct issued *issued;
+	__u32 bytes, b;
 	struct published *device;
 	struct counters *c;
 	int op;
@@ -181,7 +196,7 @@ static __always_inline void count_completion(struct request *rq, __u32 bytes_lef
 	start = rq->start_time_ns;
 	issued = bpf_map_lookup_elem(&sizes, &key);
 	if (issued) {
-		bytes = *issued;
+		bytes = issued->bytes;
 		bpf_map_delete_elem(&sizes, &key);
 	} else {
 		/* Issued before its device was published (or the programs attached), or `sizes` was full:
@@ -212,8 +227,15 @@ int lunlat_io_done(__u64 *ctx)
 	__u32 io_stat = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_IO_STAT);
 	__u32 flush_seq = 1U << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
 
-	if ((flags & (io_stat | flush_seq)) != io_stat)
-		return 0; /* not accounted in diskstats either */
+	if (flags & flush_seq)
+		return 0; /* a step of a flush sequence: the request ends again, restored, at its last */
+	if (!(flags & io_stat)) {
+		__u64 key = (__u64)rq;
+
+		/* Not accounted in diskstats either; ended all the same, so its entry goes. */
+		bpf_map_delete_elem(&sizes, &key);
+		return 0;
+	}
 	count_completion(rq, 0);
 	return 0;
 }
@@ -237,10 +259,10 @@ int lunlat_rq_complete(__u64 *ctx)
 /* An issued request of a published device: its bytes kept until it completes, its queue time. */
 static __always_inline int count_issue(struct request *rq)
 {
+	struct issued entry = {}, *earlier;
 	struct published *device;
 	struct counters *c;
 	__u64 key, start, now;
-	__u32 bytes;
 	int op;
 
 	op = op_of(rq);
@@ -250,13 +272,21 @@ static __always_inline int count_issue(struct request *rq)
 	if (!device)
 		return 0;
 	key = (__u64)rq;
-	bytes = rq->__data_len;
-	bpf_map_update_elem(&sizes, &key, &bytes, BPF_ANY);
-	c = counters_of(device->slot, op, size_class(bytes));
+	start = rq->start_time_ns;
+	/* The same struct request still kept for another request that started while its device was
+	 * published: that request ended (its tag is reused) and the completion program never ran for it,
+	 * though the kernel counted no recursion miss (docs/metrics.md, "What the kernel does not show
+	 * it"). Without a start the two cannot be told apart: such requests are untimed anyway. */
+	earlier = bpf_map_lookup_elem(&sizes, &key);
+	if (earlier && start && earlier->start_ns != start && earlier->start_ns >= device->since_ns)
+		count_problem(PROBLEM_UNSEEN);
+	entry.start_ns = start;
+	entry.bytes = rq->__data_len;
+	bpf_map_update_elem(&sizes, &key, &entry, BPF_ANY);
+	c = counters_of(device->slot, op, size_class(entry.bytes));
 	if (!c)
 		return 0;
 	now = bpf_ktime_get_ns();
-	start = rq->start_time_ns;
 	if (start && start <= now)
 		__sync_fetch_and_add(&c->queue_ns, now - start);
 	return 0;

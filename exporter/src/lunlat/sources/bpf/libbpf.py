@@ -96,6 +96,7 @@ class _Lib:
             "bpf_map_lookup_elem": (i, [i, p, p]),
             "bpf_map_update_elem": (i, [i, p, p, ctypes.c_uint64]),
             "bpf_map_delete_elem": (i, [i, p]),
+            "bpf_map_get_next_key": (i, [i, p, p]),
             "libbpf_num_possible_cpus": (i, []),
             "btf__load_vmlinux_btf": (p, []),
             "btf__find_by_name_kind": (ctypes.c_int32, [p, s, u32]),
@@ -303,6 +304,21 @@ def delete(fd: int, key: bytes) -> None:
     rc = library().lib.bpf_map_delete_elem(fd, key)
     if rc < 0 and -rc != errno.ENOENT:
         raise _error(rc, "deleting from a BPF map", [])
+
+
+def keys(fd: int, key_size: int) -> Iterator[bytes]:
+    """Every key of a hash map, in the kernel's order (bpf_map_get_next_key from no key: the first)."""
+    lib = library().lib
+    key: bytes | None = None
+    out = ctypes.create_string_buffer(key_size)
+    while True:
+        rc = lib.bpf_map_get_next_key(fd, key, out)
+        if rc < 0:
+            if -rc == errno.ENOENT:
+                return
+            raise _error(rc, "listing a BPF map's keys", [])
+        key = out.raw
+        yield key
 
 
 def possible_cpus() -> int:
