@@ -191,13 +191,19 @@ def test_histograms_match_the_kernels_counts_times_and_fio(slow_lun: str) -> Non
     check(slow_lun, block=8192, size_mb=32, io_mb=24, sum_tolerance=0.02)
 
 
-def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance: float | None) -> None:
-    name = Path(loop_device).name
+def published(name: str) -> tuple[Engine, BiolatencySource]:
+    """The programs and the source, with device `name` alone published to them (as the diskstats
+    source of a real serve publishes what it shows)."""
     board = PublishedDevices()
     host = DiskstatsSource(Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board)
     host.collect()
     engine = Engine(BiolatencyConfig(enabled=True))
-    source = BiolatencySource(engine, board)
+    return engine, BiolatencySource(engine, board)
+
+
+def check(loop_device: str, block: int, size_mb: int, io_mb: int, sum_tolerance: float | None) -> None:
+    name = Path(loop_device).name
+    engine, source = published(name)
     try:
         with udev_kept_off(loop_device):
             wait_up(source)
@@ -310,10 +316,7 @@ def test_8k_and_1m_reads_fall_in_their_size_classes(loop_device: str) -> None:
     """8 KiB reads are counted as small and 1 MiB reads as large (whatever the device splits them
     into: each request at least 128 KiB here), each class's count the kernel's own for its phase."""
     name = Path(loop_device).name
-    board = PublishedDevices()
-    host = DiskstatsSource(Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board)
-    host.collect()
-    source = BiolatencySource(Engine(BiolatencyConfig(enabled=True)), board)
+    _, source = published(name)
     try:
         wait_up(source)
         for block, count, size in (("8K", 2000, "small"), ("1M", 64, "large")):
@@ -396,11 +399,7 @@ def test_a_completion_the_programs_did_not_see_is_counted_when_its_request_comes
     about 340 runs on 6.18): here the programs' own record of a request taken while it was in flight
     is put back after it completed, as the kernel leaves it when it skips the program."""
     name = Path(slow_lun).name
-    board = PublishedDevices()
-    host = DiskstatsSource(Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board)
-    host.collect()
-    engine = Engine(BiolatencyConfig(enabled=True))
-    source = BiolatencySource(engine, board)
+    engine, source = published(name)
     try:
         with udev_kept_off(slow_lun):
             wait_up(source)
