@@ -37,8 +37,13 @@ def idle_cgroup(name: str) -> Path | None:
         group = base / name
         try:
             group.mkdir(exist_ok=True)
-            (group / "cpu.idle").write_text("1\n", encoding="ascii")
         except OSError:
+            continue
+        try:
+            (group / "cpu.idle").write_text("1\n", encoding="ascii")
+        except OSError:  # no cpu.idle (before Linux 5.15): the group would hold nothing back
+            with suppress(OSError):
+                group.rmdir()
             continue
         return group
     return None
