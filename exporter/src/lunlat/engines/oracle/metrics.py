@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from lunlat.exposition import format_value
 from lunlat.ground import DB_FILE_LABELS, Capability, MetricSpec
 
 ORACLE_FILE_LABELS: tuple[str, ...] = DB_FILE_LABELS
@@ -33,8 +32,9 @@ def format_le(bound_micro: int) -> str:
     0.000512, 1.048576, and 1e-06 … 6.4e-05 under 100 µs). Prometheus 3 stores a bucket's `le` in
     that float form whatever the exposition wrote ("`le` and `quantile` label values", its migration
     guide, prometheus.io/docs/prometheus/latest/migration/; tests/support/prometheus3.py), so a bound
-    spelled so is stored alike by 2.x and 3.x, and no bucket series starts anew across an upgrade."""
-    return format_value(bound_micro / 1_000_000)
+    spelled so is stored alike by 2.x and 3.x, and no bucket series starts anew across an upgrade.
+    repr is what format_value prints for a finite float (the exposition is a layer above the engines)."""
+    return repr(bound_micro / 1_000_000)
 
 
 # Each finite bucket's upper bound in seconds and its `le` label, for the rules (the SLO per I/O of
