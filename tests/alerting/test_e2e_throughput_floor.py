@@ -16,9 +16,6 @@ rules) say which side of the floor and of the busy guard each was on.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -34,12 +31,11 @@ from tests.support.skip_unless_installed import need
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
 from lunlat.goals import parse_goals  # noqa: E402
 from lunlat.sources.diskstats_format import READ_SECTORS, SECTOR_BYTES, WEIGHTED_MS, parse  # noqa: E402
-from lunlat_lab import commands  # noqa: E402
 from lunlat_rules.rules import render  # noqa: E402
+from tests.alerting.hosts import lab_in_phase, serve_hosts  # noqa: E402
 from tests.alerting.stack import INTERVAL, REPO  # noqa: E402
 from tests.support import prometheus_server  # noqa: E402
-from tests.support.exporter_process import LUNLAT_PORT, ExporterProcess, lunlat_serve  # noqa: E402
-from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support.lab_host import lab_skip_reason  # noqa: E402
 from tests.support.prometheus_server import PromApi  # noqa: E402
 
 pytestmark = pytest.mark.lab
@@ -86,29 +82,15 @@ def floors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Floors]:
     reason = lab_skip_reason() or prometheus_server.missing()
     if reason:
         pytest.skip(reason)
-    base = Path(tempfile.mkdtemp(prefix="lunlat-floor-", dir=memory_backed_dir()))
     work = tmp_path_factory.mktemp("floor")
-    (base / "lab.yaml").write_text(textwrap.dedent(LAB), encoding="utf-8")
     rules = work / "floor.rules.yml"
     rules.write_text(render(parse_goals(floor_goals(), "floor goals")), encoding="utf-8")
     with ExitStack() as stack:
-        stack.callback(shutil.rmtree, base, ignore_errors=True)
-        stack.callback(commands.down, base / "lab")
-        commands.up(base / "lab.yaml", base / "lab")
-        state = commands.phase(base / "lab", "scans")
-        exporter = ExporterProcess(
-            lunlat_serve(f"--config.file={state.exporter_config}"),
-            work / "lunlat.log",
-            port_pattern=LUNLAT_PORT,
-            start_timeout=60.0,
+        state = lab_in_phase(stack, LAB, "scans", "lunlat-floor-")
+        api, _ = serve_hosts(
+            stack, work, {"host": [f"--config.file={state.exporter_config}"]}, INTERVAL, rules
         )
-        stack.callback(exporter.stop)
-        exporter.start()
-        cfg = prometheus_server.config([f"127.0.0.1:{exporter.port}"], INTERVAL)
-        cfg["rule_files"] = [str(rules)]
-        server = prometheus_server.start(work / "prometheus", cfg)
-        stack.callback(server.stop)
-        yield Floors(prometheus_server.api(server), {lun: Path(dev).name for lun, dev in state.loops.items()})
+        yield Floors(api, {lun: Path(dev).name for lun, dev in state.loops.items()})
 
 
 def _sectors_and_weighted_ms() -> dict[str, tuple[int, int]]:

@@ -348,18 +348,23 @@ def _in_flight(name: str) -> int:
     return sum(int(n) for n in Path(f"/sys/block/{name}/inflight").read_text().split())
 
 
+def reads_in_flight(device: str, seconds: int, size_mb: int) -> subprocess.Popen[str]:
+    """fio in the background keeping 32 direct 4 KiB reads in flight on `device` for `seconds`."""
+    return subprocess.Popen(
+        ["fio", "--name=inflight", f"--filename={device}", "--rw=randread", "--bs=4k", "--direct=1",
+         "--ioengine=libaio", "--iodepth=32", "--time_based", f"--runtime={seconds}", f"--size={size_mb}m",
+         "--output-format=json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 def test_requests_in_flight_when_the_source_starts_are_no_error(slow_lun: str) -> None:
     """A request issued before its device was published to the programs (in flight when the exporter
     starts) completes with no size seen at issue: it is classed without one, and is no `unsized_io`
     error, since its issue was out of sight; requests started afterwards are sized at issue. fio keeps
     32 requests in flight on the FUSE-delayed LUN (~0.5 ms each) while the source starts."""
     name = Path(slow_lun).name
-    fio = subprocess.Popen(
-        ["fio", "--name=inflight", f"--filename={slow_lun}", "--rw=randread", "--bs=4k", "--direct=1",
-         "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=6", "--size=64m",
-         "--output-format=json"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    fio = reads_in_flight(slow_lun, seconds=6, size_mb=64)
     errors: Counter[str] = Counter()
     try:
         deadline = time.monotonic() + 10
@@ -403,12 +408,7 @@ def test_a_completion_the_programs_did_not_see_is_counted_when_its_request_comes
     try:
         with udev_kept_off(slow_lun):
             wait_up(source)
-            fio = subprocess.Popen(
-                ["fio", "--name=kept", f"--filename={slow_lun}", "--rw=randread", "--bs=4k", "--direct=1",
-                 "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=2", "--size=16m",
-                 "--output-format=json"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            )  # fmt: skip
+            fio = reads_in_flight(slow_lun, seconds=2, size_mb=16)
             caught: dict[bytes, bytes] = {}
             deadline = time.monotonic() + 10
             while not caught:
