@@ -407,7 +407,7 @@ def main() -> int:
             WebhookReceiver() as hook,
             AlertingStack(
                 Path(workdir),
-                e2e.LAB_EXPORTER_CONFIG,
+                state.exporter_config,
                 hook.url,
                 exporter_args=("--collector.biolatency",) if args.biolatency else (),
             ) as alerting,

@@ -50,9 +50,6 @@ from tests.support.exporter_process import LOOPBACK
 from tests.support.fake_host import FakeHost, Stats
 
 LAB_CONFIG = DEFAULT_LAB_FILE
-# deploy/lab/lunlat.yaml: generated from LAB_CONFIG by `lunlat-lab exporter-config` (CI checks it
-# is fresh); the lab description itself ships in the lab's package, this file stays in the checkout.
-LAB_EXPORTER_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lunlat.yaml"
 INTERVAL_SECONDS = 5
 OLTP_SECONDS = 45.0
 BREACH_LUN = "sqlserver1_data"
@@ -224,9 +221,9 @@ class DashboardData:
 
 
 def exporter_config(lab_state: LabState, directory: Path, mssql_port: int) -> Path:
-    """deploy/lab/lunlat.yaml (the lab's LUNs with their databases, roles and workloads) plus the
+    """The lab's exporter config (its LUNs with their databases, roles and workloads) plus the
     Oracle and SQL Server targets whose files live on those LUNs, and the per-I/O histograms."""
-    data = yaml.safe_load(LAB_EXPORTER_CONFIG.read_text(encoding="utf-8"))
+    data = yaml.safe_load(lab_state.exporter_config.read_text(encoding="utf-8"))
     data["biolatency"] = {"enabled": True}
     login = {"user": "lunlat", "password_env": PASSWORD_ENV, "workload": "oltp", "timeout_seconds": 5}
     data["oracle"] = [{"name": "Oracle", "dsn": "emulated:1521/ORCL", **login}]

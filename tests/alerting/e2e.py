@@ -17,10 +17,6 @@ from tests.alerting.stack import Notification, WebhookReceiver, started_at
 # subtracts its own calibrated cost per I/O: diskstats shows lab.yaml's service times plus the
 # array's modelled transfer time and queueing, not the engine's cost.
 LAB_CONFIG = DEFAULT_LAB_FILE
-# The exporter's config for the lab's LUNs, generated from LAB_CONFIG.
-# deploy/lab/lunlat.yaml: generated from LAB_CONFIG by `lunlat-lab exporter-config` (CI checks it
-# is fresh); the lab description itself ships in the lab's package, this file stays in the checkout.
-LAB_EXPORTER_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "lab" / "lunlat.yaml"
 # Streams the rules judge under the OLTP phase: 3 data LUNs (reads and writes) and 3 log LUNs (writes);
 # the log readers (`archive`, 5 IOPS) stay below the idle guard.
 OLTP_JUDGED = 9
@@ -85,6 +81,14 @@ def breach_and_restore(state_dir: Path, hook: WebhookReceiver, hold: float = 0.0
     commands.set_latency(state_dir, BREACH_LUN, normal.read_ms, normal.write_ms, None)
     resolved = hook.wait_for(is_resolved, RESOLVE_TIMEOUT, since=restore)
     return Cycle(page, resolved, page.received - onset, resolved.received - restore)
+
+
+def exporter_config(state_dir: Path) -> Path:
+    """The exporter's config `up` wrote for the lab in `state_dir`: its LUNs labelled, its own loop
+    devices only (another lab's, run beside it, stay out of its Prometheus)."""
+    state = LabState.load(state_dir)
+    assert state is not None, f"no lab in {state_dir}"
+    return state.exporter_config
 
 
 def device_of(state_dir: Path, lun: str) -> str:

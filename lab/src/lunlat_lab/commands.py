@@ -121,6 +121,8 @@ def _bring_up(state: LabState, lab: LabConfig, daemon_args: list[str]) -> None:
     for lun in lab.luns:
         state.loops[lun.name] = system.attach_loop(state.mountpoint / LabConfig.image_name(lun.name))
         state.save()
+    # Now that its devices are known: this lab's only (lunlat_lab.exporter_config).
+    write_atomic(state.exporter_config, exporter_config.render(lab, state.directory, state.loops))
     overhead = calibrate(state, lab.luns[0].name, settings)
     replace_settings = Settings(settings.luns, settings.arrays, overhead)
     replace_settings.save(state.settings)

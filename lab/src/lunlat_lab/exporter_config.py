@@ -3,11 +3,16 @@
 The exporter does not know the lab: it gets ordinary `diskstats:` and `luns:` entries, one per lab
 LUN matching its loop device by backing file (`loop_file: <name>.img`), so it labels each lab LUN
 with its database, role, workload and array. `lunlat-lab exporter-config` writes it (deploy/lab/lunlat.yaml
-is the committed copy of the shipped description's, kept fresh by CI) and `lab up` writes one into the state directory.
+is the committed copy of the shipped description's, kept fresh by CI) and `lab up` writes one into the state directory,
+which publishes that lab's loop devices only: every loop device is published by the first (`^loop`), so
+another lab's or any other program's (a snap's) would show as an unlabelled LUN, and a second lab of the
+same description would match the same `loop_file` names.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -25,8 +30,11 @@ HEADER = """\
 """
 
 
-def exporter_config(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> Config:
-    """The exporter's config publishing the lab's LUNs (the loop devices only) with their labels, and a
+def exporter_config(
+    lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR, loops: Mapping[str, str] | None = None
+) -> Config:
+    """The exporter's config publishing the lab's LUNs (the loop devices only; with `loops`, the lab's
+    LUN name → device path as `up` attached them, those devices only) with their labels, and a
     `postgres:` target per pgbench workload (its password in the lab in `state_dir`, lab/pgbench.py)."""
     # Each LUN's lab array as its `array` (a loop device's identity names none): the breach alerts
     # name the other LUNs on the same array (docs/alerting.md, "Why: the cause in the alert").
@@ -42,14 +50,21 @@ def exporter_config(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> Conf
             "name": data.database, "host": "127.0.0.1", "port": workload.port, "user": pgbench.LOGIN,
             "password_file": str(pgbench.password_file(state_dir, name)), "workload": data.workload,
         })  # fmt: skip
-    # The lab's LUNs only (^loop); validated as the exporter validates its file.
-    sections: dict[str, object] = {"diskstats": {"include": "^loop"}, "luns": luns}
+    # The lab's LUNs only (^loop), or its own loop devices; validated as the exporter validates its file.
+    include = "^loop"
+    if loops:
+        include = "^(" + "|".join(re.escape(Path(device).name) for device in sorted(loops.values())) + ")$"
+    sections: dict[str, object] = {"diskstats": {"include": include}, "luns": luns}
     if postgres:
         sections["postgres"] = postgres
     return CONFIG_MODEL.model_validate(sections)
 
 
-def render(lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR) -> str:
-    """exporter_config(lab) as the YAML text of a config file."""
-    data = exporter_config(lab, state_dir).model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+def render(
+    lab: LabConfig, state_dir: Path = DEFAULT_STATE_DIR, loops: Mapping[str, str] | None = None
+) -> str:
+    """exporter_config(lab, state_dir, loops) as the YAML text of a config file."""
+    data = exporter_config(lab, state_dir, loops).model_dump(
+        mode="json", exclude_defaults=True, exclude_none=True
+    )
     return HEADER + "\n" + yaml.safe_dump(data, sort_keys=False, width=100)

@@ -3,6 +3,7 @@ through the exporter config generated from it (deploy/lab/lunlat.yaml)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -107,6 +108,20 @@ def test_the_committed_exporter_config_is_generated_from_the_lab_and_loads() -> 
     assert labels == {
         f"{lun.name}.img": (lun.database, lun.role, lun.workload, lun.array) for lun in lab.luns
     }
+
+
+def test_a_lab_ups_exporter_config_publishes_its_own_loop_devices_only() -> None:
+    """`up` writes the config once its loop devices are attached: only they are published, so another
+    lab of the same description (the same `loop_file` names) or any other loop device is not."""
+    lab = LabConfig.load(LAB)
+    loops = {lun.name: f"/dev/loop{n}" for n, lun in zip((3, 12, *range(20, 40)), lab.luns, strict=False)}
+    config = exporter_config(lab, loops=loops)
+    assert config.diskstats.include is not None
+    include = re.compile(config.diskstats.include)
+    assert {name for name in (f"loop{n}" for n in range(100)) if include.search(name)} == {
+        Path(device).name for device in loops.values()
+    }
+    assert config.luns == exporter_config(lab).luns
 
 
 def test_the_exporter_config_does_not_know_the_lab() -> None:
