@@ -43,7 +43,14 @@ from lunlat.sources.diskstats_format import READ_MS, READS, WEIGHTED_MS, WRITE_M
 from lunlat_lab import commands  # noqa: E402
 from lunlat_lab.state import LabState  # noqa: E402
 from lunlat_rules.cause import IN_FLIGHT_OF_LIMIT  # noqa: E402
-from tests.alerting.stack import AlertingStack, Notification, WebhookReceiver, missing_binaries, started_at  # noqa: E402
+from tests.alerting.stack import (  # noqa: E402
+    AlertingStack,
+    Notification,
+    WebhookReceiver,
+    missing_binaries,
+    started_at,
+    wait_full_window,
+)
 from tests.postgres.server import PgServer, binaries, ensure_user  # noqa: E402
 from tests.postgres.test_lab_luns import lab, mounted  # noqa: E402, F401 - fixtures shared with that test
 from tests.postgres.test_live import GRANTS, LOGIN_PASSWORD  # noqa: E402
@@ -64,10 +71,12 @@ FIO_DEPTH = 64
 DEVICE_MS = 2.0  # the data LUN's latency for the device's verdict
 
 
-def exporter_config(path: Path, port: int) -> Path:
-    """The exporter's config: the lab's loop LUNs with their database and role, and the cluster."""
+def exporter_config(path: Path, port: int, state: LabState) -> Path:
+    """The exporter's config: the lab's loop LUNs with their database and role, and the cluster. Its own
+    loop devices only: another lab's, run beside it, would be published too with `^loop`."""
+    devices = sorted(Path(device).name for device in state.loops.values())
     config: dict[str, Any] = {
-        "diskstats": {"include": "^loop"},
+        "diskstats": {"include": "^(" + "|".join(devices) + ")$"},
         "luns": [
             {"match": {"loop_file": f"{name}.img"}, "database": DATABASE, "role": role, "workload": "oltp"}
             for name, role in (("pg_data", "data"), ("pg_wal", "log"))
@@ -154,7 +163,7 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
 
     loader = threading.Thread(target=load, name="pgbench", daemon=True)
     try:
-        config = exporter_config(tmp_path / "lunlat.yaml", server.port)
+        config = exporter_config(tmp_path / "lunlat.yaml", server.port, lab)
         data_dev, wal_dev = (Path(lab.loops[n]).name for n in ("pg_data", "pg_wal"))
         loader.start()
         with (
@@ -164,6 +173,10 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
             # The WAL LUN's writes are judged (above the idle guard) once two scrapes are in.
             stack.wait_for_series(f'lunlat:latency_above_goal:bool{{lun="{wal_dev}",op="write"}}', 1, 120)
             stack.wait_for_series(f'lunlat:database_engine:info{{database="{DATABASE}"}}', 1, 60)
+            # A whole 1-minute window of the baseline before the onset, as on a running host: on a
+            # younger series the slow samples weigh more and the page comes sooner than it would
+            # there (bench/time_to_page.py --wal reads this test's time to page).
+            wait_full_window(stack.api, 2)
             ready = time.monotonic()
             onset, onset_wall = time.monotonic(), time.time()
             commands.set_latency(lab.directory, "pg_wal", WAL_MS, WAL_MS, None)
@@ -318,7 +331,7 @@ def test_a_full_host_queue_and_a_slow_device_are_each_named_as_the_cause(
         "--group_reporting",
     )
     reader = fio(mounted["pg_data"] / "reads.dat", "--rw=randread", "--ioengine=psync", "--iodepth=1")
-    config = exporter_config(tmp_path / "lunlat.yaml", server.port)
+    config = exporter_config(tmp_path / "lunlat.yaml", server.port, lab)
     try:
         with (
             nr_requests_cut(wal_dev, NR_REQUESTS),
