@@ -7,7 +7,7 @@ The host (tests/support/fake_host.py: procfs and sysfs trees whose diskstats a t
 one multipath LUN, a database's OLTP data LUN, reading 100 times a second at 2 ms against the 1 ms
 goal of alerts/goals.yaml: the breach alert of its role pages, naming the LUN, database, role and
 op, with its annotations rendered by Prometheus 3's templates without an error. No FUSE latency is
-needed, so it is no lab test: marked `prometheus3`, it runs in .ci/run's Prometheus 3 step.
+needed, so it is no lab test: marked `prometheus3`, it runs in .ci/run's Prometheus 3 lane.
 Timeouts only bound a failure.
 """
 
