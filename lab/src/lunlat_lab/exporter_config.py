@@ -51,13 +51,18 @@ def exporter_config(
             "password_file": str(pgbench.password_file(state_dir, name)), "workload": data.workload,
         })  # fmt: skip
     # The lab's LUNs only (^loop), or its own loop devices; validated as the exporter validates its file.
-    include = "^loop"
-    if loops:
-        include = "^(" + "|".join(re.escape(Path(device).name) for device in sorted(loops.values())) + ")$"
-    sections: dict[str, object] = {"diskstats": {"include": include}, "luns": luns}
+    sections: dict[str, object] = {
+        "diskstats": {"include": own_devices(loops) if loops else "^loop"},
+        "luns": luns,
+    }
     if postgres:
         sections["postgres"] = postgres
     return CONFIG_MODEL.model_validate(sections)
+
+
+def own_devices(loops: Mapping[str, str]) -> str:
+    """`diskstats.include` for exactly these loop devices (a lab's LUN name → device path)."""
+    return "^(" + "|".join(re.escape(Path(device).name) for device in sorted(loops.values())) + ")$"
 
 
 def render(
