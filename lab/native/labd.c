@@ -14,19 +14,24 @@
  * version; each block is put in force by one pointer swap, so an I/O sees old or new, never a mix:
  *
  *     overhead READ_MS WRITE_MS READ_MS_PER_MIB WRITE_MS_PER_MIB
+ *     sizes SMALL_MAX LARGE_MIN                  (bytes; required: the size classes below)
  *     array INDEX SLOTS BANDWIDTH_MIB_S          (INDEX: stable per array name, from 0)
  *     lun ARRAY_INDEX READ_MS WRITE_MS JITTER NAME   (NAME percent-encoded)
  *     end
  *
- * Two more lines, outside or inside a block, for the live calibration (lunlat/lab/daemon/calibration.py):
+ * Each I/O has a size class by its bytes, as the exporter's biolatency source classes block requests
+ * (`small` up to SMALL_MAX, `large` from LARGE_MIN, `middle` between; lunlat's ground.BIO_SIZES, sent
+ * by the supervisor so that both sides class alike). Two more lines, outside or inside a block, for
+ * the live calibration (lunlat/lab/daemon/calibration.py), each with 6 figures per LUN, by op (read,
+ * then write) and within it by size class (small, middle, large):
  *
- *     calib READ_MS WRITE_MS NAME    the LUN's measured overhead per op, in force at once (below 0:
- *                                    none, the settings' overhead applies again)
- *     stats                          the daemon writes `stat NAME READS READ_NS WRITES WRITE_NS` per
- *                                    LUN on stdout, then `end`: how many reads and writes of the LUN
- *                                    it served and their summed modelled service time, cumulative:
- *                                    from the callback receiving the I/O to its slot, plus the hold
- *                                    the model asked for (see serve())
+ *     calib MS x 6 NAME              the LUN's measured overhead per op and size class, in force at
+ *                                    once (below 0: none, the settings' overhead applies again)
+ *     stats                          the daemon writes `stat NAME (IOS NS) x 6` per LUN on stdout, then
+ *                                    `end`: how many I/Os of the LUN it served per op and size class
+ *                                    and their summed modelled service time, cumulative: from the
+ *                                    callback receiving the I/O to its slot, plus the hold the model
+ *                                    asked for (see serve())
  *
  * Replaced settings are kept, not freed (an I/O may still read them): a few hundred bytes per
  * change, and changes come from people and calibration. When stdin closes (its supervisor is
@@ -294,6 +299,7 @@ struct lun_setting {
 
 struct settings {
 	double overhead_ms[2], overhead_ms_per_mib[2];
+	long long small_max, large_min; /* bytes: the size classes (the `sizes` line); 0 until given */
 	double bandwidth[MAX_ARRAYS]; /* MiB/s by array index; 0 for an index not in this version */
 	int nluns;
 	struct lun_setting luns[];
@@ -350,11 +356,15 @@ static void lognormal(double mean, double cv, double *mu, double *sigma)
 /* --- live calibration: per-LUN service totals and measured overheads ------------------------ */
 
 #define MAX_STATS 4096
+#define NSIZES 3 /* size classes: 0 small, 1 middle, 2 large */
 
 struct lunstat {
 	char name[NAME_MAX_LEN + 1];
-	_Atomic int64_t count[2], elapsed_ns[2]; /* [0] read, [1] write: cumulative */
-	_Atomic int64_t overhead_ns[2];          /* below 0: none measured, the settings' applies */
+	/* [op][size]: op 0 read, 1 write. Cumulative. Per size class because what an I/O costs outside
+	 * the daemon grows with its bytes: a snapshot copy's 1 MiB writes cost more than the 8K writes
+	 * beside them, so one figure for both holds the 8K writes too short. */
+	_Atomic int64_t count[2][NSIZES], elapsed_ns[2][NSIZES];
+	_Atomic int64_t overhead_ns[2][NSIZES]; /* below 0: none measured, the settings' applies */
 };
 
 static struct lunstat lunstats[MAX_STATS];
@@ -381,7 +391,8 @@ static struct lunstat *lunstat_of(const char *name, int create)
 		found = &lunstats[n];
 		snprintf(found->name, sizeof found->name, "%s", name);
 		for (int op = 0; op < 2; op++)
-			atomic_store(&found->overhead_ns[op], -1);
+			for (int size = 0; size < NSIZES; size++)
+				atomic_store(&found->overhead_ns[op][size], -1);
 		atomic_store_explicit(&nlunstats, n + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&lunstats_lock);
@@ -400,9 +411,11 @@ static void write_stats(FILE *out)
 				fputc(*c, out);
 			else
 				fprintf(out, "%%%02X", (unsigned char)*c);
-		fprintf(out, " %lld %lld %lld %lld\n", (long long)atomic_load(&st->count[0]),
-			(long long)atomic_load(&st->elapsed_ns[0]), (long long)atomic_load(&st->count[1]),
-			(long long)atomic_load(&st->elapsed_ns[1]));
+		for (int op = 0; op < 2; op++)
+			for (int size = 0; size < NSIZES; size++)
+				fprintf(out, " %lld %lld", (long long)atomic_load(&st->count[op][size]),
+					(long long)atomic_load(&st->elapsed_ns[op][size]));
+		fputc('\n', out);
 	}
 	fputs("end\n", out);
 	fflush(out);
@@ -414,23 +427,27 @@ static int percent_decode(const char *in, char *out, size_t cap);
 static int control_line(char *line)
 {
 	char name[3 * NAME_MAX_LEN + 1], decoded[NAME_MAX_LEN + 1];
-	double r, w;
+	double ms[2][NSIZES];
 	int n = 0;
 	if (strcmp(line, "stats\n") == 0 || strcmp(line, "stats") == 0) {
 		write_stats(stdout);
 		return 1;
 	}
-	if (sscanf(line, "calib %lf %lf %767s%n", &r, &w, name, &n) == 3 && (line[n] == '\0' || line[n] == '\n')) {
-		struct lunstat *st = percent_decode(name, decoded, sizeof decoded) == 0 ? lunstat_of(decoded, 1) : NULL;
-		if (st == NULL) {
-			logline("warn", "msg=\"calibration line rejected\" line=\"%.80s\"", line);
-			return 1;
-		}
-		atomic_store(&st->overhead_ns[0], r < 0 ? -1 : (int64_t)(r * 1e6));
-		atomic_store(&st->overhead_ns[1], w < 0 ? -1 : (int64_t)(w * 1e6));
+	if (strncmp(line, "calib ", 6) != 0)
+		return 0;
+	struct lunstat *st = NULL;
+	if (sscanf(line, "calib %lf %lf %lf %lf %lf %lf %767s%n", &ms[0][0], &ms[0][1], &ms[0][2], &ms[1][0],
+		   &ms[1][1], &ms[1][2], name, &n) == 7 &&
+	    (line[n] == '\0' || line[n] == '\n') && percent_decode(name, decoded, sizeof decoded) == 0)
+		st = lunstat_of(decoded, 1);
+	if (st == NULL) {
+		logline("warn", "msg=\"calibration line rejected\" line=\"%.80s\"", line);
 		return 1;
 	}
-	return 0;
+	for (int op = 0; op < 2; op++)
+		for (int size = 0; size < NSIZES; size++)
+			atomic_store(&st->overhead_ns[op][size], ms[op][size] < 0 ? -1 : (int64_t)(ms[op][size] * 1e6));
+	return 1;
 }
 
 struct pending {
@@ -456,6 +473,13 @@ static int parse_line(struct pending *p, char *line)
 	struct settings *s = p->s;
 	if (strcmp(line, "end") == 0)
 		return 1;
+	long long small_max, large_min;
+	if (sscanf(line, "sizes %lld %lld%n", &small_max, &large_min, &n) == 2 && line[n] == '\0') {
+		if (small_max < 1 || large_min <= small_max)
+			return -1;
+		s->small_max = small_max, s->large_min = large_min;
+		return 0;
+	}
 	if (sscanf(line, "overhead %lf %lf %lf %lf%n", &a, &b, &c, &d, &n) == 4 && line[n] == '\0') {
 		s->overhead_ms[0] = a, s->overhead_ms[1] = b;
 		s->overhead_ms_per_mib[0] = c, s->overhead_ms_per_mib[1] = d;
@@ -542,6 +566,10 @@ static int read_block(FILE *in, struct pending *p)
 		p->s = NULL;
 		return 0;
 	}
+	if (!bad && p->s->large_min == 0) { /* incomplete: every I/O's size class comes from it */
+		bad = 1;
+		logline("warn", "msg=\"settings block without its sizes line, keeping the previous settings\"");
+	}
 	if (bad) {
 		free(p->s);
 		p->s = NULL;
@@ -571,8 +599,9 @@ static void *settings_reader(void *arg)
 
 /* --- the service model of one I/O ----------------------------------------------------------- */
 
-/* `overhead_ns`: the LUN's live measured overhead for this op, below 0 when none; it replaces both
- * the settings' fixed and per-MiB overhead, as it was measured on this LUN's own I/O sizes. */
+/* `overhead_ns`: the LUN's live measured overhead for this op and size class, below 0 when none; it
+ * replaces both the settings' fixed and per-MiB overhead, as it was measured on I/Os of this LUN and
+ * class. */
 static int64_t service_ns(const struct settings *s, const struct lun_setting *l, int op, size_t nbytes,
 			  int64_t overhead_ns)
 {
@@ -586,6 +615,14 @@ static int64_t service_ns(const struct settings *s, const struct lun_setting *l,
 					   : s->overhead_ms[op] + s->overhead_ms_per_mib[op] * mib;
 	double ms = latency + transfer - overhead;
 	return ms > 0 ? (int64_t)(ms * 1e6) : 0;
+}
+
+/* The I/O's size class, as lunlat's biolatency source classes a block request of the same bytes. */
+static int size_class(const struct settings *s, size_t nbytes)
+{
+	if ((long long)nbytes <= s->small_max)
+		return 0;
+	return (long long)nbytes < s->large_min ? 1 : 2;
 }
 
 struct handle {
@@ -609,7 +646,8 @@ static ssize_t serve(const struct handle *h, int op, size_t nbytes, ssize_t (*io
 	/* Sampled once the slot is held: a change made while the I/O queued applies to it. */
 	s = atomic_load_explicit(&current, memory_order_acquire);
 	l = find_lun(s, h->lun);
-	int64_t over = h->stat ? atomic_load_explicit(&h->stat->overhead_ns[op], memory_order_relaxed) : -1;
+	int size = size_class(s, nbytes);
+	int64_t over = h->stat ? atomic_load_explicit(&h->stat->overhead_ns[op][size], memory_order_relaxed) : -1;
 	int64_t hold = l ? service_ns(s, l, op, nbytes, over) : 0;
 	ssize_t result = io(ctx);
 	if (hold > 0)
@@ -621,8 +659,8 @@ static ssize_t serve(const struct handle *h, int op, size_t nbytes, ssize_t (*io
 		 * longer than its hold is not the array model's, so it belongs with the overhead the live
 		 * calibration measures (kernel's mean - this) and removes. */
 		int64_t modelled = hold > 0 ? start + hold - received : now_ns() - received;
-		atomic_fetch_add_explicit(&h->stat->count[op], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&h->stat->elapsed_ns[op], modelled, memory_order_relaxed);
+		atomic_fetch_add_explicit(&h->stat->count[op][size], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&h->stat->elapsed_ns[op][size], modelled, memory_order_relaxed);
 	}
 	return result;
 }

@@ -75,7 +75,9 @@ def stop(process: subprocess.Popen[bytes]) -> int:
     return process.returncode
 
 
-StartDaemon = Callable[..., Daemon]  # (settings, engine=DEFAULT_ENGINE, extra_files={}) -> Daemon
+StartDaemon = Callable[
+    ..., Daemon
+]  # (settings, engine=DEFAULT_ENGINE, extra_files={}, log_level=None) -> Daemon
 
 
 @pytest.fixture
@@ -87,7 +89,10 @@ def start_daemon(tmp_path: Path) -> Iterator[StartDaemon]:
     started: list[Daemon] = []
 
     def start(
-        settings: Settings, engine: Engine = DEFAULT_ENGINE, extra_files: dict[str, bytes] | None = None
+        settings: Settings,
+        engine: Engine = DEFAULT_ENGINE,
+        extra_files: dict[str, bytes] | None = None,
+        log_level: str | None = None,
     ) -> Daemon:
         backing, mountpoint = tmp_path / "backing", tmp_path / "mnt"
         backing.mkdir()
@@ -103,7 +108,8 @@ def start_daemon(tmp_path: Path) -> Iterator[StartDaemon]:
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "lunlat_lab.daemon", "--engine", engine, "--backing", str(backing),
-                 "--mount", str(mountpoint), "--settings", str(settings_file)],
+                 "--mount", str(mountpoint), "--settings", str(settings_file),
+                 *(["--log.level", log_level] if log_level else [])],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         daemon = Daemon(process, log, mountpoint, settings_file)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lunlat import reference_architecture
+from lunlat import ground, reference_architecture
 from lunlat.files import write_atomic
 from lunlat.yamlmodel import ConfigError
 from lunlat_lab import exporter_config, measure, native, pgbench, reference_scenario, system
@@ -26,7 +26,7 @@ from lunlat_lab.errors import LabError
 from lunlat_lab.fio import jobs, process, report
 from lunlat_lab.holdback import held_back
 from lunlat_lab.settings import Settings, SettingsError
-from lunlat_lab.state import LabState, read_live
+from lunlat_lab.state import LabState, read_live, stream_key
 
 CALIBRATION_IOS = 300
 CALIBRATION_BLOCK = 8192
@@ -345,9 +345,14 @@ class LunStatus:
     set_read_ms: float
     set_write_ms: float
     live: measure.Average
-    # The live calibration's overhead (ms) by op (lab/daemon/calibration.py); an op not measured yet
-    # has none and is served with `lab up`'s figure.
+    # The live calibration's overhead (ms) by stream (state.stream_key; lab/daemon/calibration.py); a
+    # stream not measured yet has none and is served with `lab up`'s figure.
     overhead_ms: dict[str, float] = field(default_factory=dict)
+
+    def overhead_of(self, op: str) -> float | None:
+        """The op's overhead as `lab status` shows it: its small I/Os' (what OLTP feels) where the
+        calibration measures per size class, else the op's of every size."""
+        return self.overhead_ms.get(stream_key(op, ground.BIO_SIZES[0]), self.overhead_ms.get(op))
 
 
 def status(state_dir: Path, window: float = 1.0) -> tuple[LabState, list[LunStatus]]:
@@ -396,7 +401,7 @@ def format_status(state: LabState, rows: list[LunStatus], window: float) -> str:
             f"{r.lun:24} {r.device:12} {r.database:14} {r.role:5} {r.workload:14} "
             f"{r.set_read_ms:>6.2f}/{r.set_write_ms:<6.2f} {ms(r.live.read_ms):>7}/{ms(r.live.write_ms):<7} "
             f"{r.live.reads / window:>6.0f}/{r.live.writes / window:<6.0f} "
-            f"{ms(r.overhead_ms.get('read')):>7}/{ms(r.overhead_ms.get('write')):<7}"
+            f"{ms(r.overhead_of('read')):>7}/{ms(r.overhead_of('write')):<7}"
         )
     lines.append(
         f"overhead: measured live per LUN and op (- : not yet, `lab up`'s {_up_overhead(state)} applies)"

@@ -81,8 +81,14 @@ class LabState:
             return None
 
 
+def stream_key(op: str, size: str | None) -> str:
+    """How the live file names a stream of the live calibration: `read` (every size, measured on
+    diskstats) or `read.small` (one size class, on the kernel's per-class counters)."""
+    return op if size is None else f"{op}.{size}"
+
+
 def write_live(path: Path, overheads: dict[str, dict[str, float]]) -> None:
-    """The live calibration's estimates, ms by LUN and op."""
+    """The live calibration's estimates, ms by LUN and stream (stream_key)."""
     write_atomic(path, json.dumps({"overhead_ms": overheads}, indent=2, sort_keys=True))
 
 

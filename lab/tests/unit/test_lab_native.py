@@ -12,6 +12,7 @@ from types import ModuleType
 
 import pytest
 
+from lunlat import contract
 from lunlat_lab import native
 from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, parse_engine
 from lunlat_lab.settings import ArraySetting, LunSetting, Settings
@@ -26,6 +27,7 @@ def test_settings_become_lines_with_stable_array_indexes_and_encoded_names() -> 
     arrays: dict[str, int] = {}
     assert native.encode(settings, arrays).splitlines() == [
         "overhead 0.05 0.06 0.0 0.0",
+        f"sizes {contract.BIO_SMALL_MAX} {contract.BIO_LARGE_MIN}",  # the exporter's size classes
         "array 0 1 50.0",
         "array 1 64 100000.0",
         "lun 1 0.15 0.2 0.3 a",
@@ -37,7 +39,7 @@ def test_settings_become_lines_with_stable_array_indexes_and_encoded_names() -> 
         settings.luns, {"new": ArraySetting(2, 10.0), **settings.arrays}, settings.overhead_ms
     )
     lines = native.encode(reordered, arrays).splitlines()
-    assert lines[1:4] == ["array 2 2 10.0", "array 0 1 50.0", "array 1 64 100000.0"]
+    assert lines[2:5] == ["array 2 2 10.0", "array 0 1 50.0", "array 1 64 100000.0"]
     assert arrays == {"slow": 0, "fast": 1, "new": 2}
 
 

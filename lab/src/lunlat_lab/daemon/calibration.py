@@ -7,6 +7,12 @@ reader pays idle wake-ups, an O_SYNC writer less). So the supervisor measures it
 
     overhead = diskstats' mean latency - the daemon's mean modelled service time, over the same window
 
+and, where the kernel's side has them, per size class: (LUN, op, size class), the classes of the
+exporter's biolatency source, which the daemon counts by too (labd.c size_class). What an I/O costs
+outside the daemon grows with its bytes (the FUSE round trip copies them), so one figure for a LUN
+whose writes mix a snapshot copy's 1 MiB with 8K held the 8K writes too short: in one of twelve strict
+reference runs (2026-11-29) the snapshot copies' data writes came out 0.032 and 0.049 ms low.
+
 The daemon's modelled service time runs from its callback receiving the I/O to its slot, plus the
 hold the model asked for (labd.c serve()): the wait for the array's slots and the hold, everything
 the array model means to show, and nothing else. The difference is therefore only the lab's own
@@ -16,13 +22,14 @@ What is counted as overhead and removed: the FUSE round trip, the loop driver, a
 outside the daemon, and, inside it, a wake-up later than its deadline or a pread/pwrite longer than
 its hold (counting the clock's time there left the busiest phases about 0.03 ms high).
 
-Windows: a (LUN, op) closes a window once it has MIN_IOS completions, or MAX_WINDOW_S seconds with
-at least MIN_IOS_SLOW. The kernel's side comes from KernelTimes: nanosecond sums from the BPF engine
-where it loads (then short windows, NS_*), else diskstats, whose sums are whole milliseconds (then
-long windows: a window's mean is off by up to 1 ms / its I/Os, 0.05 ms at 20). A window whose kernel
-and daemon counts disagree by more than COUNT_MISMATCH (the loop driver split the I/Os) is dropped,
-and so is one whose I/Os average more than LARGE_IO_BYTES: a snapshot copy's 1 MiB writes cost more
-outside the daemon than the 8K OLTP writes that follow them. Each window's figure moves an EWMA
+Windows: a stream closes a window once it has MIN_IOS completions, or MAX_WINDOW_S seconds with
+at least MIN_IOS_SLOW. The kernel's side comes from KernelTimes: nanosecond sums per size class from
+the BPF engine where it loads (then short windows, NS_*), else diskstats, whose sums are whole
+milliseconds and of every size (then long windows: a window's mean is off by up to 1 ms / its I/Os,
+0.05 ms at 20). A window whose kernel and daemon counts disagree by more than COUNT_MISMATCH (the loop
+driver split the I/Os) is dropped. On diskstats, so is one whose I/Os average more than
+LARGE_IO_BYTES: a snapshot copy's 1 MiB writes cost more outside the daemon than the 8K OLTP writes
+that follow them. Each window's figure moves an EWMA
 (ALPHA), bounded to [0, MAX_MS], through the low median of the last MEDIAN_OF windows: one window
 spiked by a stall on the host (one 64K read of a 20 IOPS log reader took 35 ms outside the daemon in
 the short reference test) would otherwise move the estimate by a third of the spike, and the seconds
@@ -46,15 +53,14 @@ from pathlib import Path
 
 from lunlat import logs
 from lunlat.config import BiolatencyConfig
-from lunlat.sources.biolatency import Engine, by_op, kernel_dev
+from lunlat.sources.biolatency import OPS, SIZES, Engine, kernel_dev
 from lunlat.sources.diskstats_format import READ_SECTORS, SECTOR_BYTES, WRITE_SECTORS, parse
 from lunlat_lab import measure, system
-from lunlat_lab.native import ServiceTotals
-from lunlat_lab.state import write_live
+from lunlat_lab.native import ServiceTotals, Stream
+from lunlat_lab.state import stream_key, write_live
 
 log = logs.get("lunlat.lab.daemon")
 
-OPS = ("read", "write")
 POLL_SECONDS = 1.0
 MIN_IOS = 100
 MIN_IOS_SLOW = 20
@@ -66,7 +72,7 @@ ALPHA = 0.3
 MEDIAN_OF = 3
 MAX_MS = 2.0
 COUNT_MISMATCH = 0.25
-# A window whose I/Os average more than this is dropped. The lab's steady mixes stay well below it: a
+# On diskstats (every size in one window), a window whose I/Os average more than this is dropped. The lab's steady mixes stay well below it: a
 # DSS LUN's 40/s 512K scans beside 120/s 8K OLTP reads average about 134K (their cost is the cell's
 # average: kept). A snapshot copy at its capped rate (32 1 MiB writes a second beside 20 8K ones)
 # averages 500K and more: it costs more outside the daemon than the 8K writes that follow it, and the
@@ -89,8 +95,13 @@ class Sample:
     disk_bytes: float = 0.0
 
 
+Key = tuple[str, str, str | None]  # (LUN, op, size class or None: every size)
+# The kernel's completions and their summed seconds by stream, per device.
+KernelCounts = dict[str, dict[Stream, tuple[float, float]]]
+
+
 class Estimator:
-    """The smoothed overhead per (LUN, op), in ms, from successive cumulative samples."""
+    """The smoothed overhead per (LUN, op, size class), in ms, from successive cumulative samples."""
 
     def __init__(
         self,
@@ -103,15 +114,15 @@ class Estimator:
     ) -> None:
         self.min_ios, self.min_ios_slow, self.max_window_s = min_ios, min_ios_slow, max_window_s
         self.alpha, self.max_ms, self.median_of = alpha, max_ms, median_of
-        self._start: dict[tuple[str, str], Sample] = {}
-        self._recent: dict[tuple[str, str], deque[float]] = {}  # the last windows' measured figures
-        self.values: dict[tuple[str, str], float] = {}  # only (LUN, op)s measured at least once
-        self.windows: dict[tuple[str, str], int] = {}
+        self._start: dict[Key, Sample] = {}
+        self._recent: dict[Key, deque[float]] = {}  # the last windows' measured figures
+        self.values: dict[Key, float] = {}  # only streams measured at least once
+        self.windows: dict[Key, int] = {}
 
-    def observe(self, lun: str, op: str, sample: Sample, initial: float) -> bool:
-        """One sample; True when it closed a window and the estimate changed. `initial`: the value
-        the EWMA starts from (`lab up`'s figure)."""
-        key = (lun, op)
+    def observe(self, lun: str, op: str, sample: Sample, initial: float, size: str | None = None) -> bool:
+        """One sample of (LUN, op, size class; None: every size); True when it closed a window and
+        the estimate changed. `initial`: the value the EWMA starts from (`lab up`'s figure)."""
+        key = (lun, op, size)
         start = self._start.get(key)
         if start is None or sample.disk_ios < start.disk_ios or sample.daemon_ios < start.daemon_ios:
             self._start[key] = sample  # first sight, or counters reset (new device, new daemon)
@@ -126,17 +137,17 @@ class Estimator:
         self._start[key] = sample
         if daemon_ios <= 0 or abs(daemon_ios - disk_ios) > COUNT_MISMATCH * disk_ios:
             return False
-        if (sample.disk_bytes - start.disk_bytes) / disk_ios > LARGE_IO_BYTES:
+        if size is None and (sample.disk_bytes - start.disk_bytes) / disk_ios > LARGE_IO_BYTES:
             return False
         disk_ms = (sample.disk_seconds - start.disk_seconds) / disk_ios * 1000
         daemon_ms = (sample.daemon_ns - start.daemon_ns) / daemon_ios / 1e6
         measured = disk_ms - daemon_ms
         if not math.isfinite(measured):
             return False
-        previous = self.values[key] if key in self.values else self._prior(op, initial)
+        previous = self.values[key] if key in self.values else self._prior(op, size, initial)
         windows = self.windows.get(key, 0)
         log.debug(
-            "calibration window", lun=lun, op=op, ios=int(disk_ios), daemon_ios=daemon_ios,
+            "calibration window", lun=lun, op=op, size=size or "all", ios=int(disk_ios), daemon_ios=daemon_ios,
             seconds=round(elapsed, 2), kernel_ms=round(disk_ms, 4), daemon_ms=round(daemon_ms, 4),
             estimate_ms=round(previous, 4),
         )  # fmt: skip
@@ -152,13 +163,13 @@ class Estimator:
         self.windows[key] = windows + 1
         return True
 
-    def _prior(self, op: str, initial: float) -> float:
-        """Where a (LUN, op)'s first window starts from: the low median of the other LUNs' estimates
-        for the op, measured under the load of the moment, else `initial`. A LUN that wakes up late
+    def _prior(self, op: str, size: str | None, initial: float) -> float:
+        """Where a stream's first window starts from: the low median of the other LUNs' estimates
+        for the op and size class, measured under the load of the moment, else `initial`. A LUN that wakes up late
         (a snapshot copy in the scenario's last phase) otherwise starts from `lab up`'s figure,
         measured on an idle lab (0.11 ms against 0.07 measured beside the busiest phase), and spends
         its first seconds over-subtracting."""
-        others = [value for (_, other_op), value in self.values.items() if other_op == op]
+        others = [value for (_, o, s), value in self.values.items() if (o, s) == (op, size)]
         return statistics.median_low(others) if others else initial
 
     def reset(self) -> None:
@@ -167,11 +178,11 @@ class Estimator:
         self.windows.clear()
         self._recent.clear()
 
-    def overheads(self) -> dict[str, dict[str, float]]:
-        """The measured estimates by LUN and op (ms)."""
-        result: dict[str, dict[str, float]] = {}
-        for (lun, op), value in sorted(self.values.items()):
-            result.setdefault(lun, {})[op] = value
+    def overheads(self) -> dict[str, dict[Stream, float]]:
+        """The measured estimates by LUN and stream (ms)."""
+        result: dict[str, dict[Stream, float]] = {}
+        for (lun, op, size), value in self.values.items():
+            result.setdefault(lun, {})[(op, size)] = value
         return result
 
 
@@ -188,24 +199,23 @@ def lun_devices(mountpoint: Path, sysfs: Path = Path("/sys")) -> dict[str, str]:
 def samples(
     at: float,
     devices: dict[str, str],
-    disk: dict[str, measure.Counters],
+    disk: KernelCounts,
     daemon: dict[str, ServiceTotals],
     disk_bytes: dict[str, tuple[float, float]] | None = None,
-) -> dict[tuple[str, str], Sample]:
-    """The (LUN, op) samples for the LUNs known to both the kernel and the daemon. `disk_bytes`:
-    bytes read and written so far by device (disk_bytes())."""
+) -> dict[Key, Sample]:
+    """The samples of each stream the kernel's side counts, for the LUNs known to both the kernel
+    and the daemon. `disk_bytes`: bytes read and written so far by device (disk_bytes()), for the
+    streams of every size."""
     result = {}
     for lun, device in devices.items():
-        counters, totals = disk.get(device), daemon.get(lun)
-        if counters is None or totals is None:
+        streams, totals = disk.get(device), daemon.get(lun)
+        if streams is None or totals is None:
             continue
-        read_b, write_b = (disk_bytes or {}).get(device, (0.0, 0.0))
-        result[(lun, "read")] = Sample(
-            at, counters.reads, counters.read_seconds, totals.reads, totals.read_ns, read_b
-        )
-        result[(lun, "write")] = Sample(
-            at, counters.writes, counters.write_seconds, totals.writes, totals.write_ns, write_b
-        )
+        moved = (disk_bytes or {}).get(device, (0.0, 0.0))
+        for (op, size), (ios, seconds) in streams.items():
+            daemon_ios, daemon_ns = totals.of(op, size)
+            nbytes = moved[OPS.index(op)] if size is None else 0.0
+            result[(lun, op, size)] = Sample(at, ios, seconds, daemon_ios, daemon_ns, nbytes)
     return result
 
 
@@ -220,14 +230,15 @@ def disk_bytes(procfs: Path = Path("/proc")) -> dict[str, tuple[float, float]]:
 
 
 class KernelTimes:
-    """Completions and their summed latency per loop device, in nanoseconds where it can be had.
+    """Completions and their summed latency per loop device, in nanoseconds and per size class where
+    they can be had.
 
     /proc/diskstats prints each device's summed time in whole milliseconds (block/genhd.c
     diskstats_show divides the nanosecond sums by NSEC_PER_MSEC), so a window of n completions is off
     by up to 1/n ms; 100-completion windows keep that to 0.01 ms but take a 5 IOPS LUN 20 s. The
     biolatency source's BPF engine (sources/biolatency.py) counts the same completions at the same
-    moment as diskstats (block_io_done) with nanosecond sums: used where it loads (root, BTF), with
-    short windows; diskstats otherwise.
+    moment as diskstats (block_io_done) with nanosecond sums, per op and size class: used where it
+    loads (root, BTF), with short windows; diskstats otherwise (every size in one stream per op).
     """
 
     def __init__(self, sysfs: Path = Path("/sys")) -> None:
@@ -251,22 +262,27 @@ class KernelTimes:
             engine.close()
             log.info("live calibration on /proc/diskstats (ms sums)", reason=cause)
 
-    def read(self, devices: list[str]) -> dict[str, measure.Counters]:
+    def read(self, devices: list[str]) -> KernelCounts:
         if not self._tried:
             self._load()
         if self._engine is None:
-            return measure.from_diskstats()
+            return {
+                name: {
+                    ("read", None): (c.reads, c.read_seconds),
+                    ("write", None): (c.writes, c.write_seconds),
+                }
+                for name, c in measure.from_diskstats().items()
+            }
         numbers = {name: dev for name in devices if (dev := self._number(name)) is not None}
         self._engine.sync(list(numbers.values()))
-        counters = by_op(self._engine.counters())
-        result = {}
+        counters = self._engine.counters()
+        result: KernelCounts = {}
         for name, dev in numbers.items():
-            read, write = counters.get((dev, 0)), counters.get((dev, 1))
-            if read is None or write is None:
-                continue
-            result[name] = measure.Counters(
-                float(sum(read.buckets)), read.ns / 1e9, float(sum(write.buckets)), write.ns / 1e9
-            )
+            for op_index, op in enumerate(OPS):
+                for size_index, size in enumerate(SIZES):
+                    c = counters.get((dev, op_index, size_index))
+                    if c is not None:
+                        result.setdefault(name, {})[(op, size)] = (float(sum(c.buckets)), c.ns / 1e9)
         return result
 
     def _number(self, name: str) -> int | None:
@@ -293,7 +309,7 @@ class LiveCalibrator:
         mountpoint: Path,
         live_file: Path,
         stats: Callable[[], dict[str, ServiceTotals] | None],
-        send: Callable[[dict[str, dict[str, float]]], None],
+        send: Callable[[dict[str, dict[Stream, float]]], None],
         initial: Callable[[], dict[str, float]],
         interval: float = POLL_SECONDS,
     ) -> None:
@@ -324,18 +340,24 @@ class LiveCalibrator:
             # A new calibrated figure (`lab up` writes it once its probe is done): start from it.
             forgotten = self.estimator.overheads()
             self.estimator.reset()
-            self._send({lun: {op: -1.0 for op in OPS} for lun in forgotten})
+            self._send({lun: {(op, None): -1.0 for op in OPS} for lun in forgotten})
             write_live(self.live_file, {})
         self._initial_seen = initial
         changed: set[str] = set()
-        for (lun, op), sample in samples(time.monotonic(), devices, disk, daemon, sizes).items():
-            if self.estimator.observe(lun, op, sample, initial.get(op, 0.0)):
+        for (lun, op, size), sample in samples(time.monotonic(), devices, disk, daemon, sizes).items():
+            if self.estimator.observe(lun, op, sample, initial.get(op, 0.0), size):
                 changed.add(lun)
         if not changed:
             return False
         overheads = self.estimator.overheads()
         self._send({lun: overheads[lun] for lun in sorted(changed)})
-        write_live(self.live_file, overheads)
+        write_live(
+            self.live_file,
+            {
+                lun: {stream_key(*stream): v for stream, v in streams.items()}
+                for lun, streams in overheads.items()
+            },
+        )
         return True
 
     def run(self) -> None:

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import IO
 
 from lunlat import logs
-from lunlat_lab.native import STATS_REQUEST, ServiceTotals, encode, encode_calibration, parse_stats_line
+from lunlat_lab.native import (
+    STATS_REQUEST,
+    ServiceTotals,
+    Stream,
+    encode,
+    encode_calibration,
+    parse_stats_line,
+)
 from lunlat_lab.settings import Settings
 
 log = logs.get("lunlat.lab.daemon")
@@ -58,8 +65,8 @@ class NativeDaemon:
             self.settings = settings
             self._send(encode(settings, self._arrays), "settings")
 
-    def calibrate(self, overheads: dict[str, dict[str, float]]) -> None:
-        """Each LUN's live overhead per op (ms), in force at once (lab/daemon/calibration.py)."""
+    def calibrate(self, overheads: dict[str, dict[Stream, float]]) -> None:
+        """Each LUN's live overhead per op and size class (ms), in force at once (lab/daemon/calibration.py)."""
         with self._lock:
             self._send(encode_calibration(overheads), "calibration")
 

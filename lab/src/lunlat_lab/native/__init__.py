@@ -6,10 +6,12 @@ lab/native/labd_build.py), never when the lab runs: `binary()` only finds it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from lunlat import ground
 from lunlat_lab.settings import Settings
 
 BINARY_NAME = "lunlat-labd"  # also how `lab down` finds the daemon by its command line
@@ -39,7 +41,10 @@ def encode(settings: Settings, arrays: dict[str, int]) -> str:
     over = settings.overhead_ms
     lines = [
         f"overhead {over.get('read', 0.0)!r} {over.get('write', 0.0)!r} "
-        f"{over.get('read_per_mib', 0.0)!r} {over.get('write_per_mib', 0.0)!r}"
+        f"{over.get('read_per_mib', 0.0)!r} {over.get('write_per_mib', 0.0)!r}",
+        # The size classes the daemon counts and calibrates by: the exporter's, so that its totals
+        # per class meet the kernel's per class (the biolatency source's counters) one to one.
+        f"sizes {ground.BIO_SMALL_MAX} {ground.BIO_LARGE_MIN}",
     ]
     for name, array in settings.arrays.items():
         index = arrays.setdefault(name, len(arrays))
@@ -55,35 +60,47 @@ def encode(settings: Settings, arrays: dict[str, int]) -> str:
 # --- live calibration (lab/daemon/calibration.py): the `stats` and `calib` lines -----------------
 
 STATS_REQUEST = "stats\n"
+# The daemon's order of the figures on a `stat` and a `calib` line: by op, then by size class.
+STREAMS: tuple[tuple[str, str], ...] = tuple((op, size) for op in ground.BIO_OPS for size in ground.BIO_SIZES)
+# What the live calibration measures: an op and a size class, or an op of every size (None) where
+# the kernel's side has no classes (/proc/diskstats).
+Stream = tuple[str, str | None]
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceTotals:
-    """What the daemon served of one LUN since it started: I/Os and their summed modelled service
-    time (from its callback receiving each to its slot, plus the hold asked for), per op."""
+    """What the daemon served of one LUN since it started, per (op, size class): I/Os and their
+    summed modelled service time in ns (from its callback receiving each to its slot, plus the hold
+    asked for)."""
 
-    reads: int
-    read_ns: int
-    writes: int
-    write_ns: int
+    served: Mapping[tuple[str, str], tuple[int, int]]
+
+    def of(self, op: str, size: str | None = None) -> tuple[int, int]:
+        """(I/Os, ns) of `op` in size class `size`, or of every size class when it is None."""
+        pairs = [v for (o, s), v in self.served.items() if o == op and size in (None, s)]
+        return sum(ios for ios, _ in pairs), sum(ns for _, ns in pairs)
 
 
-def encode_calibration(overheads: dict[str, dict[str, float]]) -> str:
-    """`calib READ_MS WRITE_MS NAME` per LUN: its live overhead per op (ms; below 0: none measured,
-    the settings' overhead applies). Put in force at once, outside any settings block."""
-    return "".join(
-        f"calib {ops.get('read', -1.0)!r} {ops.get('write', -1.0)!r} {quote(name, safe='')}\n"
-        for name, ops in overheads.items()
-    )
+def encode_calibration(overheads: Mapping[str, Mapping[Stream, float]]) -> str:
+    """`calib MS x 6 NAME` per LUN: its live overhead per op and size class (ms; below 0: none
+    measured, the settings' overhead applies), in STREAMS' order. A figure measured over every size
+    (stream (op, None)) stands for each class of the op without one of its own. Put in force at once,
+    outside any settings block."""
+    lines = []
+    for name, streams in overheads.items():
+        figures = (streams.get((op, size), streams.get((op, None), -1.0)) for op, size in STREAMS)
+        lines.append(f"calib {' '.join(repr(f) for f in figures)} {quote(name, safe='')}\n")
+    return "".join(lines)
 
 
 def parse_stats_line(line: str) -> tuple[str, ServiceTotals] | None:
-    """One `stat NAME READS READ_NS WRITES WRITE_NS` line of the daemon's answer to `stats`; None for
-    `end`. ValueError for anything else."""
+    """One `stat NAME (IOS NS) x 6` line of the daemon's answer to `stats`, in STREAMS' order; None
+    for `end`. ValueError for anything else."""
     fields = line.split()
     if fields == ["end"]:
         return None
-    if len(fields) != 6 or fields[0] != "stat":
+    if len(fields) != 2 + 2 * len(STREAMS) or fields[0] != "stat":
         raise ValueError(f"not a stats line: {line.strip()!r}")
-    reads, read_ns, writes, write_ns = (int(f) for f in fields[2:])
-    return unquote(fields[1]), ServiceTotals(reads, read_ns, writes, write_ns)
+    numbers = [int(f) for f in fields[2:]]
+    served = {stream: (numbers[2 * i], numbers[2 * i + 1]) for i, stream in enumerate(STREAMS)}
+    return unquote(fields[1]), ServiceTotals(served)
