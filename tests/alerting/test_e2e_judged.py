@@ -31,8 +31,9 @@ Why SET_MS is 0.6 ms, not lower: the time to page is bounded by the pieces docs/
 page") lists, and one of them depends on the baseline. A rate over [1m] with 15 s scrapes spans the
 45 s between its first and last samples; the small reads' average crosses 1 ms once (1 - b) / (h - b)
 of that span is slow, b and h the small reads' latency before and after the change. Measured here
-(the lab's live calibration estimates one overhead per LUN and op with the scans in it, so the small
-reads come out a little under set + transfer): b 0.64-0.65 ms (the judged series), h about 2.05-2.1 ms
+(before the lab's live calibration went per size class its one overhead per LUN and op had the scans
+in it, so the small reads came out a little under set + transfer; per class they read at most
+0.684 ms, set + transfer 0.678): b 0.64-0.65 ms then (the judged series), h about 2.05-2.1 ms
 (the test's own reads after the change, less what they cost above the kernel's before it), so about
 11 s. The scrape
 that carries it comes up to 15 s later, the evaluation that reads it up to 15 s after that (a scrape

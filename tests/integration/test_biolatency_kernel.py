@@ -26,6 +26,7 @@ from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.biolatency import BiolatencySource, Engine
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.published import PublishedDevices
+from tests.support.biolatency_counts import by_op
 from tests.support.skip_unless_installed import need
 
 need("lunlat_lab")  # the lab is its own distribution: skipped, saying so, without it
@@ -301,13 +302,13 @@ def test_only_published_devices_are_traced_in_the_kernel(loop_device: str, tmp_p
             for device in (loop_device, unpublished):
                 subprocess.run(["dd", f"if={device}", "of=/dev/null", "bs=4k", "count=64", "iflag=direct"],
                                check=True, capture_output=True)  # fmt: skip
-            counters = biolatency.by_op(engine.counters())
+            counters = by_op(engine.counters())
             assert set(counters) == {(devs[0], 0), (devs[0], 1)}
             assert sum(counters[(devs[0], 0)].buckets) == 64
             assert engine.sync([devs[1]]) == []  # the slot moves to the other device, zeroed
             subprocess.run(["dd", f"if={unpublished}", "of=/dev/null", "bs=4k", "count=8", "iflag=direct"],
                            check=True, capture_output=True)  # fmt: skip
-            assert sum(biolatency.by_op(engine.counters())[(devs[1], 0)].buckets) == 8
+            assert sum(by_op(engine.counters())[(devs[1], 0)].buckets) == 8
     finally:
         engine.close()
 

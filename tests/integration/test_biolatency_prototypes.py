@@ -25,6 +25,7 @@ from lunlat.sources import biolatency
 from lunlat.sources.bpf import libbpf, object_path
 from tests.integration import custom_btf
 from tests.integration.test_real_kernel import attached_loop
+from tests.support.biolatency_counts import by_op
 
 pytestmark = pytest.mark.kernel
 
@@ -83,7 +84,7 @@ def test_an_unknown_prototype_is_counted_not_a_silent_zero(tmp_path: Path) -> No
                 capture_output=True,
             )
             problems = engine.problems()
-            counters = biolatency.by_op(engine.counters())
+            counters = by_op(engine.counters())
     finally:
         engine.close()
     assert problems["unknown_issue_prototype"] >= 32

@@ -58,7 +58,7 @@ def parser() -> argparse.ArgumentParser:
         choices=tuple(logs.LEVELS),
         default="info",
         help="the lab daemon's log level in DIR/fuse.log; debug adds each live-calibration window "
-        "(kernel and daemon mean per LUN and op)",
+        "(kernel and daemon mean per LUN, op and size class)",
     )
     exporter_config = actions.add_parser(
         "exporter-config",

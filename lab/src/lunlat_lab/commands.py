@@ -404,7 +404,8 @@ def format_status(state: LabState, rows: list[LunStatus], window: float) -> str:
             f"{ms(r.overhead_of('read')):>7}/{ms(r.overhead_of('write')):<7}"
         )
     lines.append(
-        f"overhead: measured live per LUN and op (- : not yet, `lab up`'s {_up_overhead(state)} applies)"
+        f"overhead: measured live per LUN, op and size class, small I/Os' shown (- : not yet, "
+        f"`lab up`'s {_up_overhead(state)} applies)"
     )
     return "\n".join(lines)
 

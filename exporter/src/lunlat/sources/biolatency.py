@@ -149,14 +149,6 @@ class Counters:
 Key = tuple[int, int, int]  # (dev_t, op index, size index)
 
 
-def by_op(counters: Mapping[Key, Counters]) -> dict[tuple[int, int], Counters]:
-    """The counters of every size class added up, keyed (dev_t, op)."""
-    out: dict[tuple[int, int], Counters] = {}
-    for (dev, op, _size), c in counters.items():
-        out[(dev, op)] = out.get((dev, op), Counters()) + c
-    return out
-
-
 def families(
     counters: Mapping[Key, Counters], devices: Mapping[tuple[int, int], PublishedDevice]
 ) -> list[Family]:

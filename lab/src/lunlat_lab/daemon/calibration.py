@@ -1,4 +1,4 @@
-"""Live calibration: each LUN's overhead per op, measured continuously from the kernel's own counters.
+"""Live calibration: each LUN's overhead per op and size class, measured from the kernel's own counters.
 
 The daemon holds each I/O for target + transfer - overhead, where the overhead is what an I/O costs
 outside the daemon's hold (FUSE round trip, wake-ups, the loop driver). `lab up` measures one figure
@@ -72,13 +72,14 @@ ALPHA = 0.3
 MEDIAN_OF = 3
 MAX_MS = 2.0
 COUNT_MISMATCH = 0.25
-# On diskstats (every size in one window), a window whose I/Os average more than this is dropped. The lab's steady mixes stay well below it: a
-# DSS LUN's 40/s 512K scans beside 120/s 8K OLTP reads average about 134K (their cost is the cell's
-# average: kept). A snapshot copy at its capped rate (32 1 MiB writes a second beside 20 8K ones)
-# averages 500K and more: it costs more outside the daemon than the 8K writes that follow it, and the
-# estimate it left (0.29 ms against 0.07 at 768K, the threshold before) took 15 s to decay. A window
-# holding only the copy's first or last few writes (under 7) passes, at most about 0.09 ms high, and
-# the median holds off one such window.
+# On diskstats (every size in one window), a window whose I/Os average more than this is dropped. The
+# lab's steady mixes stay well below it: a DSS LUN's 40/s 512K scans beside 120/s 8K OLTP reads
+# average about 134K (their cost is the cell's average: kept). A snapshot copy at its capped rate (32
+# 1 MiB writes a second beside 20 8K ones) averages 500K and more: it costs more outside the daemon
+# than the 8K writes that follow it, and the estimate it left (0.29 ms against 0.07 at 768K, the
+# threshold before) took 15 s to decay. A window holding only the copy's first or last few writes
+# (under 7) passes, at most about 0.09 ms high, and the median holds off one such window. Per size
+# class (BPF) no window mixes them.
 LARGE_IO_BYTES = 256 * 1024
 IMAGE_SUFFIX = ".img"
 
@@ -147,9 +148,9 @@ class Estimator:
         previous = self.values[key] if key in self.values else self._prior(op, size, initial)
         windows = self.windows.get(key, 0)
         log.debug(
-            "calibration window", lun=lun, op=op, size=size or "all", ios=int(disk_ios), daemon_ios=daemon_ios,
-            seconds=round(elapsed, 2), kernel_ms=round(disk_ms, 4), daemon_ms=round(daemon_ms, 4),
-            estimate_ms=round(previous, 4),
+            "calibration window", lun=lun, op=op, size=size or "all", ios=int(disk_ios),
+            daemon_ios=daemon_ios, seconds=round(elapsed, 2), kernel_ms=round(disk_ms, 4),
+            daemon_ms=round(daemon_ms, 4), estimate_ms=round(previous, 4),
         )  # fmt: skip
         recent = self._recent.setdefault(key, deque(maxlen=self.median_of))
         recent.append(measured)
@@ -165,10 +166,10 @@ class Estimator:
 
     def _prior(self, op: str, size: str | None, initial: float) -> float:
         """Where a stream's first window starts from: the low median of the other LUNs' estimates
-        for the op and size class, measured under the load of the moment, else `initial`. A LUN that wakes up late
-        (a snapshot copy in the scenario's last phase) otherwise starts from `lab up`'s figure,
-        measured on an idle lab (0.11 ms against 0.07 measured beside the busiest phase), and spends
-        its first seconds over-subtracting."""
+        for the op and size class, measured under the load of the moment, else `initial`. A LUN
+        that wakes up late (a snapshot copy in the scenario's last phase) otherwise starts from `lab
+        up`'s figure, measured on an idle lab (0.11 ms against 0.07 measured beside the busiest
+        phase), and spends its first seconds over-subtracting."""
         others = [value for (_, o, s), value in self.values.items() if (o, s) == (op, size)]
         return statistics.median_low(others) if others else initial
 
