@@ -32,9 +32,36 @@ def host_exporter_alerts(goals: Goals) -> list[dict[str, Any]]:
     ]
 
 
+def lost_sample_share(goals: Goals) -> float:
+    """The share of the per-I/O histogram's I/Os lost (contract.BIO_LOST_SAMPLE_REASONS) above
+    which LunLatencySourceErrors opens a ticket: a tenth of the tightest per-I/O objective's error
+    budget (the project's own threshold). Were every lost I/O slow, the SLO's error ratio would be
+    off by at most that tenth; below it the loss cannot move a burn alert materially."""
+    budgets = [goals.slo.error_budget, *(o.error_budget for o in goals.slo.objectives)]
+    return round(min(budgets) / 10, 12)
+
+
+def source_errors_expr(goals: Goals) -> str:
+    """Any error in the window, but the histogram's lost samples only past lost_sample_share() of
+    the histogram's I/Os of the same exporter in the same window."""
+    sel, window = goals.selector, goals.health.source_errors_window
+    errors = contract.SOURCE_ERRORS.name
+    lost = "|".join(contract.BIO_LOST_SAMPLE_REASONS)
+    sep = "," if sel else ""
+    counted = f"{contract.DEVICE_IO_LATENCY.name}_count"
+    return (
+        f'increase({errors}{{{sel}{sep}reason!~"{lost}"}}[{window}]) > 0\n'
+        "or\n"
+        f'increase({errors}{{{sel}{sep}source="biolatency",reason=~"{lost}"}}[{window}])\n'
+        f"  / on (job, instance) group_left\n"
+        f"  sum by (job, instance) (increase({counted}{{{sel}}}[{window}]))\n"
+        f"  > {lost_sample_share(goals)!r}"
+    )
+
+
 def health_alerts(goals: Goals) -> list[dict[str, Any]]:
     health, sel, base = goals.health, goals.selector, goals.runbook_base_url
-    source_up, errors = contract.SOURCE_UP.name, contract.SOURCE_ERRORS.name
+    source_up = contract.SOURCE_UP.name
     # Only what the login, grants or config can restore opens a ticket (contract.Capability).
     fixable = "|".join(contract.FIXABLE_CAPABILITIES)
     capability_sel = f'{sel},capability=~"{fixable}"' if sel else f'capability=~"{fixable}"'
@@ -70,12 +97,17 @@ def health_alerts(goals: Goals) -> list[dict[str, Any]]:
         ),
         alert(
             "LunLatencySourceErrors",
-            f"increase({errors}{{{sel}}}[{health.source_errors_window}]) > 0",
+            source_errors_expr(goals),
             None,
             "ticket",
             "lunlat source {{ $labels.source }} on {{ $labels.instance }} reports {{ $labels.reason }} errors",
-            "{{ $value | humanize }} {{ $labels.reason }} errors from the {{ $labels.source }} source of "
-            "{{ $labels.instance }} in the last " + health.source_errors_window + ".",
+            # A lost sample's value is its share of the histogram's I/Os (source_errors_expr).
+            f'{{{{ if match "{"|".join(contract.BIO_LOST_SAMPLE_REASONS)}" $labels.reason }}}}'
+            "{{ $value | humanizePercentage }} of the per-I/O histogram's I/Os of {{ $labels.instance }} "
+            "were lost ({{ $labels.reason }}) in the last " + health.source_errors_window + ", above the "
+            f"{lost_sample_share(goals):.2%} a ticket waits for"
+            "{{ else }}{{ $value | humanize }} {{ $labels.reason }} errors from the {{ $labels.source }} "
+            "source of {{ $labels.instance }} in the last " + health.source_errors_window + "{{ end }}.",
             f"{base}/source-errors.md#lunlatencysourceerrors",
         ),
         alert(
