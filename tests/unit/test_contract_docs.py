@@ -68,6 +68,17 @@ def test_documented_error_reasons_are_the_ones_sources_count() -> None:
     }
 
 
+def test_the_lost_sample_reasons_the_rules_judge_by_share_are_the_histograms() -> None:
+    # lunlat_rules.health reads them without a source matcher: no other source may count them.
+    others = {
+        *DiskstatsSource.error_reasons,
+        *PsutilDisksSource.error_reasons,
+        *OracleSource.error_reasons,
+        *MssqlSource.error_reasons,
+    }
+    assert set(contract.BIO_LOST_SAMPLE_REASONS) <= set(BiolatencySource.error_reasons) - others
+
+
 def test_counters_end_in_total_and_everything_has_the_prefix() -> None:
     for spec in contract.ALL_METRICS:
         assert spec.name.startswith(contract.PREFIX)

@@ -43,7 +43,8 @@ def lost_sample_share(goals: Goals) -> float:
 
 def source_errors_expr(goals: Goals) -> str:
     """Any error in the window, but the histogram's lost samples only past lost_sample_share() of
-    the histogram's I/Os of the same exporter in the same window."""
+    the histogram's I/Os of the same exporter in the same window (only the biolatency source counts
+    those reasons: tests/unit/test_contract_docs.py)."""
     sel, window = goals.selector, goals.health.source_errors_window
     errors = contract.SOURCE_ERRORS.name
     lost = "|".join(contract.BIO_LOST_SAMPLE_REASONS)
@@ -52,7 +53,7 @@ def source_errors_expr(goals: Goals) -> str:
     return (
         f'increase({errors}{{{sel}{sep}reason!~"{lost}"}}[{window}]) > 0\n'
         "or\n"
-        f'increase({errors}{{{sel}{sep}source="biolatency",reason=~"{lost}"}}[{window}])\n'
+        f'increase({errors}{{{sel}{sep}reason=~"{lost}"}}[{window}])\n'
         f"  / on (job, instance) group_left\n"
         f"  sum by (job, instance) (increase({counted}{{{sel}}}[{window}]))\n"
         f"  > {lost_sample_share(goals)!r}"
