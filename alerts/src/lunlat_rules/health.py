@@ -32,6 +32,15 @@ def host_exporter_alerts(goals: Goals) -> list[dict[str, Any]]:
     ]
 
 
+# The per-I/O histogram's lost samples, as a PromQL alternation (only biolatency counts them).
+LOST_SAMPLES = "|".join(contract.BIO_LOST_SAMPLE_REASONS)
+
+
+def _within(selector: str, matcher: str) -> str:
+    """The goals' selector (possibly empty) with one more matcher."""
+    return f"{selector},{matcher}" if selector else matcher
+
+
 def lost_sample_share(goals: Goals) -> float:
     """The share of the per-I/O histogram's I/Os lost (contract.BIO_LOST_SAMPLE_REASONS) above
     which LunLatencySourceErrors opens a ticket: a tenth of the tightest per-I/O objective's error
@@ -47,13 +56,12 @@ def source_errors_expr(goals: Goals) -> str:
     those reasons: tests/unit/test_contract_docs.py)."""
     sel, window = goals.selector, goals.health.source_errors_window
     errors = contract.SOURCE_ERRORS.name
-    lost = "|".join(contract.BIO_LOST_SAMPLE_REASONS)
-    sep = "," if sel else ""
     counted = f"{contract.DEVICE_IO_LATENCY.name}_count"
+    others, lost = _within(sel, f'reason!~"{LOST_SAMPLES}"'), _within(sel, f'reason=~"{LOST_SAMPLES}"')
     return (
-        f'increase({errors}{{{sel}{sep}reason!~"{lost}"}}[{window}]) > 0\n'
+        f"increase({errors}{{{others}}}[{window}]) > 0\n"
         "or\n"
-        f'increase({errors}{{{sel}{sep}reason=~"{lost}"}}[{window}])\n'
+        f"increase({errors}{{{lost}}}[{window}])\n"
         f"  / on (job, instance) group_left\n"
         f"  sum by (job, instance) (increase({counted}{{{sel}}}[{window}]))\n"
         f"  > {lost_sample_share(goals)!r}"
@@ -65,7 +73,7 @@ def health_alerts(goals: Goals) -> list[dict[str, Any]]:
     source_up = contract.SOURCE_UP.name
     # Only what the login, grants or config can restore opens a ticket (contract.Capability).
     fixable = "|".join(contract.FIXABLE_CAPABILITIES)
-    capability_sel = f'{sel},capability=~"{fixable}"' if sel else f'capability=~"{fixable}"'
+    capability_sel = _within(sel, f'capability=~"{fixable}"')
     return [
         alert(
             "LunLatencyExporterDown",
@@ -103,7 +111,7 @@ def health_alerts(goals: Goals) -> list[dict[str, Any]]:
             "ticket",
             "lunlat source {{ $labels.source }} on {{ $labels.instance }} reports {{ $labels.reason }} errors",
             # A lost sample's value is its share of the histogram's I/Os (source_errors_expr).
-            f'{{{{ if match "{"|".join(contract.BIO_LOST_SAMPLE_REASONS)}" $labels.reason }}}}'
+            f'{{{{ if match "{LOST_SAMPLES}" $labels.reason }}}}'
             "{{ $value | humanizePercentage }} of the per-I/O histogram's I/Os of {{ $labels.instance }} "
             "were lost ({{ $labels.reason }}) in the last " + health.source_errors_window + ", above the "
             f"{lost_sample_share(goals):.2%} a ticket waits for"

@@ -335,7 +335,8 @@ class LiveCalibrator:
         if self.kernel.nanoseconds and self.estimator.min_ios != NS_MIN_IOS:
             self.estimator.min_ios, self.estimator.min_ios_slow = NS_MIN_IOS, NS_MIN_IOS_SLOW
             self.estimator.max_window_s = NS_MAX_WINDOW_S
-        sizes = disk_bytes()
+        # Bytes only filter the windows of every size (diskstats'); per size class none is needed.
+        sizes = None if self.kernel.nanoseconds else disk_bytes()
         initial = self._initial()
         if self._initial_seen is not None and initial != self._initial_seen and self.estimator.values:
             # A new calibrated figure (`lab up` writes it once its probe is done): start from it.
