@@ -32,7 +32,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -270,6 +272,25 @@ def watch(
         time.sleep(min(POLL_S, max(0.0, end_at - time.time())))
 
 
+def profile_in_background(base: str, seconds: float, into: Path | None, name: str) -> threading.Thread | None:
+    """Where the rules' CPU goes: Prometheus' Go CPU profile over the measured window, from its
+    `/debug/pprof/profile?seconds=N` (net/http/pprof, which Prometheus' web handler serves:
+    prometheus/prometheus v2.42.0, web/web.go, `router.Get("/debug/*subpath", serveDebug)`),
+    written to INTO/NAME.pprof for `go tool pprof -top`."""
+    if into is None:
+        return None
+    into.mkdir(parents=True, exist_ok=True)
+    url = f"{base}/debug/pprof/profile?seconds={int(seconds)}"
+
+    def fetch() -> None:
+        with urllib.request.urlopen(url, timeout=seconds + 60) as response:  # noqa: S310 - loopback
+            (into / f"{name}.pprof").write_bytes(response.read())
+
+    thread = threading.Thread(target=fetch, daemon=True)
+    thread.start()
+    return thread
+
+
 def run_peer(
     peer: Peer,
     server: str,
@@ -303,7 +324,10 @@ def run_peer(
         loaded = read_own(process)
         time.sleep(args.warm_up)
         start = read_own(process)
+        profiler = profile_in_background(api.base, args.minutes * 60, args.profile, workdir.name)
         last, peak, seen, rule_seen = watch(process, api, start, args.minutes * 60, args.per_rule)
+        if profiler:
+            profiler.join()
         result.window_s = last.at - start.at
         result.cpu_rules = (last.cpu - start.cpu) / result.window_s
         result.rss_rules = peak
@@ -485,6 +509,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         nargs="+",
         help="lunlat rule files, each run in turn over the same fleet (default: alerts/lunlat.rules.yml)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="write Prometheus' Go CPU profile of each measured window into this directory",
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the working directory (TSDBs, logs), path printed"

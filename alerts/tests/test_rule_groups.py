@@ -11,11 +11,13 @@ and on goals with an array, whose host-minus-array difference reads the host's a
 
 Two kinds of read across groups are allowed: a group evaluated at least SLOWER times less often than
 the group whose records it reads (lunlat-drift, every 5 minutes, reading the 1-minute judged latency
-and the goal lunlat-latency records every 15 s). It sees them at most one of the faster group's
-evaluations late, a tenth of its own interval or less: for an hourly average read every 5 minutes,
-nothing. The other way (a fast group reading a slow one's record, up to its interval late) stays a
-finding, but for the series declared history (recorded.HISTORY: recorded in a slow group for readers
-that look back hours, as the path-loss alert reads a day of hourly maxima).
+and the goal lunlat-latency records every 15 s; lunlat-slo, every minute, reading the bool and
+the goal). It sees them at most one of the faster group's evaluations late, a quarter of its own
+interval or less: for an hourly average read every 5 minutes nothing, for a minute judged by the
+bool of 15 s before it a quarter of that minute (issue 41, recorded.SLO_GROUP). The other way (a fast group
+reading a slow one's record, up to its interval late) stays a finding, but for the series declared
+history (recorded.HISTORY: recorded in a slow group for readers that look back hours, as the
+path-loss alert reads a day of hourly maxima).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def _selected(node: Any) -> Iterator[str]:
 # lunlat to the Prometheus you already run") sets to 15 s.
 EVALUATION_INTERVAL = "15s"
 # How many times less often a group must run to read another group's records (module docstring).
-SLOWER = 10
+SLOWER = 4
 
 
 def _interval(group: dict[str, Any]) -> float:
@@ -149,3 +151,19 @@ def test_a_slow_group_reads_a_fast_one_but_not_the_other_way() -> None:
         f.startswith("lunlat-drift/") and "(recorded by lunlat-latency)" in f
         for f in cross_group_reads(as_often)
     )
+
+
+def test_the_slo_group_reads_the_bool_because_it_runs_four_times_slower() -> None:
+    """Issue 41: lunlat-slo (1m) judges each minute by lunlat-latency's bool and goal (15 s); at
+    twice the latency group's interval instead, those reads are findings."""
+    groups = RuleSet(load_goals(ALERTS / "goals.yaml")).groups()
+    slo = next(g for g in groups if g["name"] == recorded.SLO_GROUP)
+    assert slo["interval"] == recorded.SLO_INTERVAL == "1m"
+    assert cross_group_reads(groups) == []
+    twice = [g if g is not slo else {**slo, "interval": "30s"} for g in groups]
+    found = cross_group_reads(twice)
+    assert any(
+        f.startswith(f"{recorded.SLO_GROUP}/")
+        and f"reads {recorded.ABOVE_GOAL} (recorded by lunlat-latency)" in f
+        for f in found
+    ), found

@@ -556,3 +556,18 @@ def test_ci_builds_the_prometheus_3_the_tests_look_for() -> None:
     assert f'p3="$HOME/.cache/lunlat/{PROMETHEUS3_DIR.name}"' in ci
     assert ci.count(f"@{PROMETHEUS3_MODULE_VERSION}") == 2
     assert PROMETHEUS3_DIR.name.endswith(PROMETHEUS3_MODULE_VERSION)
+
+
+@pytest.mark.parametrize(
+    ("held_for", "interval"),
+    [("0s", None), ("15s", None), ("30s", "30s"), ("1m", "1m"), ("10m", "1m")],
+)
+def test_the_path_loss_group_runs_as_often_as_its_for_needs_and_at_least_once_a_minute(
+    held_for: str, interval: str | None
+) -> None:
+    """Issue 41: LunLatencyPathLost, a warning held for `paths.for`, is evaluated no more often
+    than that needs (a tenth of the rules' time at 15 s), and never more than a minute apart."""
+    groups = RuleSet(parse_goals(f"paths:\n  for: {held_for}\n", "goals.yaml")).groups()
+    (paths,) = (g for g in groups if g["name"] == "lunlat-paths")
+    assert paths.get("interval") == interval
+    assert [r["alert"] for r in paths["rules"]] == ["LunLatencyPathLost"]

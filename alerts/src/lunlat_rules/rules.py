@@ -46,13 +46,13 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Goals
-from lunlat.promql.recorded import PATHS_HISTORY_INTERVAL
+from lunlat.promql.recorded import PATHS_HISTORY_INTERVAL, SLO_GROUP, SLO_INTERVAL
 from lunlat_rules.arrays import array_rules
 from lunlat_rules.breach import average_alerts, breach_alerts, throughput_alerts
 from lunlat_rules.drift import drift_group
 from lunlat_rules.health import health_alerts, host_exporter_alerts
 from lunlat_rules.latency import above_goal, engines, floor_series, goal_series, judged_latency, rates
-from lunlat_rules.paths import path_alerts, paths_history
+from lunlat_rules.paths import path_alerts, paths_history, paths_interval
 from lunlat_rules.physical_disks import physical_disks
 from lunlat_rules.rulefmt import GENERATED_HEADER, dump
 from lunlat_rules.slo import fast_burn_alerts, slo_events, slo_ratios, ticket_group, wait_slo_events
@@ -73,9 +73,9 @@ class RuleSet:
                 # run in order, so each sees this evaluation's value, while groups run concurrently,
                 # each on its own timer, and a read across groups sees the other's previous one
                 # (prometheus.io/docs/prometheus/latest/configuration/recording_rules). Hence the
-                # breach alerts beside the averages, the SLO ratios and fast burn alerts (once a group
-                # of their own, once a minute) beside the bool they average, and the array side's
-                # host-minus-array difference beside the host's averages (alerts/tests/test_rule_groups.py).
+                # breach alerts beside the averages, and the array side's host-minus-array difference
+                # beside the host's averages; a slower group may read a faster one's records, as the
+                # SLO's does (alerts/tests/test_rule_groups.py).
                 "name": "lunlat-latency",
                 "rules": [
                     *rates(goals),
@@ -84,15 +84,23 @@ class RuleSet:
                     *floor_series(goals),
                     *judged_latency(goals),
                     *above_goal(goals),
-                    *slo_events(goals),
-                    *wait_slo_events(goals),
-                    *io_histogram(goals),
-                    *slo_ratios(goals),
                     # No array in the goals: no array rule (no array metric is written in the code).
                     *array_rules(goals),
                     *breach_alerts(goals),
                     *average_alerts(goals),
                     *throughput_alerts(goals),
+                ],
+            },
+            # The SLO per I/O and the tail, which reads the same events, once a minute
+            # (recorded.SLO_GROUP says why): each evaluation judges the minute before it.
+            {
+                "name": SLO_GROUP,
+                "interval": SLO_INTERVAL,
+                "rules": [
+                    *slo_events(goals),
+                    *wait_slo_events(goals),
+                    *io_histogram(goals),
+                    *slo_ratios(goals),
                     *tail_alerts(goals),
                     *fast_burn_alerts(goals),
                 ],
@@ -101,7 +109,12 @@ class RuleSet:
             # SLO_TICKET_GROUP): no page reads them.
             *([tickets] if (tickets := ticket_group(goals)) else []),
             {"name": "lunlat-exporter", "rules": [*health_alerts(goals), *host_exporter_alerts(goals)]},
-            {"name": "lunlat-paths", "rules": path_alerts(goals)},
+            # As often as its alert's `for` needs, at most a minute apart (paths.paths_interval).
+            {
+                "name": "lunlat-paths",
+                **({"interval": every} if (every := paths_interval(goals)) else {}),
+                "rules": path_alerts(goals),
+            },
             # Slow on purpose: an hour's maximum needs no fresher value (PATHS_HISTORY_INTERVAL).
             *(
                 [{"name": "lunlat-paths-history", "interval": PATHS_HISTORY_INTERVAL, "rules": history}]

@@ -1,4 +1,4 @@
-"""SLOs per I/O (group lunlat-latency; alerts/tests/slo*.test.yml; docs/alerting.md, "SLOs per I/O"):
+"""SLOs per I/O (group lunlat-slo, once a minute: recorded.SLO_GROUP; alerts/tests/slo*.test.yml; docs/alerting.md, "SLOs per I/O"):
 per LUN the judged events and the bad ones (I/Os from the per-I/O histogram where the host has
 one, a database's waits from its own wait histogram, else judged minutes), summed per database and
 role each minute, their error ratio over each burn window, since when judged, and the multiwindow,
@@ -230,13 +230,15 @@ def wait_slo_events(goals: Goals) -> list[dict[str, Any]]:
 
 
 def slo_ratios(goals: Goals) -> list[dict[str, Any]]:
-    """Per database and role (SLO_LABELS, with severity and engine): the events summed over
-    SLO_SUM_WINDOW, since when judged, and the error ratio over each window a fast burn reads (the
-    others: ticket_group)."""
+    """Per database and role (SLO_LABELS, with severity and engine): the events of SLO_SUM_WINDOW
+    (group SLO_GROUP runs once per SLO_SUM_WINDOW, so the per-LUN events recorded just before are
+    that minute's: summed as they are, no range over them, which would reach the minute before too),
+    since when judged, and the error ratio over each window a fast burn reads (the others:
+    ticket_group)."""
     by = f"sum by ({', '.join(SLO_LABELS)}, severity, engine)"
     sums = [
-        record(SLO_EVENTS_SUM, f"{by} (sum_over_time({SLO_EVENTS}[{SLO_SUM_WINDOW}]))"),
-        record(SLO_BAD_EVENTS_SUM, f"{by} (sum_over_time({SLO_BAD_EVENTS}[{SLO_SUM_WINDOW}]))"),
+        record(SLO_EVENTS_SUM, f"{by} ({SLO_EVENTS})"),
+        record(SLO_BAD_EVENTS_SUM, f"{by} ({SLO_BAD_EVENTS})"),
         # Its own previous value while it lasts (a gap longer than Prometheus' 5-minute lookback
         # starts it again), else now.
         record(SLO_JUDGED_SINCE, f"{SLO_JUDGED_SINCE}\nor\ntimestamp({SLO_EVENTS_SUM})"),
@@ -261,8 +263,8 @@ def paged_windows(goals: Goals) -> list[str]:
 def ticket_group(goals: Goals) -> dict[str, Any] | None:
     """Group SLO_TICKET_GROUP (recorded.py says why): the error ratios over the windows only the
     slow burn reads, and the slow burn itself, every SLO_TICKET_INTERVAL. Its reads of
-    lunlat-latency's per-minute sums, since-when and shorter ratios are at most one 15 s evaluation
-    late, a group 20 times slower than the one it reads (alerts/tests/test_rule_groups.py). None
+    SLO_GROUP's per-minute sums, since-when and shorter ratios are at most one of its 1-minute
+    evaluations late, a group 5 times slower than the one it reads (alerts/tests/test_rule_groups.py). None
     without a slow burn."""
     if not goals.slo.slow:
         return None
@@ -291,7 +293,7 @@ def objective_branches(goals: Goals) -> list[tuple[float, str]]:
 
 
 def fast_burn_alerts(goals: Goals) -> list[dict[str, Any]]:
-    """The fast burn (a page): group lunlat-latency, beside the ratios it reads."""
+    """The fast burn (a page): group SLO_GROUP, beside the ratios it reads."""
     return burn_alerts(goals, fast=True)
 
 

@@ -1,4 +1,4 @@
-"""The tail the average hides (group lunlat-latency; alerts/tests/tail.test.yml): from the host's
+"""The tail the average hides (group lunlat-slo, beside the SLO events it reads; alerts/tests/tail.test.yml): from the host's
 per-I/O histogram, the share of the judged I/Os above each LUN's goal and the quantiles of every
 I/O, and LunLatencyTailHigh, which reads them."""
 

@@ -42,6 +42,15 @@ SLO_BAD_EVENTS_SUM = "lunlat:slo_bad_events:sum1m"
 # The window of those sums, and the step every burn window reads them at (a subquery): one point per
 # minute partitions the time, so each event counts once, and the newest minute is at most one step late.
 SLO_SUM_WINDOW = "1m"
+# The SLO's events, sums, paged ratios and fast burn, and the tail that reads the same events (the
+# judged I/Os above goal, the quantiles, LunLatencyTailHigh), run in group SLO_GROUP once per
+# SLO_SUM_WINDOW, not every 15 s (issue 41: a quarter of the rules' time at 15 s). Each evaluation
+# judges one minute: the I/Os' rates over the last minute, or the judged minute's bool, so the
+# minutes partition the time (at 15 s each minute was counted four times, overlapping). A burn page
+# comes up to a minute later; its shortest window is 5 minutes. Its reads of lunlat-latency's bool
+# and goal are a slower group's of a faster one (alerts/tests/test_rule_groups.py).
+SLO_GROUP = "lunlat-slo"
+SLO_INTERVAL = SLO_SUM_WINDOW
 SLO_ERROR_RATIO = "lunlat:slo_error:ratio{window}"
 SLO_JUDGED_SINCE = "lunlat:slo_judged_since:timestamp"
 SLO_LABELS: tuple[str, ...] = ("job", "instance", "database", "role", "workload", "layer", "op", "indicator")
@@ -50,9 +59,9 @@ SLO_LABELS: tuple[str, ...] = ("job", "instance", "database", "role", "workload"
 # group SLO_TICKET_GROUP, not every 15 s (issue 41): each ratio sums the per-minute sums once a minute,
 # a 3-day window 4,320 steps a series, more than every other window together. A ratio 5 minutes old
 # shares all but 5m / window of the current window (96 % of 2h, 99.9 % of 3d); a ticket comes up to
-# 5 minutes later. The windows
-# a fast burn (a page) reads stay in lunlat-latency: no page waits on this group. Its reads of
-# lunlat-latency's sums are a slow group's of a fast one (alerts/tests/test_rule_groups.py).
+# 5 minutes later. The windows a fast burn (a page) reads stay in SLO_GROUP: no page waits on this
+# group. Its reads of SLO_GROUP's sums are a slow group's of a faster one
+# (alerts/tests/test_rule_groups.py).
 SLO_TICKET_GROUP = "lunlat-slo-tickets"
 SLO_TICKET_INTERVAL = "5m"
 SLO_INDICATORS: tuple[str, ...] = ("io", "minute")
@@ -63,6 +72,11 @@ SLO_INDICATORS: tuple[str, ...] = ("io", "minute")
 PATHS_MAX = "lunlat:lun_paths:max1h"
 PATHS_HISTORY_WINDOW = "1h"
 PATHS_HISTORY_INTERVAL = "5m"
+# The path-loss alert's group runs at most this long apart, and no more often than its `for` asks
+# (lunlat_rules.paths.paths_interval): a warning held for a minute by default needs no 15 s
+# evaluation, and its reads (a day of PATHS_MAX, ten minutes of the raw gauge per LUN) were a tenth
+# of the rules' time at 15 s (issue 41, docs/benchmarks.md).
+PATHS_INTERVAL_MAX = "1m"
 # Series recorded for history in a slow group of their own and read by other groups on purpose: a
 # reader sees the slow group's last value, at most one of its intervals old, which a lookback of
 # hours does not notice (alerts/tests/test_rule_groups.py allows these reads, and only these).
