@@ -1,8 +1,8 @@
-"""SLOs per I/O (group lunlat-slo, once a minute: recorded.SLO_GROUP; alerts/tests/slo*.test.yml; docs/alerting.md, "SLOs per I/O"):
-per LUN the judged events and the bad ones (I/Os from the per-I/O histogram where the host has
-one, a database's waits from its own wait histogram, else judged minutes), summed per database and
-role each minute, their error ratio over each burn window, since when judged, and the multiwindow,
-multi-burn-rate alerts that read them."""
+"""SLOs per I/O (group lunlat-slo, once a minute: recorded.SLO_GROUP; alerts/tests/slo*.test.yml;
+docs/alerting.md, "SLOs per I/O"): per LUN the judged events and the bad ones (I/Os from the
+per-I/O histogram where the host has one, a database's waits from its own wait histogram, else
+judged minutes), summed per database and role each minute, their error ratio over each burn
+window, since when judged, and the multiwindow, multi-burn-rate alerts that read them."""
 
 from __future__ import annotations
 
@@ -264,8 +264,8 @@ def ticket_group(goals: Goals) -> dict[str, Any] | None:
     """Group SLO_TICKET_GROUP (recorded.py says why): the error ratios over the windows only the
     slow burn reads, and the slow burn itself, every SLO_TICKET_INTERVAL. Its reads of
     SLO_GROUP's per-minute sums, since-when and shorter ratios are at most one of its 1-minute
-    evaluations late, a group 5 times slower than the one it reads (alerts/tests/test_rule_groups.py). None
-    without a slow burn."""
+    evaluations late, a group 5 times slower than the one it reads
+    (alerts/tests/test_rule_groups.py). None without a slow burn."""
     if not goals.slo.slow:
         return None
     paged = set(paged_windows(goals))

@@ -1,6 +1,6 @@
-"""The tail the average hides (group lunlat-slo, beside the SLO events it reads; alerts/tests/tail.test.yml): from the host's
-per-I/O histogram, the share of the judged I/Os above each LUN's goal and the quantiles of every
-I/O, and LunLatencyTailHigh, which reads them."""
+"""The tail the average hides (group lunlat-slo, beside the SLO events it reads;
+alerts/tests/tail.test.yml): from the host's per-I/O histogram, the share of the judged I/Os above
+each LUN's goal and the quantiles of every I/O, and LunLatencyTailHigh, which reads them."""
 
 from __future__ import annotations
 
