@@ -64,15 +64,12 @@ def _selected(node: Any) -> Iterator[str]:
         yield from _selected(node.expr)
 
 
-# A group without `interval` runs at Prometheus' evaluation_interval, which docs/alerting.md ("Add
-# lunlat to the Prometheus you already run") sets to 15 s.
-EVALUATION_INTERVAL = "15s"
 # How many times less often a group must run to read another group's records (module docstring).
 SLOWER = 4
 
 
 def _interval(group: dict[str, Any]) -> float:
-    return duration_seconds(group.get("interval", EVALUATION_INTERVAL))
+    return duration_seconds(group.get("interval", recorded.EVALUATION_INTERVAL))
 
 
 def cross_group_reads(groups: list[dict[str, Any]]) -> list[str]:

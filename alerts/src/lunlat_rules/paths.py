@@ -9,6 +9,7 @@ from typing import Any
 from lunlat import contract
 from lunlat.goals import Goals, duration_seconds
 from lunlat.promql.recorded import (
+    EVALUATION_INTERVAL,
     PATHS_HISTORY_INTERVAL,
     PATHS_HISTORY_WINDOW,
     PATHS_INTERVAL_MAX,
@@ -68,10 +69,6 @@ def path_alerts(goals: Goals) -> list[dict[str, Any]]:
     ]
 
 
-# Prometheus' evaluation_interval as docs/alerting.md sets it: a group without `interval` runs at it.
-EVALUATION_INTERVAL_S = 15
-
-
 def paths_interval(goals: Goals) -> str | None:
     """The path-loss group's `interval`: its alert's `for`, within [the evaluation interval,
     PATHS_INTERVAL_MAX]; None (the evaluation interval) where that is what it comes to. An
@@ -79,12 +76,10 @@ def paths_interval(goals: Goals) -> str | None:
     (prometheus.io/docs/prometheus/latest/configuration/alerting_rules, `for`), so a lost path
     warns within the evaluation interval plus `for` plus one more interval: at most 2 minutes
     with the default `for: 1m`, where a 15 s group warned within 1m15s."""
-    seconds = min(
-        max(duration_seconds(goals.paths.for_), EVALUATION_INTERVAL_S), duration_seconds(PATHS_INTERVAL_MAX)
-    )
-    if seconds == EVALUATION_INTERVAL_S:
-        return None
-    return f"{seconds // 60:g}m" if seconds % 60 == 0 else f"{seconds:g}s"
+    seconds = max(duration_seconds(goals.paths.for_), duration_seconds(EVALUATION_INTERVAL))
+    if seconds >= duration_seconds(PATHS_INTERVAL_MAX):
+        return PATHS_INTERVAL_MAX
+    return None if seconds == duration_seconds(EVALUATION_INTERVAL) else f"{seconds:g}s"
 
 
 def paths_history(goals: Goals) -> list[dict[str, Any]]:

@@ -77,6 +77,8 @@ PATHS_HISTORY_INTERVAL = "5m"
 # evaluation, and its reads (a day of PATHS_MAX, ten minutes of the raw gauge per LUN) were a tenth
 # of the rules' time at 15 s (issue 41, docs/benchmarks.md).
 PATHS_INTERVAL_MAX = "1m"
+# Prometheus' evaluation_interval as docs/alerting.md sets it: a group without `interval` runs at it.
+EVALUATION_INTERVAL = "15s"
 # Series recorded for history in a slow group of their own and read by other groups on purpose: a
 # reader sees the slow group's last value, at most one of its intervals old, which a lookback of
 # hours does not notice (alerts/tests/test_rule_groups.py allows these reads, and only these).
