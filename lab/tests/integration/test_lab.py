@@ -66,6 +66,11 @@ ACCURACY_LAB = """\
 """
 
 
+# `alone` (tests/pytest.ini): beside the other lanes, even in their idle cpu group, fio's own time
+# around each I/O swings by more than TOLERANCE of a 0.3 ms LUN: three fresh-clone CI runs here
+# (2026-11-28/29) failed the python engine's fast reads at 0.307 ms against fio's 0.289, while four
+# runs alone on 2026-11-29 kept every figure within 2.5 % of fio's.
+@pytest.mark.alone
 @pytest.mark.parametrize("engine", ENGINES)
 def test_exporter_average_agrees_with_fio_completion_latency(
     tmp_path: Path, lab_dir: Path, engine: Engine
@@ -96,11 +101,20 @@ def test_exporter_average_agrees_with_fio_completion_latency(
         avg = measure.average(before[device], after[device])
         for op, ops, exporter_ms in (("read", avg.reads, avg.read_ms), ("write", avg.writes, avg.write_ms)):
             result = truth[lun].op(op)
-            assert result is not None and result.ios > 100
+            assert result is not None and result.ios > 100 and result.lat_mean_s is not None
             assert ops == result.ios, f"{lun} {op}: every fio I/O is one block request (4k random, no merges)"
             assert exporter_ms is not None
-            fio_ms = result.clat_mean_s * 1000
-            seen.append(f"{lun} {op}: exporter {exporter_ms:.4f} ms, fio {fio_ms:.4f} ms")
+            # The probe's libaio requests enter the block layer inside io_submit(), before fio's
+            # clat starts (report.OpResult.lat_mean_s): the block layer's mean can exceed clat's
+            # (it did, beside other work) but never lat's, fio's whole time from the I/O's creation.
+            # lat holds fio's own work around each I/O too (0.03 ms here, 6 % of the fast LUN), so
+            # the agreement is with clat. /proc/diskstats sums whole milliseconds (block/genhd.c
+            # diskstats_show): a mean over `ops` I/Os is off by up to 1/ops ms.
+            fio_ms, total_ms = result.clat_mean_s * 1000, result.lat_mean_s * 1000
+            seen.append(
+                f"{lun} {op}: exporter {exporter_ms:.4f} ms, fio {fio_ms:.4f} ms (lat {total_ms:.4f})"
+            )
+            assert exporter_ms <= total_ms + 1 / ops, seen[-1]
             assert exporter_ms == pytest.approx(fio_ms, rel=TOLERANCE), seen[-1]
             measured[(lun, op)] = exporter_ms
     print("\n".join(seen))

@@ -275,7 +275,11 @@ def op_stats(ios: int, mean_ns: float, percentiles: dict[str, int] | None = None
     clat: dict[str, Any] = {"min": 0, "max": 0, "mean": mean_ns, "stddev": 0.0, "N": ios}
     if percentiles is not None:
         clat["percentile"] = percentiles
-    return {"total_ios": ios, "clat_ns": clat, "lat_ns": dict(clat)}
+    # The total latency: the completion latency and SLAT_NS of submission before it.
+    return {"total_ios": ios, "clat_ns": clat, "lat_ns": {**clat, "mean": mean_ns + SLAT_NS if ios else 0.0}}
+
+
+SLAT_NS = 10_000.0
 
 
 def report_job(
@@ -311,6 +315,9 @@ def test_a_luns_jobs_combine_weighted_by_io_count() -> None:
     assert data.read.clat_mean_s == pytest.approx((300 * 400e-6 + 100 * 800e-6 + 50 * 2000e-6) / 450)
     assert data.write.ios == 100
     assert data.write.clat_mean_s == pytest.approx(200e-6)
+    # The total latency (submission and completion) weighs the same way.
+    assert data.read.lat_mean_s == pytest.approx(data.read.clat_mean_s + SLAT_NS * 1e-9)
+    assert data.write.lat_mean_s == pytest.approx(200e-6 + SLAT_NS * 1e-9)
     # Percentiles of several processes cannot be combined from theirs; one process keeps its own.
     assert data.read.clat_percentiles_s == {}
     assert sorted(data.jobs) == ["dss@data", "oltp@data"]
@@ -321,6 +328,24 @@ def test_a_luns_jobs_combine_weighted_by_io_count() -> None:
     dss = data.jobs["dss@data"]
     assert dss.read is not None and dss.write is None
     assert dss.read.clat_percentiles_s == {50.0: pytest.approx(2e-3), 99.0: pytest.approx(6e-3)}
+
+
+def test_a_report_without_total_latency_has_none_and_so_has_a_combination_with_it() -> None:
+    bare = {**op_stats(100, 300_000.0)}
+    del bare["lat_ns"]
+    jobs = [
+        {
+            "jobname": "oltp@data",
+            "error": 0,
+            "read": bare,
+            "write": op_stats(0, 0.0),
+            "trim": op_stats(0, 0.0),
+        },
+        report_job("oltp@data", (100, 500_000.0), (0, 0.0)),
+    ]
+    data = report.results({"fio version": "fio-3.33", "jobs": jobs})["data"]
+    assert data.read is not None and data.read.clat_mean_s == pytest.approx(400e-6)
+    assert data.read.lat_mean_s is None  # one clone without it: no mean of the rest passed off as all
 
 
 def test_snapshot_copies_are_listed_but_not_in_the_luns_figures() -> None:

@@ -49,6 +49,13 @@ class OpResult:
     # Completion-latency percentiles (percent -> seconds) as fio computed them. Percentiles of
     # several jobs cannot be derived from theirs, so a combination of jobs has none.
     clat_percentiles_s: Mapping[float, float] = field(default_factory=dict)
+    # Total latency (lat_ns), mean over `samples`; None where the report has none. fio times an I/O
+    # from the io_u's creation (start_time) to its completion, and clat only from issue_time, which
+    # its libaio engine takes after io_submit() returns (engines/libaio.c, fio_libaio_queued, called
+    # from fio_libaio_commit): a block request starts inside io_submit(), so only lat holds all of
+    # the block layer's time. Vincent Fu (fio maintainer), "How does fio measure latency", the
+    # fio-blog wiki: slat = issue_time - start_time, clat = completion - issue_time.
+    lat_mean_s: float | None = None
 
 
 def combine(parts: Iterable[OpResult]) -> OpResult | None:
@@ -62,6 +69,9 @@ def combine(parts: Iterable[OpResult]) -> OpResult | None:
         samples=samples,
         clat_mean_s=sum(p.clat_mean_s * p.samples for p in items) / samples,
         clat_percentiles_s=items[0].clat_percentiles_s if len(items) == 1 else {},
+        lat_mean_s=None
+        if any(p.lat_mean_s is None for p in items)
+        else sum((p.lat_mean_s or 0.0) * p.samples for p in items) / samples,
     )
 
 
@@ -151,7 +161,12 @@ def _op_result(job: str, op: str, stats: Mapping[str, Any]) -> OpResult:
                 percentiles[float(percent)] = float(value) * scale
             except (TypeError, ValueError):
                 raise FioError(f"fio report: {where} has a bad percentile {percent!r}: {value!r}") from None
-    return OpResult(ios, samples, mean, dict(sorted(percentiles.items())))
+    total_key = "lat_ns" if key == "clat_ns" else "lat"
+    total = stats.get(total_key)
+    lat_mean = None
+    if isinstance(total, dict) and samples:
+        lat_mean = _required_number(f"{where} {total_key}", total, "mean") * scale
+    return OpResult(ios, samples, mean, dict(sorted(percentiles.items())), lat_mean)
 
 
 @dataclass(frozen=True, slots=True)
