@@ -19,9 +19,9 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
   the LUN's average above goal while the judged latency is not is flagged (`LunLatencyAverageHigh`);
 - `lunlat:latency_above_goal:bool`: 1 when the judged latency is above goal, else 0; absent when
   not judged;
-- the SLO per I/O: per LUN the judged events and the bad ones (`lunlat:slo_events:rate1m`,
-  `lunlat:slo_bad_events:rate1m`: I/Os from the histogram's buckets, else judged minutes), summed per
-  database and role each minute, their error ratio over each burn window (`lunlat:slo_error:ratio*`)
+- the SLO per I/O: per LUN the judged I/Os and the bad ones from the histogram's buckets
+  (`lunlat:slo_events:rate1m`, `lunlat:slo_bad_events:rate1m`), summed per database and role each
+  minute with the judged minutes of the LUNs without them (read from the above-goal bool), their error ratio over each burn window (`lunlat:slo_error:ratio*`)
   and since when judged, read by the burn alerts;
 - from the per-I/O histogram (host layer, `op`): `lunlat:io_latency_above_goal:ratio1m`, the share of
   the judged I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}`

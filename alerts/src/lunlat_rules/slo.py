@@ -1,8 +1,9 @@
 """SLOs per I/O (group lunlat-slo, once a minute: recorded.SLO_GROUP; alerts/tests/slo*.test.yml;
-docs/alerting.md, "SLOs per I/O"): per LUN the judged events and the bad ones (I/Os from the
-per-I/O histogram where the host has one, a database's waits from its own wait histogram, else
-judged minutes), summed per database and role each minute, their error ratio over each burn
-window, since when judged, and the multiwindow, multi-burn-rate alerts that read them."""
+docs/alerting.md, "SLOs per I/O"): the judged events and the bad ones (per LUN the I/Os of the
+per-I/O histogram where the host has one, per database and role its waits from its own wait
+histogram), summed per database and role each minute with the judged minutes of everything else,
+their error ratio over each burn window, since when judged, and the multiwindow, multi-burn-rate
+alerts that read them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from lunlat import contract
 from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals, duration_seconds
-from lunlat.promql.layers import DbLayer
+from lunlat.promql.layers import SERIES_LABELS, DbLayer
 from lunlat.promql.recorded import (
     ABOVE_GOAL,
     BREACH_WINDOW,
@@ -114,41 +115,51 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
 
 
 def slo_events(goals: Goals) -> list[dict[str, Any]]:
-    """SLO_EVENTS and SLO_BAD_EVENTS per LUN, op and layer: judged I/Os from the per-I/O histogram
-    (indicator io) where the host has one, else judged evaluations (indicator minute: 1 each, bad
-    when the judged average was above goal); only while judged (ABOVE_GOAL exists), with the
-    goal's severity and engine."""
+    """SLO_EVENTS and SLO_BAD_EVENTS per LUN, op and layer where the host has a per-I/O histogram:
+    its judged I/Os (indicator io), only while judged (ABOVE_GOAL exists), with the goal's severity
+    and engine. A LUN without one counts judged minutes, summed straight into SLO_EVENTS_SUM
+    (minute_events), not recorded per LUN: they would only copy its above-goal bool (issue 41: four
+    series per LUN, which put the recorded series above the raw ones)."""
     rules = []
-    weight = f"{_on()} group_left (severity, engine)\n  ({GOAL} * 0 + 1)"
     for op in OPS:
         judged = f'{ABOVE_GOAL}{{op="{op}"}}'
         for name, bad in ((SLO_EVENTS, False), (SLO_BAD_EVENTS, True)):
-            minute = f"{judged}" if bad else f"({judged} * 0 + 1)"
-            # A database whose engine keeps a wait histogram counts its waits there instead
-            # (wait_slo_events): its minutes would count the same I/Os twice.
-            counted = [
-                labelled(
-                    f"group by ({', '.join(WAIT_SLO_BY)}) ({wait_selector(goals.selector, waits, event, role)})",
-                    layer=DB,
-                )
-                for _, waits, role, event in wait_slo_events_of(goals, op)
-            ]
-            if counted:
-                minute = f"{minute}\nunless on ({', '.join((*WAIT_SLO_BY, 'layer'))})\n  " + _indent(
-                    "\nor\n".join(counted), 2
-                )
-            expr = (
-                "(\n"
-                f"    {_indent(io_events(goals, op, bad), 4)}\n"
-                f"  and {_on()}\n"
-                f"    {judged}\n"
-                f"  or {_on()}\n"
-                f"    {_indent(labelled(minute, indicator='minute'), 4)}\n"
-                ")\n"
-                f"* {weight}"
-            )
+            expr = f"(\n    {_indent(io_events(goals, op, bad), 4)}\n  and {_on()}\n    {judged}\n)\n* {_weight()}"
             rules.append(record(name, expr, op=op))
     return rules
+
+
+def _weight() -> str:
+    """What a per-LUN event is multiplied by: 1, with its goal's severity and engine."""
+    return f"{_on()} group_left (severity, engine)\n  ({GOAL} * 0 + 1)"
+
+
+def minute_events(goals: Goals, bad: bool) -> str:
+    """Per LUN, op and layer, the judged minutes (indicator minute) of what has no per-I/O events:
+    1 a minute while judged (`bad`: when the judged average was above goal: the above-goal bool),
+    with the goal's severity and engine. The group runs once a minute, so each of its evaluations
+    counts one. A database whose engine keeps a wait histogram counts its waits instead
+    (wait_slo_events): its minutes would count the same I/Os twice; so does a LUN with SLO_EVENTS
+    of its own (slo_events, recorded earlier in the group)."""
+    branches = []
+    for op in OPS:
+        judged = f'{ABOVE_GOAL}{{op="{op}"}}'
+        minute = judged if bad else f"({judged} * 0 + 1)"
+        counted = [
+            labelled(
+                f"group by ({', '.join(WAIT_SLO_BY)}) ({wait_selector(goals.selector, waits, event, role)})",
+                layer=DB,
+            )
+            for _, waits, role, event in wait_slo_events_of(goals, op)
+        ]
+        if counted:
+            minute = f"{minute}\nunless on ({', '.join((*WAIT_SLO_BY, 'layer'))})\n  " + _indent(
+                "\nor\n".join(counted), 2
+            )
+        branches.append(f"(\n  {_indent(minute, 2)}\n)")
+    minutes = labelled("(\n  " + _indent("\nor\n".join(branches), 2) + "\n)", indicator="minute")
+    per_io = _on((*SERIES_LABELS, "op"))
+    return f"(\n  {_indent(minutes, 2)}\n  unless {per_io}\n    {SLO_EVENTS}\n)\n* {_weight()}"
 
 
 def wait_slo_events_of(goals: Goals, op: str) -> list[tuple[str, WaitLayer, str, str]]:
@@ -236,9 +247,13 @@ def slo_ratios(goals: Goals) -> list[dict[str, Any]]:
     since when judged, and the error ratio over each window a fast burn reads (the others:
     ticket_group)."""
     by = f"sum by ({', '.join(SLO_LABELS)}, severity, engine)"
+
+    def summed(per_io: str, bad: bool) -> str:
+        return f"{by} (\n    {per_io}\n  or\n    {_indent(minute_events(goals, bad), 4)}\n)"
+
     sums = [
-        record(SLO_EVENTS_SUM, f"{by} ({SLO_EVENTS})"),
-        record(SLO_BAD_EVENTS_SUM, f"{by} ({SLO_BAD_EVENTS})"),
+        record(SLO_EVENTS_SUM, summed(SLO_EVENTS, False)),
+        record(SLO_BAD_EVENTS_SUM, summed(SLO_BAD_EVENTS, True)),
         # Its own previous value while it lasts (a gap longer than Prometheus' 5-minute lookback
         # starts it again), else now.
         record(SLO_JUDGED_SINCE, f"{SLO_JUDGED_SINCE}\nor\ntimestamp({SLO_EVENTS_SUM})"),
