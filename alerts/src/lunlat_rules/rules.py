@@ -21,8 +21,9 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
   not judged;
 - the SLO per I/O: per LUN the judged I/Os and the bad ones from the histogram's buckets
   (`lunlat:slo_events:rate1m`, `lunlat:slo_bad_events:rate1m`), summed per database and role each
-  minute with the judged minutes of the LUNs without them (read from the above-goal bool), their error ratio over each burn window (`lunlat:slo_error:ratio*`)
-  and since when judged, read by the burn alerts;
+  minute with the judged minutes of the LUNs without them (read from the above-goal bool), their
+  error ratio over each burn window (`lunlat:slo_error:ratio*`) and since when judged, read by the
+  burn alerts;
 - from the per-I/O histogram (host layer, `op`): `lunlat:io_latency_above_goal:ratio1m`, the share of
   the judged I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}`
   (p50, p99), read by the tail alert (`LunLatencyTailHigh`: judged average within goal, too many
