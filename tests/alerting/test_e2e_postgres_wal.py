@@ -150,10 +150,9 @@ def cluster_on_luns(
         # The load on the data LUN before anything judges it, as on a running host: left to the
         # kernel, pgbench -i's tables and indexes sit dirty in the page cache until they are 30 s
         # old (dirty_expire_interval, mm/page-writeback.c) and go out in one burst inside the
-        # test's judged minutes. CHECKPOINT writes what PostgreSQL holds, syncfs(2) (`sync -f`)
-        # what the kernel does.
+        # test's judged minutes. CHECKPOINT writes what PostgreSQL holds; the tests' fio() syncs
+        # the kernel's before their stack starts.
         server.psql("CHECKPOINT")
-        subprocess.run(["sync", "-f", str(mounted["pg_data"])], check=True)
         os.environ[PASSWORD_ENV] = LOGIN_PASSWORD
         yield server
     finally:
