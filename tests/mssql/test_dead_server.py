@@ -15,6 +15,7 @@ from tests.mssql.targets import freetds_target
 from tests.mssql.test_mssql_source import NO_DRIVER
 from tests.support import misbehaving_peers
 from tests.support.fake_clock import FakeClock
+from tests.support.paced_scrapes import PacedScrapes
 
 pytestmark = pytest.mark.skipif(bool(NO_DRIVER), reason=NO_DRIVER)
 
@@ -42,10 +43,12 @@ def test_a_dead_server_is_logged_once_and_keeps_no_thread(
             if peer == "dead port"
             else stack.enter_context(misbehaving_peers.silent_listener())
         )
-        scraper = Scraper([source(port, clock)])
+        mssql = source(port, clock)
+        scraper = Scraper([mssql])
         stack.callback(scraper.close)
+        scrapes = PacedScrapes(monkeypatch, scraper, mssql)
         for _ in range(8):
-            scraper.scrape(5)
+            scrapes.scrape(5)
             clock.now += 0.7  # attempts and waits for the backoff alternate
             hanging = [t for t in threading.enumerate() if t.name == "mssql:SQL-connect" and t.is_alive()]
             assert len(hanging) <= 1

@@ -26,6 +26,7 @@ from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceError
 from tests.support import misbehaving_peers
 from tests.support.fake_clock import FakeClock
+from tests.support.paced_scrapes import PacedScrapes
 from tests.support.skip_unless_installed import needs
 
 pytestmark = needs("oracledb")  # the real driver against sockets that misbehave
@@ -162,10 +163,12 @@ def test_a_dead_database_is_logged_once_not_at_every_attempt(
             if peer == "dead port"
             else stack.enter_context(misbehaving_peers.silent_listener())
         )
-        scraper = Scraper([source(port, timeout=0.2, clock=clock)])
+        oracle = source(port, timeout=0.2, clock=clock)
+        scraper = Scraper([oracle])
         stack.callback(scraper.close)
+        scrapes = PacedScrapes(monkeypatch, scraper, oracle)
         for _ in range(20):
-            scraper.scrape(5)
+            scrapes.scrape(5)
             clock.now += 0.7  # attempts and waits for the backoff alternate
         errors = scraper.health_families(scraper.collect(5))[2].by_labels()
     attempts = sum(errors[("oracle:Oracle", reason)] for reason in ("connect_failed", "connect_timeout"))

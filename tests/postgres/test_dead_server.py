@@ -15,6 +15,7 @@ from lunlat.engines.postgres.source import PostgresSource, connect_psycopg
 from lunlat.scrape import Scraper
 from tests.support import misbehaving_peers
 from tests.support.fake_clock import FakeClock
+from tests.support.paced_scrapes import PacedScrapes
 from tests.support.skip_unless_installed import needs
 
 pytestmark = needs("psycopg")
@@ -41,10 +42,12 @@ def test_a_dead_server_is_logged_once_and_keeps_no_thread(
             password_env="LUNLAT_TEST_PG_DEAD_PASSWORD",  # noqa: S106 - a variable name
             timeout_seconds=1,
         )
-        scraper = Scraper([PostgresSource(target, connect_psycopg(target), clock=clock)])
+        postgres = PostgresSource(target, connect_psycopg(target), clock=clock)
+        scraper = Scraper([postgres])
         stack.callback(scraper.close)
+        scrapes = PacedScrapes(monkeypatch, scraper, postgres)
         for _ in range(8):
-            scraper.scrape(5)
+            scrapes.scrape(5)
             clock.now += 0.7  # attempts and waits for the backoff alternate
             hanging = [t for t in threading.enumerate() if t.name == "postgres:PG-connect" and t.is_alive()]
             assert len(hanging) <= 1
