@@ -11,7 +11,7 @@ docs (docs/migration.md and docs/configuration/unit_testing_rules.md of the v0.3
   not 5, and its float arithmetic differs from 2.x's in the last bit (99.99999999999999 for 100).
   Prometheus 3's promtool offers `fuzzy_compare: true` for that ("will very slightly weaken floating
   point comparisons": one ULP, cmd/promtool/unittest.go); Prometheus 2.42's refuses the field (its
-  test files are read strictly), so each file gets it only when copied for Prometheus 3.
+  test files are read strictly), so only the copies made for Prometheus 3 get it.
 - What a window counts can move by one sample at its left edge: where a test depends on that, its
   comparison says so (alerts/tests/slo.test.yml, the short breach).
 """
@@ -19,8 +19,10 @@ docs (docs/migration.md and docs/configuration/unit_testing_rules.md of the v0.3
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -52,16 +54,75 @@ def promtool(major: str) -> str:
 
 
 def unit_test_files(major: str, files: list[Path], into: Path) -> list[Path]:
-    """The unit test files as `major`'s promtool reads them: as they are for 2; for 3, copies in
-    `into` with `fuzzy_compare: true` and their rule files made absolute (the copies live elsewhere)."""
-    if major == "2":
-        return files
+    """The unit test files as `major`'s promtool reads them: copies in `into`, each with its rule
+    files replaced by one holding only the rules it reads (`rules_read_by`), absolute (the copies
+    live elsewhere); for 3, with `fuzzy_compare: true` too."""
     copies = []
     for index, file in enumerate(files):
         test = yaml.safe_load(file.read_text(encoding="utf-8"))
-        test["rule_files"] = [str((file.parent / rule).resolve()) for rule in test["rule_files"]]
-        test["fuzzy_compare"] = True
+        groups = [
+            group
+            for rule_file in test["rule_files"]
+            for group in yaml.safe_load((file.parent / rule_file).read_text(encoding="utf-8"))["groups"]
+        ]
+        rules = into / f"{index:02d}-{file.stem}.rules.yml"
+        rules.write_text(
+            yaml.safe_dump({"groups": rules_read_by(test, groups)}, sort_keys=False), encoding="utf-8"
+        )
+        test["rule_files"] = [str(rules.resolve())]
+        if major == "3":
+            test["fuzzy_compare"] = True
         copy = into / f"{index:02d}-{file.name}"
         copy.write_text(yaml.safe_dump(test, sort_keys=False, allow_unicode=True), encoding="utf-8")
         copies.append(copy)
     return copies
+
+
+# A PromQL name: a metric's, a label's or a function's. Every one an expression holds is taken as a
+# series it may read (a superset: a label named like a record only keeps one rule too many).
+_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+_ALERT_NAMED = re.compile(r'alertname\s*=\s*"([^"]+)"')
+
+
+def rules_read_by(test: dict[str, Any], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rules of `groups` whose results the unit test file `test` reads, with every rule they
+    read in turn, in their groups and order (what a rule reads: its expression and its labels' and annotations' templates);
+    groups left empty are dropped.
+
+    Why: promtool evaluates every rule of its rule files at every step of a test, and lunlat's tests
+    read a few of them each; the rules they do not read cost the CI's longest tests most of their time
+    and change nothing they check. A rule's result depends only on the series it reads and on its
+    place in its group (a record read later in the same group is this evaluation's), both kept."""
+    producers: dict[str, list[dict[str, Any]]] = {}
+    for group in groups:
+        for rule in group["rules"]:
+            producers.setdefault(rule.get("record") or rule["alert"], []).append(rule)
+    alerts = [name for group in groups for rule in group["rules"] if (name := rule.get("alert"))]
+    wanted: list[str] = []
+    for case in test.get("tests", []):
+        wanted += [check["alertname"] for check in case.get("alert_rule_test", [])]
+        for check in case.get("promql_expr_test", []):
+            wanted += _read(check["expr"], alerts)
+    kept: set[int] = set()
+    while wanted:
+        for rule in producers.get(wanted.pop(), []):
+            if id(rule) not in kept:
+                kept.add(id(rule))
+                # Its labels and annotations too: their templates query series (`query "…"`).
+                texts = [
+                    rule["expr"],
+                    *rule.get("labels", {}).values(),
+                    *rule.get("annotations", {}).values(),
+                ]
+                wanted += _read(" ".join(map(str, texts)), alerts)
+    trimmed = [{**group, "rules": [r for r in group["rules"] if id(r) in kept]} for group in groups]
+    return [group for group in trimmed if group["rules"]]
+
+
+def _read(expr: str, alerts: list[str]) -> list[str]:
+    """The names `expr` may read; through ALERTS (or ALERTS_FOR_STATE), the alerts it names by
+    equality, or every alert."""
+    names = _NAME.findall(expr)
+    if "ALERTS" in names or "ALERTS_FOR_STATE" in names:
+        names += _ALERT_NAMED.findall(expr) or alerts
+    return names
