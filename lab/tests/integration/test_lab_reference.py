@@ -6,14 +6,20 @@ scraping every second) shows the same cells beside the reference."""
 from __future__ import annotations
 
 import csv
+import datetime
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -68,7 +74,8 @@ def _lab_host() -> None:
 # with every other (_within_tolerance), which is what issue 39 item 1 needs: the cause, not a rerun.
 def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> None:
     output = tmp_path / "out"
-    stdout = _once(tmp_path, output)
+    with _steal_sampled() as steal:
+        stdout = _once(tmp_path, output)
     with (output / "reference.csv").open() as f:
         rows = list(csv.DictReader(f))
     # Every cell the reference reports is there, in its order, and none it does not report.
@@ -84,7 +91,7 @@ def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> N
             float(mine["measured_ms"]), rel=REPORT_VS_SCENARIO
         )
     assert "Against the reference:" in (output / "report" / "index.html").read_text()
-    _within_tolerance(rows)
+    _within_tolerance(rows, _steal_by_phase(stdout, steal))
 
 
 def _once(tmp_path: Path, output: Path) -> str:
@@ -150,8 +157,50 @@ def _outside(rows: list[dict[str, str]]) -> list[str]:
     ]
 
 
-def _within_tolerance(rows: list[dict[str, str]]) -> None:
+def _within_tolerance(rows: list[dict[str, str]], steal: str) -> None:
     outside = _outside(rows)
-    assert not outside, "\n".join(outside)
+    assert not outside, "\n".join([*outside, steal])
     for row in rows:  # the verdict is the arithmetic of the numbers printed beside it
         assert reference_architecture.within(float(row["reference_ms"]), float(row["measured_ms"]))
+
+
+# What a miss is printed with: the hypervisor's steal during each phase, the cause of the misses
+# traced so far (above). Sampled every STEAL_POLL_S, so a burst shows as the most in one second.
+STEAL_POLL_S = 0.1
+
+
+@contextmanager
+def _steal_sampled() -> Iterator[list[tuple[float, float]]]:
+    """(wall-clock time, seconds of steal summed over the CPUs, psutil.cpu_times) while it is open."""
+    samples: list[tuple[float, float]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(STEAL_POLL_S):
+            samples.append((time.time(), psutil.cpu_times().steal))
+
+    sampler = threading.Thread(target=sample, name="steal-sampler", daemon=True)
+    sampler.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        sampler.join()
+
+
+def _steal_by_phase(stdout: str, samples: list[tuple[float, float]]) -> str:
+    """Each phase's steal, from the phases' bounds the scenario prints (its `lunlat report` line)."""
+    parts = []
+    for phase, start, end in re.findall(r"--phase (\S+)=(\S+)Z\.\.(\S+)Z", stdout):
+        begin, until = (
+            datetime.datetime.fromisoformat(t).replace(tzinfo=datetime.UTC).timestamp() for t in (start, end)
+        )
+        inside = [(t, s) for t, s in samples if begin <= t <= until]
+        if len(inside) < 2:
+            parts.append(f"{phase}: not sampled")
+            continue
+        most = max(later[1] - s for t, s in inside for later in inside if t < later[0] <= t + 1.0)
+        parts.append(
+            f"{phase}: {1000 * (inside[-1][1] - inside[0][1]):.0f} ms (the most in one second {1000 * most:.0f} ms)"
+        )
+    return "the host's steal, summed over its CPUs: " + "; ".join(parts)
