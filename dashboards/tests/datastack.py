@@ -40,7 +40,6 @@ from lunlat.sources.registry import build_sources
 from lunlat.web.server import ListenAddress, Server
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
-from lunlat_lab.holdback import held_back
 from lunlat_lab.state import LabState
 from tests.mssql.tds_server import LOG, ROWS, DmvState, Stream, TdsServer
 from tests.oracle.emulation import OracleEmulation
@@ -276,13 +275,6 @@ def dashboard_data(
     commands.up(LAB_CONFIG, lab_state_dir)
     with ExitStack() as stack:
         stack.callback(commands.down, lab_state_dir)
-        # Everything started from here on (the workloads' fio, this process's exporters and database
-        # emulations, the Prometheus servers) held back behind the lab's I/O path, as the strict
-        # reference test holds its stack (lunlat_lab.holdback): the test below on the calm OLTP LUN's
-        # share of reads above 1 ms (5 % at most) found 2.6 % alone here and 6 to 18 % in each of the
-        # last four fresh-clone CI runs here (2026-11-29), whose calm lane ran this stack at full
-        # weight beside the lab's daemon while the other lanes took every CPU it left.
-        stack.enter_context(held_back(f"lunlat-dashboards-{os.getpid()}"))
         commands.phase(lab_state_dir, "oltp")
         state = LabState.load(lab_state_dir)
         assert state is not None
