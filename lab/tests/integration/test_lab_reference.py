@@ -29,6 +29,7 @@ from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from lunlat_lab.holdback import held_back
 from tests.support import prometheus_server
+from tests.support.background import in_background
 from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
@@ -179,13 +180,8 @@ def _steal_sampled() -> Iterator[list[tuple[float, float]]]:
         while not stop.wait(STEAL_POLL_S):
             samples.append((time.time(), psutil.cpu_times().steal))
 
-    sampler = threading.Thread(target=sample, name="steal-sampler", daemon=True)
-    sampler.start()
-    try:
+    with in_background(sample, stop, "steal-sampler"):
         yield samples
-    finally:
-        stop.set()
-        sampler.join()
 
 
 def _steal_by_phase(stdout: str, samples: list[tuple[float, float]]) -> str:
