@@ -414,7 +414,7 @@ def format_status(state: LabState, rows: list[LunStatus], window: float) -> str:
 
 SCENARIO_FIELDS = (
     "phase", "lun", "device", "database", "role", "workload", "op",
-    "fio_ios", "fio_clat_mean_ms", "exporter_ops", "exporter_mean_ms", "difference_percent",
+    "fio_ios", "fio_clat_mean_ms", "fio_lat_mean_ms", "exporter_ops", "exporter_mean_ms", "difference_percent",
 )  # fmt: skip
 
 
@@ -704,7 +704,9 @@ def _scenario_rows(
             rows.append({
                 "phase": phase_name, "lun": lun.name, "device": device, "database": lun.database,
                 "role": lun.role, "workload": lun.workload, "op": op, "fio_ios": result.ios,
-                "fio_clat_mean_ms": round(fio_ms, 4), "exporter_ops": int(ops),
+                "fio_clat_mean_ms": round(fio_ms, 4),
+                "fio_lat_mean_ms": "" if result.lat_mean_s is None else round(result.lat_mean_s * 1000, 4),
+                "exporter_ops": int(ops),
                 "exporter_mean_ms": round(exporter_ms, 4) if exporter_ms is not None else "",
                 "difference_percent": round((exporter_ms - fio_ms) / fio_ms * 100, 2) if exporter_ms else "",
             })  # fmt: skip
