@@ -108,15 +108,16 @@ def rules_read_by(test: dict[str, Any], groups: list[dict[str, Any]]) -> list[di
         for rule in producers.get(wanted.pop(), []):
             if id(rule) not in kept:
                 kept.add(id(rule))
-                # Its labels and annotations too: their templates query series (`query "…"`).
-                texts = [
-                    rule["expr"],
-                    *rule.get("labels", {}).values(),
-                    *rule.get("annotations", {}).values(),
-                ]
-                wanted += _read(" ".join(map(str, texts)), alerts)
+                wanted += rule_reads(rule, alerts)
     trimmed = [{**group, "rules": [r for r in group["rules"] if id(r) in kept]} for group in groups]
     return [group for group in trimmed if group["rules"]]
+
+
+def rule_reads(rule: dict[str, Any], alerts: list[str]) -> list[str]:
+    """The names `rule` may read: its expression's, and its labels' and annotations' (their
+    templates query series, `query "…"`)."""
+    texts = [rule["expr"], *rule.get("labels", {}).values(), *rule.get("annotations", {}).values()]
+    return _read(" ".join(map(str, texts)), alerts)
 
 
 def _read(expr: str, alerts: list[str]) -> list[str]:
