@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -71,11 +72,15 @@ def host_b(root: Path) -> FakeHost:
 
 def advance(a: FakeHost, b: FakeHost, stop: threading.Event) -> None:
     """Every second: ora_data 100 reads/s of 8 KiB at 2 ms (0.2 in flight); dw_data 200 reads/s of
-    1 MiB at 0.5 ms (200 MiB/s); pg_data 1000 reads/s of 8 KiB at 4 ms (4 in flight)."""
+    1 MiB at 0.5 ms (200 MiB/s); pg_data 1000 reads/s of 8 KiB at 4 ms (4 in flight). Each turn
+    adds the seconds really gone by (a CI run read 3.2 in flight for 4 when turns took 1.25 s)."""
+    last = time.monotonic()
     while not stop.wait(1.0):
-        a.add_reads("dm-0", 100, 16, 2.0)
-        b.add_reads("dm-0", 200, 2048, 0.5)
-        b.add_reads("loop3", 1000, 16, 4.0)
+        now = time.monotonic()
+        seconds, last = now - last, now
+        a.add_reads("dm-0", 100, 16, 2.0, seconds)
+        b.add_reads("dm-0", 200, 2048, 0.5, seconds)
+        b.add_reads("loop3", 1000, 16, 4.0, seconds)
         a.write()
         b.write()
 

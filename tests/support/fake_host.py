@@ -121,18 +121,21 @@ class FakeHost:
         for directory in (self.sysfs / "class" / "block", self.sysfs / "block", self.procfs / "1"):
             directory.mkdir(parents=True, exist_ok=True)
 
-    def add_reads(self, device: str, count: int, sectors: int, ms: float) -> None:
-        """`count` reads of `sectors` 512-byte sectors at `ms` each, one second's worth, added to
-        `device`'s stats: their time added to the weighted time too (I/Os in flight = reads/s x
-        latency). `write()` publishes them."""
+    def add_reads(self, device: str, count: int, sectors: int, ms: float, seconds: float = 1.0) -> None:
+        """`count` reads per second of `sectors` 512-byte sectors at `ms` each, `seconds`' worth,
+        added to `device`'s stats: their time added to the weighted time too (I/Os in flight =
+        reads/s x latency). `write()` publishes them. A thread that advances a host should pass
+        the seconds really gone by: on a busy machine its loop takes longer than its wait, and
+        counting each turn as one second would lower every rate the exporter measures."""
         old = self.stats[device]
-        busy = round(count * ms)
+        done = round(count * seconds)
+        busy = round(done * ms)
         self.stats[device] = dataclasses.replace(
             old,
-            reads=old.reads + count,
-            read_sectors=old.read_sectors + count * sectors,
+            reads=old.reads + done,
+            read_sectors=old.read_sectors + done * sectors,
             read_ms=old.read_ms + busy,
-            io_ms=old.io_ms + 1000,
+            io_ms=old.io_ms + round(1000 * seconds),
             weighted_ms=old.weighted_ms + busy,
         )
 
