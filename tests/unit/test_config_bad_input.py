@@ -18,7 +18,7 @@ from lunlat.configfile import parse_config
 from lunlat.dbtarget import SECRET_MAX_BYTES
 from lunlat.goals import load_goals, parse_goals
 from lunlat.yamlmodel import MAX_PROBLEMS
-from tests.support.hostile_files import PROMPTLY, lunlat_argv, make_fifo
+from tests.support.hostile_files import make_fifo, run_lunlat
 from tests.support.skip_unless_installed import needs
 
 # Billion laughs: nine levels of nine aliases, 9**10 strings once expanded, in 350 bytes. The 4th
@@ -256,9 +256,7 @@ def test_check_config_passes_readable_password_sources_without_printing_them(tmp
 def check_path(path: Path, *flags: str) -> tuple[int, str]:
     """`lunlat check-config PATH` with a heap ceiling: a regression that reads /dev/zero to the end
     fails here with MemoryError instead of taking the machine's memory."""
-    result = subprocess.run(
-        lunlat_argv("check-config", *flags, str(path)), capture_output=True, timeout=PROMPTLY, check=False
-    )
+    result = run_lunlat("check-config", *flags, str(path))
     return result.returncode, result.stderr.decode("utf-8", "replace")
 
 
