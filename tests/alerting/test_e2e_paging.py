@@ -25,6 +25,7 @@ from lunlat_lab import commands  # noqa: E402
 from tests.alerting import e2e, groundtruth  # noqa: E402
 from tests.alerting.stack import AlertingStack, WebhookReceiver, missing_binaries, started_at  # noqa: E402
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support.steal import steal_seconds  # noqa: E402
 
 pytestmark = pytest.mark.lab
 
@@ -42,12 +43,6 @@ DRAIN_SECONDS = 20
 LEAD_SECONDS = 30
 # The latency breach alerts of every role group (not the budget burn alerts).
 BREACH_ALERT = re.compile(r"LunLatency(Data|Log)?(Read|Write)High")
-
-
-def steal_seconds() -> float:
-    """Steal time of all CPUs so far (/proc/stat), in seconds."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
-    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
 
 
 def pages_since(hook: WebhookReceiver, wall: float, monotonic: float) -> list[dict[str, str]]:

@@ -11,13 +11,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import psutil
 import pytest
 import yaml
 
@@ -26,8 +22,7 @@ from lunlat.reference_architecture import DEFAULT_REFERENCE_FILE
 from lunlat_lab import commands
 from lunlat_lab.defaults import DEFAULT_LAB_FILE
 from lunlat_lab.holdback import held_back
-from tests.support import prometheus_server
-from tests.support.background import in_background
+from tests.support import prometheus_server, steal
 from tests.support.exporter_process import LOOPBACK, LUNLAT_PORT, ExporterProcess
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir
 
@@ -68,13 +63,24 @@ def _lab_host() -> None:
         pytest.skip(reason)
 
 
-# One run of the short scenario on a fresh lab, strict, no second attempt: the test was a non-strict
-# expected failure (a check that could not fail), then a retry loop; a cell that misses is printed
-# with every other (_within_tolerance), which is what issue 39 item 1 needs: the cause, not a rerun.
+# One run of the short scenario on a fresh lab, strict: the test was a non-strict expected failure
+# (a check that could not fail), then a retry loop; a cell that misses is printed with every other
+# (_within_tolerance) and with the steal of its phase, which is what issue 39 item 1 needs: the
+# cause, not a rerun. The one cause traced since is the hypervisor's steal (above; tests/support/
+# steal.py): fresh-clone CI runs on 2026-11-29/30 missed cells in the phases that lost 7, 9 and 26 %
+# of both CPUs to it, and in no phase that lost 3.4 % or less; a trial here on 2026-11-30 with every
+# phase run twice missed 8 cells at 7.5 % and none of the same phase's 20 alone at 0.5 %
+# (docs/lab.md, on `--reference`). So a phase that lost more than STEAL_BOUND is measured
+# again, on its own, and judged on its first run under the bound, whatever its cells read; decided
+# by the steal, never by the cells. A phase stolen from in every run is judged anyway.
+STEAL_BOUND = 0.02
+REMEASURES = 3  # in all: each costs a phase's warm-up and measured seconds
+
+
 def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> None:
     output = tmp_path / "out"
-    with _steal_sampled() as steal:
-        stdout = _once(tmp_path, output)
+    with steal.sampled() as record:
+        stdout, again = _once(tmp_path, output, record)
     with (output / "reference.csv").open() as f:
         rows = list(csv.DictReader(f))
     # Every cell the reference reports is there, in its order, and none it does not report.
@@ -90,17 +96,65 @@ def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> N
             float(mine["measured_ms"]), rel=REPORT_VS_SCENARIO
         )
     assert "Against the reference:" in (output / "report" / "index.html").read_text()
-    _within_tolerance(rows, _steal_by_phase(output / "phases.csv", steal))
+    judged, steals = _judged_runs([output, *again], record)
+    _within_tolerance(
+        [r for r in rows if r["phase"] not in judged] + [r for p in judged.values() for r in p], steals
+    )
 
 
-def _once(tmp_path: Path, output: Path) -> str:
+def _once(tmp_path: Path, output: Path, record: steal.StealRecord) -> tuple[str, list[Path]]:
+    """The scenario's stdout, and the output directories of the phases measured again."""
     base = Path(tempfile.mkdtemp(prefix="lunlat-reference-", dir=memory_backed_dir()))
     lab_dir = base / "lab"
     try:
-        return _run(tmp_path, lab_dir, output)
+        return _run(tmp_path, lab_dir, output, record)
     finally:
         commands.down(lab_dir)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _phases(output: Path) -> list[dict[str, str]]:
+    with (output / "phases.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def _stolen(output: Path, record: steal.StealRecord) -> list[str]:
+    """The phases of one scenario run whose steal passed STEAL_BOUND (or was not sampled)."""
+    return [
+        phase["phase"]
+        for phase in _phases(output)
+        if (got := record.over(float(phase["start"]), float(phase["end"]))) is None
+        or got.fraction > STEAL_BOUND
+    ]
+
+
+def _judged_runs(
+    outputs: list[Path], record: steal.StealRecord
+) -> tuple[dict[str, list[dict[str, str]]], str]:
+    """Per phase measured again: the rows of its first run under STEAL_BOUND, or of its last run
+    when none was (the failure then names the steal); and every run's steal, phase by phase."""
+    judged: dict[str, list[dict[str, str]]] = {}
+    settled: set[str] = set()
+    lines = []
+    for number, output in enumerate(outputs):
+        with (output / "reference.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        for phase in _phases(output):
+            name = phase["phase"]
+            got = record.over(float(phase["start"]), float(phase["end"]))
+            under = got is not None and got.fraction <= STEAL_BOUND
+            lines.append(
+                f"{name}, run {number + 1}: {got or 'not sampled'}" + ("" if under else ", over the bound")
+            )
+            if number and name not in settled:
+                judged[name] = [r for r in rows if r["phase"] == name]
+            if under:
+                settled.add(name)
+    unsettled = sorted({p["phase"] for o in outputs for p in _phases(o)} - settled)
+    text = f"the host's steal (bound {STEAL_BOUND:.0%} of a phase's CPU time): " + "; ".join(lines)
+    if unsettled:
+        text += f"; stolen from in every run, judged anyway: {', '.join(unsettled)}"
+    return judged, text
 
 
 def _key(row: dict[str, str]) -> tuple[str, ...]:
@@ -118,7 +172,7 @@ def _short_lab(tmp_path: Path) -> Path:
     return path
 
 
-def _run(tmp_path: Path, lab_dir: Path, output: Path) -> str:
+def _run(tmp_path: Path, lab_dir: Path, output: Path, record: steal.StealRecord) -> tuple[str, list[Path]]:
     state = commands.up(_short_lab(tmp_path), lab_dir)
     exporter_argv = [sys.executable, "-m", "lunlat", "serve", "--web.listen-address=127.0.0.1:0",
                      f"--config.file={state.exporter_config}"]  # fmt: skip
@@ -134,17 +188,29 @@ def _run(tmp_path: Path, lab_dir: Path, output: Path) -> str:
         try:
             api = prometheus_server.api(prom)
             api.wait_for_series(contract.DEVICE_READS.name, len(state.loops), 60)
-            argv = [sys.executable, "-m", "lunlat_lab", "scenario", f"--state-dir={lab_dir}",
-                    f"--exporter=http://{LOOPBACK}:{exporter.port}/metrics", f"--reference={REFERENCE}",
-                    f"--warmup={WARMUP_S:g}", f"--duration={MEASURED_S:g}", f"--output={output}",
-                    f"--prometheus.url={api.base}"]  # fmt: skip
-            started = time.monotonic()
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-            print(done.stdout, done.stderr, f"scenario: {time.monotonic() - started:.1f}s", sep="\n")
-            assert done.returncode == 0, done.stderr
-            return done.stdout
+            common = [sys.executable, "-m", "lunlat_lab", "scenario", f"--state-dir={lab_dir}",
+                      f"--exporter=http://{LOOPBACK}:{exporter.port}/metrics", f"--reference={REFERENCE}",
+                      f"--warmup={WARMUP_S:g}", f"--duration={MEASURED_S:g}"]  # fmt: skip
+            stdout = _scenario([*common, f"--output={output}", f"--prometheus.url={api.base}"])
+            again: list[Path] = []
+            stolen = _stolen(output, record)
+            while stolen and len(again) < REMEASURES:
+                phase = stolen.pop(0)
+                again.append(tmp_path / f"again-{len(again) + 1}")
+                _scenario([*common, f"--output={again[-1]}", f"--phases={phase}"])
+                if phase in _stolen(again[-1], record):
+                    stolen.append(phase)
+            return stdout, again
         finally:
             prom.stop()
+
+
+def _scenario(argv: list[str]) -> str:
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    print(done.stdout, done.stderr, f"scenario: {time.monotonic() - started:.1f}s", sep="\n")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def _outside(rows: list[dict[str, str]]) -> list[str]:
@@ -156,46 +222,9 @@ def _outside(rows: list[dict[str, str]]) -> list[str]:
     ]
 
 
-def _within_tolerance(rows: list[dict[str, str]], steal: str) -> None:
+def _within_tolerance(rows: list[dict[str, str]], steal_record: str) -> None:
     outside = _outside(rows)
-    assert not outside, "\n".join([*outside, steal])
+    # The steal first: CI's closing summary keeps a failure's first lines.
+    assert not outside, "\n".join([steal_record, *outside])
     for row in rows:  # the verdict is the arithmetic of the numbers printed beside it
         assert reference_architecture.within(float(row["reference_ms"]), float(row["measured_ms"]))
-
-
-# What a miss is printed with: the hypervisor's steal during each phase, the cause of the misses
-# traced so far (above). Sampled every STEAL_POLL_S, so a burst shows as the most in one second.
-STEAL_POLL_S = 0.1
-
-
-@contextmanager
-def _steal_sampled() -> Iterator[list[tuple[float, float]]]:
-    """(wall-clock time, seconds of steal summed over the CPUs, psutil.cpu_times) while it is open."""
-    samples: list[tuple[float, float]] = []
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(STEAL_POLL_S):
-            samples.append((time.time(), psutil.cpu_times().steal))
-
-    with in_background(sample, stop, "steal-sampler"):
-        yield samples
-
-
-def _steal_by_phase(phases_csv: Path, samples: list[tuple[float, float]]) -> str:
-    """Each phase's steal, over the measured windows the scenario writes (phases.csv, Unix seconds)."""
-    parts = []
-    with phases_csv.open() as f:
-        phases = list(csv.DictReader(f))
-    for phase in phases:
-        begin, until = float(phase["start"]), float(phase["end"])
-        inside = [(t, s) for t, s in samples if begin <= t <= until]
-        if len(inside) < 2:
-            parts.append(f"{phase['phase']}: not sampled")
-            continue
-        most = max(later[1] - s for t, s in inside for later in inside if t < later[0] <= t + 1.0)
-        parts.append(
-            f"{phase['phase']}: {1000 * (inside[-1][1] - inside[0][1]):.0f} ms "
-            f"(the most in one second {1000 * most:.0f} ms)"
-        )
-    return "the host's steal, summed over its CPUs: " + "; ".join(parts)
