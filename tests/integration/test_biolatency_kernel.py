@@ -105,10 +105,16 @@ def histograms(result: SourceResult, device: str, size: str | None = None) -> di
 def bracketed(
     source: BiolatencySource, name: str
 ) -> tuple[list[int], dict[str, dict[str, float]], Counter[str]]:
+    """`bracketed_collection` with the device's histograms of every size class added."""
+    raw, collection, errors = bracketed_collection(source, name)
+    return raw, histograms(collection, name), errors
+
+
+def bracketed_collection(source: BiolatencySource, name: str) -> tuple[list[int], SourceResult, Counter[str]]:
     """The device's diskstats read between two collections that agree on its counts, with no I/O in
     progress in that read, so that none is counted on one side and not yet on the other (issue 39: a
     diskstats read before the programs' snapshot counted any I/O in between as unseen); that
-    collection's histograms, and the errors counted over every collection made here.
+    collection, and the errors counted over every collection made here.
 
     The programs count a completion at block_io_done, which blk_account_io_done fires before it adds
     the completion to diskstats and takes it off the I/Os in progress, in one step
@@ -124,7 +130,7 @@ def bracketed(
         errors.update(second.errors)
         counts = [{op: h.get("_count") for op, h in histograms(c, name).items()} for c in (first, second)]
         if counts[0] == counts[1] and raw[IN_PROGRESS] == 0:
-            return raw, histograms(second, name), errors
+            return raw, second, errors
         time.sleep(0.1)
     raise AssertionError(f"{name} never held still between two collections")
 
@@ -314,31 +320,55 @@ def test_only_published_devices_are_traced_in_the_kernel(loop_device: str, tmp_p
 
 
 def test_8k_and_1m_reads_fall_in_their_size_classes(loop_device: str) -> None:
-    """8 KiB reads are counted as small and 1 MiB reads as large (whatever the device splits them
-    into: each request at least 128 KiB here), each class's count the kernel's own for its phase."""
+    """8 KiB reads are counted as small, and each 1 MiB read as at least one large request, with the
+    completions the programs say they did not see accounted as `check` accounts them (a fresh-clone
+    CI run on 2026-11-29 counted 1,999 small reads of the kernel's 2,000: an unseen completion this
+    test did not count then).
+
+    A 1 MiB read is one request only when its buffer's pages fit the queue's `max_segments` (128
+    here; Documentation/ABI/stable/sysfs-block: the most segments a request may hold): else the block
+    layer splits it, its first request 128 segments of a page or more (512 KiB or more: large), the
+    rest of any size. Here 1 run in 33 split every read in two, one large and one middle."""
     name = Path(loop_device).name
-    _, source = published(name)
+    engine, source = published(name)
     try:
-        wait_up(source)
-        for block, count, size in (("8K", 2000, "small"), ("1M", 64, "large")):
-            before_raw, before = settle(name), source.collect()
-            subprocess.run(
-                ["dd", f"if={loop_device}", "of=/dev/null", f"bs={block}", f"count={count}", "iflag=direct"],
-                check=True,
-                capture_output=True,
-            )
-            after_raw, after = settle(name), source.collect()
-            reads = after_raw[0] - before_raw[0]
-            assert reads >= count
-            for each in contract.BIO_SIZES:
-                counted = (
-                    histograms(after, name, each)["read"]["_count"]
+        with udev_kept_off(loop_device):
+            wait_up(source)
+            for block, count, size in (("8K", 2000, "small"), ("1M", 64, "large")):
+                settle(name)
+                before_raw, before, _ = bracketed_collection(source, name)
+                kept_before = len(engine.requests_kept())
+                subprocess.run(
+                    [
+                        "dd",
+                        f"if={loop_device}",
+                        "of=/dev/null",
+                        f"bs={block}",
+                        f"count={count}",
+                        "iflag=direct",
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
+                settle(name)
+                after_raw, after, errors = bracketed_collection(source, name)
+                kept = len(engine.requests_kept()) - kept_before
+                reads = after_raw[READS] - before_raw[READS]
+                assert reads >= count
+                counted = {
+                    each: histograms(after, name, each)["read"]["_count"]
                     - histograms(before, name, each)["read"]["_count"]
-                )
-                assert counted == (reads if each == size else 0), (
-                    f"{block} reads: {counted} {each}, kernel {reads}"
-                )
-            assert not after.errors.get("unsized_io") and not after.errors.get("unknown_issue_prototype")
+                    for each in contract.BIO_SIZES
+                }
+                told = errors.get("untimed_io", 0) + errors.get("unseen_io", 0) + kept
+                untold = reads - int(sum(counted.values()))
+                summary = f"{block} reads: {counted}, kernel {reads}, kept {kept}, errors {dict(errors)}"
+                assert told <= untold <= told + errors.get("missed_io", 0), summary
+                if size == "small":
+                    assert counted["small"] == sum(counted.values()), summary
+                else:
+                    assert counted[size] + untold >= count, summary
+                assert not errors.get("unsized_io") and not errors.get("unknown_issue_prototype")
     finally:
         source.close()
 

@@ -100,8 +100,8 @@ class PromApi:
                 raise TimeoutError(f"{alertname} {labels} not firing after {timeout:g}s: {self.alerts()}")
             time.sleep(2)
 
-    def values(self, promql: str, label: str) -> dict[str, float]:
-        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql)}
+    def values(self, promql: str, label: str, at: float | None = None) -> dict[str, float]:
+        return {r["metric"].get(label, ""): float(r["value"][1]) for r in self.query(promql, at)}
 
     def wait_for_series(self, promql: str, count: int, timeout: float) -> list[dict[str, Any]]:
         """Poll until the query returns at least `count` series."""
