@@ -3,9 +3,8 @@ them without wedging or exhausting the test run when the code under test regress
 
 - `lunlat_argv(...)` runs `lunlat` with a ceiling on its heap (RLIMIT_DATA): code that reads
   /dev/zero to the end dies of MemoryError at 1 GiB instead of taking the machine's memory.
-- `run_lunlat(...)` runs such a `lunlat` and allows `PROMPTLY` from the moment lunlat is imported:
-  the refusal is under test, not the interpreter's start, which a starved CI machine once stretched
-  past 15 s for seven calls in a row while the refusals themselves take milliseconds.
+- `run_lunlat(...)` runs such a `lunlat` and fails once it has slept `PROMPTLY` seconds in all: a
+  hang sleeps, a command starved of CPU (CI's idle cgroup) does not (tests/support/hang_guard.py).
 - `finishes(...)` runs a call in a thread and fails the test when it does not return in time; a
   reader stuck on the FIFO is then released (a writer opens and closes it: the reader sees EOF), so
   no thread stays stuck behind the test.
@@ -15,14 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+
+from tests.support import hang_guard
 
 T = TypeVar("T")
 
@@ -34,8 +33,6 @@ _LIMITED = (
 )
 # Generous: a refusal takes milliseconds, a hang never ends.
 PROMPTLY = 15.0
-# Python and lunlat's imports: about 0.7 s of CPU here; not what a refusal test judges.
-STARTUP = 300.0
 
 
 def lunlat_argv(*args: str) -> list[str]:
@@ -44,37 +41,9 @@ def lunlat_argv(*args: str) -> list[str]:
 
 
 def run_lunlat(*args: str) -> subprocess.CompletedProcess[bytes]:
-    """`lunlat ARGS…` as `lunlat_argv` runs it, finished within PROMPTLY of lunlat's import (and
-    STARTUP for the import itself); its output captured. A run past either is killed and fails the
-    test, saying which of the two it outlasted."""
-    ready, told = os.pipe()
-    code = _LIMITED.replace("; sys.exit(", f"; os.write({told}, b'.'); os.close({told}); sys.exit(")
-    started = time.monotonic()
-    with subprocess.Popen(
-        [sys.executable, "-c", "import os; " + code, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        pass_fds=(told,),
-    ) as process:
-        os.close(told)
-        try:
-            # Imports print nothing, so the output pipes cannot fill while this waits.
-            if not select.select([ready], [], [], STARTUP)[0]:
-                process.kill()
-                raise AssertionError(f"lunlat was not even imported after {STARTUP:.0f} s: {args}")
-            imported = time.monotonic() - started
-            try:
-                out, err = process.communicate(timeout=PROMPTLY)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()
-                raise AssertionError(
-                    f"still running {PROMPTLY} s after lunlat was imported ({imported:.1f} s after its "
-                    f"start): {args}; a file must not wedge it"
-                ) from None
-        finally:
-            os.close(ready)
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    """`lunlat ARGS…` as `lunlat_argv` runs it, its output captured; failing the test once it has
+    slept PROMPTLY seconds in all (tests/support/hang_guard.py: a starved CPU does not count)."""
+    return hang_guard.run(lunlat_argv(*args), blocked_limit=PROMPTLY)
 
 
 def make_fifo(path: Path) -> Path:

@@ -14,22 +14,17 @@ from pathlib import Path
 import pytest
 
 from lunlat.cli import main
+from tests.support import hang_guard
 from tests.support.skip_unless_installed import needs
 
 LINE = "   8       0 sda 4245 110 316590 2212 3470 1680 48514 3868 0 2788 6076 0 0 0 0 7 11\n"
 
 
-def lunlat(
-    *args: str, timeout: float = 30, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lunlat", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=env,
-    )
+def lunlat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`lunlat ARGS…` run to its end (tests/support/hang_guard.py: failing once it has slept 15 s in
+    all, however long CI's idle cgroup keeps it waiting for a CPU), its output as text."""
+    done = hang_guard.run([sys.executable, "-m", "lunlat", *args], env=env)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 @pytest.fixture
