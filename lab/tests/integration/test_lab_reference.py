@@ -72,9 +72,9 @@ def _lab_host() -> None:
 # phase run twice missed 8 cells at 7.5 % and none of the same phase's 20 alone at 0.5 %
 # (docs/lab.md, on `--reference`). So a phase that lost more than STEAL_BOUND is measured
 # again, on its own, and judged on its first run under the bound, whatever its cells read; decided
-# by the steal, never by the cells. A phase stolen from in every run is judged anyway.
+# by the steal, never by the cells; a phase stolen from in every run is judged on its least stolen.
 STEAL_BOUND = 0.02
-REMEASURES = 5  # in all: each costs a phase's warm-up and measured seconds (about 50 s)
+REMEASURES = 3  # in all: each costs a phase's warm-up and measured seconds (about 50 s)
 
 
 def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> None:
@@ -97,9 +97,8 @@ def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> N
         )
     assert "Against the reference:" in (output / "report" / "index.html").read_text()
     judged, steals = _judged_runs([output, *again], record)
-    _within_tolerance(
-        [r for r in rows if r["phase"] not in judged] + [r for p in judged.values() for r in p], steals
-    )
+    assert sorted(map(_key, judged)) == sorted(map(_key, rows))  # each cell judged once
+    _within_tolerance(judged, steals)
 
 
 def _once(tmp_path: Path, output: Path, record: steal.StealRecord) -> tuple[str, list[Path]]:
@@ -128,13 +127,11 @@ def _stolen(output: Path, record: steal.StealRecord) -> list[str]:
     ]
 
 
-def _judged_runs(
-    outputs: list[Path], record: steal.StealRecord
-) -> tuple[dict[str, list[dict[str, str]]], str]:
-    """Per phase measured again: the rows of its first run under STEAL_BOUND, or of its last run
-    when none was (the failure then names the steal); and every run's steal, phase by phase."""
-    judged: dict[str, list[dict[str, str]]] = {}
-    settled: set[str] = set()
+def _judged_runs(outputs: list[Path], record: steal.StealRecord) -> tuple[list[dict[str, str]], str]:
+    """The rows each phase is judged on: those of its first run under STEAL_BOUND, or, when none
+    was, of its least stolen run (chosen by the steal, never by the cells); and every run's steal,
+    phase by phase, saying which run was judged."""
+    runs: dict[str, list[tuple[float, int, list[dict[str, str]]]]] = {}
     lines = []
     for number, output in enumerate(outputs):
         with (output / "reference.csv").open() as f:
@@ -142,18 +139,24 @@ def _judged_runs(
         for phase in _phases(output):
             name = phase["phase"]
             got = record.over(float(phase["start"]), float(phase["end"]))
-            under = got is not None and got.fraction <= STEAL_BOUND
-            lines.append(
-                f"{name}, run {number + 1}: {got or 'not sampled'}" + ("" if under else ", over the bound")
+            fraction = got.fraction if got is not None else float("inf")
+            over = "" if fraction <= STEAL_BOUND else ", over the bound"
+            lines.append(f"{name}, run {number + 1}: {got or 'not sampled'}{over}")
+            runs.setdefault(name, []).append(
+                (fraction, len(lines) - 1, [r for r in rows if r["phase"] == name])
             )
-            if number and name not in settled:
-                judged[name] = [r for r in rows if r["phase"] == name]
-            if under:
-                settled.add(name)
-    unsettled = sorted({p["phase"] for o in outputs for p in _phases(o)} - settled)
+    judged: list[dict[str, str]] = []
+    unsettled = []
+    for name, tries in runs.items():
+        under = [t for t in tries if t[0] <= STEAL_BOUND]
+        if not under:
+            unsettled.append(name)
+        _, line, rows = under[0] if under else min(tries, key=lambda t: t[0])
+        lines[line] += " (judged)"
+        judged += rows
     text = f"the host's steal (bound {STEAL_BOUND:.0%} of a phase's CPU time): " + "; ".join(lines)
     if unsettled:
-        text += f"; stolen from in every run, judged anyway: {', '.join(unsettled)}"
+        text += f"; stolen from in every run, judged on its least stolen: {', '.join(unsettled)}"
     return judged, text
 
 
