@@ -16,6 +16,12 @@ the value at S2 and two per-second rates, (S1 - S0) / 600 and (S2 - S1) / 600. G
 value. No metric name is interpreted: whatever the exporters expose is served, so the fleet changes
 with them.
 
+With `histograms`, each lunlat scrape also carries the per-I/O histogram (--collector.biolatency)
+of every device it shows: the biolatency source reads the real kernel's block tracepoints, never
+this tree, so its counters are made here, each period's I/Os in the bucket of that period's
+latency, and rendered by the exporter's own code (sources/biolatency.families, exposition.render),
+so the series are the ones a host with the histogram serves.
+
 Serving, for host h at wall time t: value = value(S2) + rate_h * tau_h(t), where rate_h is the
 slow rates on every 10th host and the normal ones elsewhere, scaled by a host factor in [0.8, 1.2],
 and tau_h(t) = offset_h + (t - t0) + A sin(2 pi (t - t0) / P + phi_h): time with a host offset and a
@@ -25,6 +31,7 @@ service times scale together, so a LUN's latency is its captured one.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import random
@@ -44,6 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests
 
 from scrape_vs_node_exporter import SD_MAJORS, sd_name
 
+from lunlat import exposition, ground
+from lunlat.sources import biolatency
+from lunlat.sources.published import PublishedDevice
 from tests.support.exporter_process import (
     LOOPBACK,
     LUNLAT_PORT,
@@ -75,6 +85,8 @@ SECTOR = 512
 # `name{labels} value` of the text format; neither exporter writes timestamps.
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{.*\})?) (\S+)$")
 TYPE = re.compile(r"^# TYPE (\S+) (\S+)$", re.M)
+# The devices a lunlat exposition shows: its read counter's labels (ground.DEVICE_LABELS' order).
+DEVICE_SERIES = re.compile(r'^lunlat_device_reads_completed_total\{lun="([^"]*)",device="([^"]*)"\}', re.M)
 
 
 # --- the synthetic host ---------------------------------------------------------------------------
@@ -139,10 +151,16 @@ def write_udev(host: FakeHost, luns: list[Lun], udev: Path) -> None:
             (udev / f"b{host.dev_of(path)}").write_text("".join(f"E:{k}={v}\n" for k, v in props.items()))
 
 
-def advance(host: FakeHost, luns: list[Lun], seconds: int, slow: int | None) -> None:
+Histograms = dict[biolatency.Key, biolatency.Counters]
+
+
+def advance(
+    host: FakeHost, luns: list[Lun], seconds: int, slow: int | None, histograms: Histograms | None = None
+) -> None:
     """`seconds` of I/O on every LUN at its rates (`slow`: that LUN at SLOW_MS), each map's I/O
     spread evenly over its paths, then /proc/diskstats rewritten. Fields as the kernel's
-    Documentation/admin-guide/iostats.rst names them (times in ms)."""
+    Documentation/admin-guide/iostats.rst names them (times in ms). `histograms`: the same I/Os
+    counted by size class and latency bucket, as the biolatency programs count them."""
     for n, lun in enumerate(luns):
         read_share, size, read_ms, write_ms = DATA if lun.role == "data" else LOG
         if n == slow:
@@ -170,7 +188,33 @@ def advance(host: FakeHost, luns: list[Lun], seconds: int, slow: int | None) -> 
                 flushes=old.flushes + flushes // part,
                 flush_ms=old.flush_ms + flushes // part // 10,
             )
+            if histograms is not None:
+                for op, count, ms in ((0, reads // part, read_ms), (1, writes // part, write_ms)):
+                    _count_ios(histograms, host.dev_of(name), op, size, count, ms)
     host.write()
+
+
+def _count_ios(histograms: Histograms, dev: str, op: int, size: int, count: int, ms: float) -> None:
+    """`count` I/Os of `size` bytes at `ms` each, in the bucket the programs would put them (bucket i
+    holds [bound i-1, bound i): biolatency's histogram.h), a tenth of their time queued on the host."""
+    major, minor = map(int, dev.split(":"))
+    size_class = 0 if size <= ground.BIO_SMALL_MAX else 2 if size >= ground.BIO_LARGE_MIN else 1
+    key = (biolatency.kernel_dev(major, minor), op, size_class)
+    buckets = [0] * biolatency.BUCKETS
+    buckets[bisect.bisect_right(ground.BIO_BUCKETS, ms / 1000)] = count
+    ns = round(count * ms * 1e6)
+    added = biolatency.Counters(tuple(buckets), ns, ns // 10)
+    histograms[key] = histograms.get(key, biolatency.Counters()) + added
+
+
+def histogram_text(scrape_text: str, host: FakeHost, histograms: Histograms) -> str:
+    """The histogram families of every device `scrape_text` shows (its read counter's lun and device
+    labels), rendered as the exporter renders them."""
+    devices = {}
+    for lun, device in DEVICE_SERIES.findall(scrape_text):
+        major, minor = map(int, host.dev_of(device).split(":"))
+        devices[(major, minor)] = PublishedDevice(lun, device, "")
+    return exposition.render(biolatency.families(histograms, devices))
 
 
 # --- templates ------------------------------------------------------------------------------------
@@ -264,10 +308,12 @@ class Capture:
     node_devices: int
 
 
-def capture(workdir: Path, node_exporter: str | None) -> Capture:
-    """Build the host, run both exporters on it and scrape them at S0, S1 and S2."""
+def capture(workdir: Path, node_exporter: str | None, histograms: bool = False) -> Capture:
+    """Build the host, run both exporters on it and scrape them at S0, S1 and S2 (`histograms`:
+    lunlat's scrapes with the per-I/O histogram of each device they show)."""
     host, luns, config = build_host(workdir)
-    advance(host, luns, HISTORY_S, slow=None)
+    counts: Histograms | None = {} if histograms else None
+    advance(host, luns, HISTORY_S, None, counts)
     lunlat = ExporterProcess(
         lunlat_serve(f"--path.procfs={host.procfs}", f"--path.sysfs={host.sysfs}", f"--config.file={config}"),
         workdir / "lunlat.log",
@@ -298,9 +344,14 @@ def capture(workdir: Path, node_exporter: str | None) -> Capture:
             exporters["node"] = running.enter_context(node)
         for slow in (None, None, SLOW_LUN):
             if scrapes["lunlat"]:  # S0 is the history itself; S1 and S2 advance from it
-                advance(host, luns, CAPTURE_STEP_S, slow)
+                advance(host, luns, CAPTURE_STEP_S, slow, counts)
             for key, exporter in exporters.items():
                 scrapes[key].append(exporter.scrape())
+            if counts is not None:
+                served = scrapes["lunlat"][-1]
+                assert served.headers.get("content-type", "").startswith("text/plain"), served.headers
+                extra = histogram_text(served.text, host, counts).encode()
+                scrapes["lunlat"][-1] = replace(served, body=served.body + extra)
     node_devices = 0
     if node is not None:
         node_devices = len(

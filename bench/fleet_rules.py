@@ -500,6 +500,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-baseline", action="store_true", help="lunlat only, no node-mixin peer")
     parser.add_argument(
+        "--histograms",
+        action="store_true",
+        help="every lunlat host also serves the per-I/O histogram of each device (--collector.biolatency)",
+    )
+    parser.add_argument(
         "--per-rule",
         action="store_true",
         help="also read each rule's evaluation time (rules API, every poll) and name the slowest",
@@ -538,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="lunlat-fleet-"))
     try:
         with terminated_as_interrupt():
-            cap = fakefleet.capture(workdir / "capture", node_bin)
+            cap = fakefleet.capture(workdir / "capture", node_bin, args.histograms)
             print(
                 f"{os.cpu_count()} cores; per host: lunlat {cap.lunlat.samples} samples "
                 f"({cap.lunlat.counters} advancing) for {cap.lunlat_devices} LUNs"
