@@ -49,14 +49,11 @@ def run(
     *,
     blocked_limit: float = BLOCKED_LIMIT_S,
     env: Mapping[str, str] | None = None,
-    pass_fds: Sequence[int] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     """`argv` run to its end with its output captured, stdin /dev/null; a run asleep for
     `blocked_limit` seconds in all (or running for WALL_LIMIT_S) is killed and fails the test."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, pass_fds=pass_fds
-        )
+        process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
         started, blocked = time.monotonic(), 0.0
         while process.poll() is None:
             time.sleep(POLL_S)

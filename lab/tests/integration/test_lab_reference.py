@@ -124,14 +124,15 @@ def _phases(output: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _steal(record: steal.StealRecord, phase: dict[str, str]) -> tuple[steal.Steal | None, float]:
+    """A phase's steal (None: not sampled) and its share of the CPU time (not sampled: infinite)."""
+    got = record.over(float(phase["start"]), float(phase["end"]))
+    return got, got.fraction if got is not None else float("inf")
+
+
 def _stolen(output: Path, record: steal.StealRecord) -> list[str]:
     """The phases of one scenario run whose steal passed STEAL_BOUND (or was not sampled)."""
-    return [
-        phase["phase"]
-        for phase in _phases(output)
-        if (got := record.over(float(phase["start"]), float(phase["end"]))) is None
-        or got.fraction > STEAL_BOUND
-    ]
+    return [phase["phase"] for phase in _phases(output) if _steal(record, phase)[1] > STEAL_BOUND]
 
 
 def _judged_runs(outputs: list[Path], record: steal.StealRecord) -> tuple[list[dict[str, str]], str]:
@@ -145,8 +146,7 @@ def _judged_runs(outputs: list[Path], record: steal.StealRecord) -> tuple[list[d
             rows = list(csv.DictReader(f))
         for phase in _phases(output):
             name = phase["phase"]
-            got = record.over(float(phase["start"]), float(phase["end"]))
-            fraction = got.fraction if got is not None else float("inf")
+            got, fraction = _steal(record, phase)
             over = "" if fraction <= STEAL_BOUND else ", over the bound"
             lines.append(f"{name}, run {number + 1}: {got or 'not sampled'}{over}")
             runs.setdefault(name, []).append(
