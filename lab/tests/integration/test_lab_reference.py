@@ -72,7 +72,11 @@ def _lab_host() -> None:
 # phase run twice missed 8 cells at 7.5 % and none of the same phase's 20 alone at 0.5 %
 # (docs/lab.md, on `--reference`). So a phase that lost more than STEAL_BOUND is measured
 # again, on its own, and judged on its first run under the bound, whatever its cells read; decided
-# by the steal, never by the cells; a phase stolen from in every run is judged on its least stolen.
+# by the steal, never by the cells. A phase stolen from in every run cannot be judged: its least
+# stolen run is reported, and a miss there skips the test with every run's steal (the project CI
+# on 2026-11-30 lost 8 to 17 % of both CPUs in every run of every phase; no run of the lab can
+# hold 0.03 ms through that), so a pass always means every cell within and a failure a miss in a
+# phase the host left alone.
 STEAL_BOUND = 0.02
 REMEASURES = 3  # in all: each costs a phase's warm-up and measured seconds (about 50 s)
 
@@ -90,7 +94,7 @@ def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> N
     with (output / "report" / "reference.csv").open() as f:
         report_rows = list(csv.DictReader(f))
     assert [_key(r) for r in report_rows] == [_key(r) for r in rows]
-    judged, steals = _judged_runs([output, *again], record)
+    judged, unsettled, steals = _judged_runs([output, *again], record)
     # Their windows differ by up to a scrape at each end, and a stall of the host near an end moves
     # one side only: compared in the phases under the steal bound (a fresh-clone CI run on
     # 2026-11-30 read 0.246 against 0.262 in a run that missed 18 cells by up to 0.10 ms; this check
@@ -105,7 +109,8 @@ def test_every_reference_cell_measured_within_its_tolerance(tmp_path: Path) -> N
             ), (_key(mine), steals)
     assert "Against the reference:" in (output / "report" / "index.html").read_text()
     assert sorted(map(_key, judged)) == sorted(map(_key, rows))  # each cell judged once
-    _within_tolerance(judged, steals)
+    _within_tolerance([r for r in judged if r["phase"] not in unsettled], steals)
+    _within_tolerance_or_unjudged([r for r in judged if r["phase"] in unsettled], steals)
 
 
 def _once(tmp_path: Path, output: Path, record: steal.StealRecord) -> tuple[str, list[Path]]:
@@ -135,10 +140,12 @@ def _stolen(output: Path, record: steal.StealRecord) -> list[str]:
     return [phase["phase"] for phase in _phases(output) if _steal(record, phase)[1] > STEAL_BOUND]
 
 
-def _judged_runs(outputs: list[Path], record: steal.StealRecord) -> tuple[list[dict[str, str]], str]:
+def _judged_runs(
+    outputs: list[Path], record: steal.StealRecord
+) -> tuple[list[dict[str, str]], list[str], str]:
     """The rows each phase is judged on: those of its first run under STEAL_BOUND, or, when none
-    was, of its least stolen run (chosen by the steal, never by the cells); and every run's steal,
-    phase by phase, saying which run was judged."""
+    was, of its least stolen run (chosen by the steal, never by the cells); the phases with no run
+    under the bound; and every run's steal, phase by phase, saying which run was judged."""
     runs: dict[str, list[tuple[float, int, list[dict[str, str]]]]] = {}
     lines = []
     for number, output in enumerate(outputs):
@@ -163,8 +170,8 @@ def _judged_runs(outputs: list[Path], record: steal.StealRecord) -> tuple[list[d
         judged += rows
     text = f"the host's steal (bound {STEAL_BOUND:.0%} of a phase's CPU time): " + "; ".join(lines)
     if unsettled:
-        text += f"; stolen from in every run, judged on its least stolen: {', '.join(unsettled)}"
-    return judged, text
+        text += f"; stolen from in every run, its least stolen run shown: {', '.join(unsettled)}"
+    return judged, unsettled, text
 
 
 def _key(row: dict[str, str]) -> tuple[str, ...]:
@@ -238,3 +245,11 @@ def _within_tolerance(rows: list[dict[str, str]], steal_record: str) -> None:
     assert not outside, "\n".join([steal_record, *outside])
     for row in rows:  # the verdict is the arithmetic of the numbers printed beside it
         assert reference_architecture.within(float(row["reference_ms"]), float(row["measured_ms"]))
+
+
+def _within_tolerance_or_unjudged(rows: list[dict[str, str]], steal_record: str) -> None:
+    """The cells of the phases stolen from in every run: within, or the test cannot say."""
+    outside = _outside(rows)
+    if outside:
+        pytest.skip("\n".join(["not judged, the host stole CPU in every run of:", steal_record, *outside]))
+    _within_tolerance(rows, steal_record)
