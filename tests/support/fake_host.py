@@ -114,6 +114,7 @@ class FakeHost:
     _next_minor: dict[int, int] = field(default_factory=dict)
     _next_target: int = 0
     _next_mount_id: int = 30
+    _owed: dict[tuple[str, str], float] = field(default_factory=dict)  # fractions not yet counted
 
     def __post_init__(self) -> None:
         self.sysfs = self.root / "sys"
@@ -126,18 +127,27 @@ class FakeHost:
         added to `device`'s stats: their time added to the weighted time too (I/Os in flight =
         reads/s x latency). `write()` publishes them. A thread that advances a host should pass
         the seconds really gone by: on a busy machine its loop takes longer than its wait, and
-        counting each turn as one second would lower every rate the exporter measures."""
+        counting each turn as one second would lower every rate the exporter measures. The
+        counters are whole numbers: what a call cannot count yet (a fraction of a read or of a
+        millisecond) is owed to the next, so short turns lose nothing to rounding."""
         old = self.stats[device]
-        done = round(count * seconds)
-        busy = round(done * ms)
+        done = self._whole(device, "reads", count * seconds)
+        busy = self._whole(device, "ms", done * ms)
         self.stats[device] = dataclasses.replace(
             old,
             reads=old.reads + done,
             read_sectors=old.read_sectors + done * sectors,
             read_ms=old.read_ms + busy,
-            io_ms=old.io_ms + round(1000 * seconds),
+            io_ms=old.io_ms + self._whole(device, "io_ms", 1000 * seconds),
             weighted_ms=old.weighted_ms + busy,
         )
+
+    def _whole(self, device: str, counter: str, amount: float) -> int:
+        """The whole part of `amount` plus what earlier calls owed this counter; the rest owed."""
+        total = amount + self._owed.get((device, counter), 0.0)
+        whole = int(total)
+        self._owed[device, counter] = total - whole
+        return whole
 
     # --- devices -------------------------------------------------------------------------------
 
