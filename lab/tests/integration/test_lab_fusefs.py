@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from lunlat import reference_architecture
 from lunlat_lab import measure, native, system
-from lunlat_lab.daemon_engines import ENGINES, Engine
+from lunlat_lab.daemon_engines import DEFAULT_ENGINE, ENGINES, Engine
 from lunlat_lab.settings import ArraySetting, LunSetting, Settings
 from tests.support import lab_daemon
 from tests.support.lab_daemon import IMAGE_BYTES, StartDaemon, stop
@@ -91,6 +92,18 @@ def run_io(devices: list[str], op: str, count: int, block: int = BLOCK) -> dict[
     return {name: measure.average(before[name], after[name]) for name in names}
 
 
+def lowest(ms: float, engine: Engine = DEFAULT_ENGINE) -> float:
+    """The least mean diskstats may show for an injected `ms`. The Python engine holds each I/O
+    for `ms` less the settings' overhead (0 here), so the kernel's mean is `ms` plus the I/O path.
+    The native engine's live calibration (lunlat_lab/daemon/calibration.py) also takes away the
+    path's measured cost, aiming the kernel's mean at `ms` itself: it may come out below, by as
+    much as the lab promises to hold a cell (the reference's tolerance). Two fresh-clone CI runs
+    on 2026-11-30 read 1.990 and 1.970 ms for 2 ms writes against a lower bound of 2.0."""
+    if engine == "python":
+        return ms
+    return ms - max(reference_architecture.TOLERANCE_MS, reference_architecture.TOLERANCE_SHARE * ms)
+
+
 def latency_ms(devices: list[str], op: str, count: int, batches: int = BATCHES) -> dict[str, float]:
     """Per device, the median over `batches` of the batch's diskstats average: one host stall
     (this VM's neighbours pause it for up to 0.2 s now and then) moves one batch, not the result."""
@@ -115,8 +128,8 @@ def test_a_loop_device_shows_the_injected_latency(start_daemon: StartDaemon, eng
         report.append(
             f"{op}: overhead floor {floor:.3f} ms; 2 ms LUN {measured:.3f} ms, with jitter 1.0 {jittered:.3f} ms"
         )
-        # The injected 2 ms plus the I/O path's own cost (overhead_ms is 0 here).
-        assert 2.0 <= measured < 3.5, report[-1]
+        # The injected 2 ms, plus the I/O path's own cost unless calibrated away (lowest()).
+        assert lowest(2.0, engine) <= measured < 3.5, report[-1]
         # Jitter keeps the mean: lognormal draws with a standard deviation of 2 ms, 100 per batch
         # (standard error 0.2 ms), hence the wider lower bound.
         assert 1.6 <= jittered < 3.5, report[-1]
@@ -134,8 +147,8 @@ def test_a_settings_change_applies_at_run_time_without_remount(
     after = {op: latency_ms([device], op, 40)[name] for op in ("read", "write")}
     print(f"\n2 ms -> 5 ms at run time: before {before}, after {after} (ms)")
     for op in ("read", "write"):
-        assert 2.0 <= before[op] < 3.5, (op, before)
-        assert 5.0 <= after[op] < 6.5, (op, after)
+        assert lowest(2.0) <= before[op] < 3.5, (op, before)
+        assert lowest(5.0) <= after[op] < 6.5, (op, after)
     assert daemon.process.poll() is None and system.is_mounted(daemon.mountpoint)
     assert system.loops_under(daemon.mountpoint) == {device: str(daemon.mountpoint / "two.img")}
 
@@ -230,7 +243,7 @@ def test_a_settings_version_the_native_daemon_cannot_use_is_refused_and_the_old_
     daemon.settings_file.write_text('{"luns": {"two": {"array": "nowhere"}}}')
     system.wait_for(lambda: "settings rejected" in daemon.log_text(), 10, "the rejection")
     read = latency_ms([device], "read", 30, batches=3)[Path(device).name]
-    assert 2.0 <= read < 3.5, read
+    assert lowest(2.0) <= read < 3.5, read
     assert daemon.process.poll() is None
 
 
