@@ -19,7 +19,8 @@ What is checked, from what the test measures itself (not the rules under test):
   (Documentation/admin-guide/iostats.rst fields 1, 3, 4: reads, sectors read, ms reading) over the
   quiet window;
 - the small reads within it: 8 KiB O_DIRECT reads the test issues on the LUN beside fio's, timed
-  around the system call (what a database's single-block read waits for, the system call included);
+  around the system call from a process of their own, less the time that process waited for a CPU
+  (tests/support/timed_reads.py: the device's and the I/O path's time, what the kernel times too);
 - and what the rules did with it: over a fixed window (QUIET_SECONDS) after LunLatencyAverageHigh
   fires for the LUN, it stays firing in Prometheus (ALERTS) at every evaluation, its warning is
   notified, the LUN's judged read latency is its small class (judged="small"), and no page is firing
@@ -49,20 +50,15 @@ after an evaluation, the one ending the quiet window; the runs paged 39.5-54.9 s
 
 from __future__ import annotations
 
-import mmap
-import os
-import random
 import re
 import shutil
 import statistics
 import tempfile
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pytest
@@ -85,6 +81,7 @@ from tests.alerting.stack import (  # noqa: E402
     started_at,
 )
 from tests.support.lab_host import lab_skip_reason, memory_backed_dir  # noqa: E402
+from tests.support.timed_reads import TimedRead, TimedReads  # noqa: E402
 
 pytestmark = pytest.mark.lab
 
@@ -149,58 +146,19 @@ def read_counters(device: str) -> tuple[int, int, int]:
     raise AssertionError(f"{device} not in /proc/diskstats")
 
 
-@dataclass
-class SmallReads:
-    """8 KiB O_DIRECT reads at random aligned offsets of the LUN, one every PROBE_EVERY seconds from a
-    thread, each timed around its system call: (monotonic start, seconds)."""
-
-    path: str
-    size: int
-    samples: list[tuple[float, float]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _errors: list[BaseException] = field(default_factory=list)
-
-    def __enter__(self) -> SmallReads:
-        self._thread = threading.Thread(target=self._run, name="small-reads", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        rng = random.Random(37)  # offsets, not secrets
-        buffer = mmap.mmap(-1, SMALL_BYTES)  # page-aligned, as O_DIRECT needs
-        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECT)
-        try:
-            while not self._stop.wait(PROBE_EVERY):
-                offset = rng.randrange(self.size // SMALL_BYTES) * SMALL_BYTES
-                start = time.monotonic()
-                done = os.preadv(fd, [buffer], offset)
-                took = time.monotonic() - start
-                assert done == SMALL_BYTES, f"short read: {done} bytes"
-                self.samples.append((start, took))
-        except BaseException as error:  # noqa: BLE001 - reported by between()
-            self._errors.append(error)
-        finally:
-            os.close(fd)
-            buffer.close()
-
-    def between(self, start: float, end: float) -> list[float]:
-        """The reads (seconds each) started in [start, end) (monotonic)."""
-        assert not self._errors, self._errors
-        return [took for began, took in list(self.samples) if start <= began < end]
+def own_ms(reads: list[TimedRead]) -> float:
+    """The mean of the reads' own time (around the call, less their process's wait for a CPU), ms."""
+    return statistics.fmean(r.own for r in reads) * 1000
 
 
-def ms_summary(values: list[float]) -> str:
-    ordered = sorted(values)
+def ms_summary(reads: list[TimedRead]) -> str:
+    ordered = sorted(r.own for r in reads)
     p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-    return f"{len(values)} reads, mean {statistics.fmean(values) * 1000:.3f} ms, p99 {p99 * 1000:.3f} ms"
+    return (
+        f"{len(reads)} reads, own time mean {own_ms(reads):.3f} ms, p99 {p99 * 1000:.3f} ms "
+        f"(around the call {statistics.fmean(r.took for r in reads) * 1000:.3f} ms, of it waiting "
+        f"for a CPU {statistics.fmean(r.waited for r in reads) * 1000:.3f} ms)"
+    )
 
 
 def is_average(alert: dict[str, Any], device: str) -> bool:
@@ -269,7 +227,7 @@ class Quiet:
     seconds_to_firing: float  # stack up → LunLatencyAverageHigh firing seen
     seconds: float
     counters: tuple[int, int, int]  # Δ reads, Δ sectors, Δ ms reading (diskstats)
-    small: list[float]  # the test's own 8 KiB reads, seconds each
+    small: list[TimedRead]  # the test's own 8 KiB reads
     warning: Notification
     average_firing: dict[str, float]  # evaluations with the average's alert firing, per lun
     judged: list[dict[str, Any]]  # max of the judged read latency over the window
@@ -304,7 +262,7 @@ def evaluated_past(stack: AlertingStack, rule: str, wall_time: float, timeout: f
         time.sleep(0.5)
 
 
-def watch_quiet(stack: AlertingStack, hook: WebhookReceiver, probe: SmallReads, device: str) -> Quiet:
+def watch_quiet(stack: AlertingStack, hook: WebhookReceiver, probe: TimedReads, device: str) -> Quiet:
     """Wait for the average's alert to fire, then hold the fixed window and collect it."""
     came_up = time.monotonic()
     where = f'lun="{device}", op="read"'
@@ -361,9 +319,7 @@ def check_quiet(quiet: Quiet, device: str, goal: float) -> None:
     )
     assert blended_ms > goal, f"the scans did not push the LUN's average over the goal: {blended_ms:.3f} ms"
     assert len(quiet.small) >= QUIET_SECONDS / PROBE_EVERY / 2, f"too few small reads: {len(quiet.small)}"
-    assert statistics.fmean(quiet.small) * 1000 < goal, (
-        f"small reads not under goal: {ms_summary(quiet.small)}"
-    )
+    assert own_ms(quiet.small) < goal, f"small reads not under goal: {ms_summary(quiet.small)}"
 
     # The rules over the same window: the average flagged at every evaluation, the small reads judged.
     evaluations = int(QUIET_SECONDS // seconds(INTERVAL))
@@ -392,7 +348,7 @@ def test_scans_flag_the_average_and_page_nothing_until_every_io_is_slow(
     began = time.monotonic()
     stack, hook = judged_stack
     device = Path(blend_lab.loops[LUN]).name
-    with SmallReads(blend_lab.loops[LUN], SIZE_MIB << 20) as probe:
+    with TimedReads(blend_lab.loops[LUN], SIZE_MIB << 20, PROBE_EVERY, SMALL_BYTES) as probe:
         # (1) The scans beside the small reads: the average's breach shown, nothing paged.
         quiet = watch_quiet(stack, hook, probe, device)
         # (2) Every I/O slowed to 2 ms: a page naming the LUN.
@@ -416,7 +372,7 @@ def test_scans_flag_the_average_and_page_nothing_until_every_io_is_slow(
 
     # The breach, measured by the test's own reads, and paged on the LUN's small reads.
     print(f"after the change: the test's 8 KiB reads {ms_summary(slow)}; judged now (ms) {judged_now}")
-    assert statistics.fmean(slow) * 1000 >= BREACH_MS, ms_summary(slow)
+    assert own_ms(slow) >= BREACH_MS, ms_summary(slow)
     alert = next(a for a in page.alerts if is_page(a, device, onset_wall))
     labels = alert["labels"]
     assert (labels["database"], labels["role"], labels["workload"]) == (DATABASE, "data", "oltp"), labels
