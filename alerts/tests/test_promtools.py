@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from .promtools import rule_reads, rules_read_by
+from .promtools import rule_reads, rules_fed_by, rules_read_by
 
 RULES = Path(__file__).resolve().parents[1] / "lunlat.rules.yml"
 TESTS = Path(__file__).resolve().parent
@@ -56,3 +56,46 @@ def test_alerts_read_without_a_name_keep_every_alert() -> None:
     assert every <= set(names(rules_read_by(test, groups)))
     named = {"tests": [{"promql_expr_test": [{"expr": 'ALERTS{alertname="LunLatencyDrift"}'}]}]}
     assert every & set(names(rules_read_by(named, groups))) == {"LunLatencyDrift"}
+
+
+def _group(*rules: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"name": "g", "rules": list(rules)}]
+
+
+def test_rules_the_test_cannot_feed_are_dropped_and_the_rest_kept() -> None:
+    """rules_fed_by: a rule is kept when it reads an input series or a kept rule's result (however
+    far down the chain), or gives a result from nothing; the rest select nothing and are dropped."""
+    groups = _group(
+        {"record": "b", "expr": "sum(a)"},  # reads an input: kept
+        {"record": "c", "expr": "rate(b[1m])"},  # reads b: kept
+        {"record": "orphan", "expr": "sum(never_fed)"},  # reads nothing fed: dropped
+        {"record": "orphan_child", "expr": "orphan * 2"},  # reads only the dropped one: dropped
+        {"alert": "Missing", "expr": "absent(never_fed)"},  # from nothing: kept
+        {"alert": "Late", "expr": "never_fed > time()"},  # a scalar function: kept (conservative)
+        {"record": "constant", "expr": "1"},  # a scalar result: one sample, kept
+        {"alert": "Named", "expr": "never_fed > 1"},  # named by an alert test: kept
+        {"record": "firing", "expr": 'count(ALERTS{alertstate="firing"})'},  # alerts are kept: kept
+    )
+    test = {
+        "tests": [
+            {
+                "input_series": [{"series": 'a{lun="x"}', "values": "1x5"}],
+                "alert_rule_test": [{"alertname": "Named"}],
+            }
+        ]
+    }
+    kept = names(rules_fed_by(test, groups))
+    assert kept == ["b", "c", "Missing", "Late", "constant", "Named", "firing"]
+    # A series named by `__name__` feeds its rules too; with no input at all only what gives a
+    # result from nothing is left.
+    by_name = {"tests": [{"input_series": [{"series": '{__name__="never_fed", lun="x"}', "values": "1"}]}]}
+    assert "orphan_child" in names(rules_fed_by(by_name, groups))
+    assert names(rules_fed_by({"tests": []}, groups)) == ["Missing", "Late", "constant", "firing"]
+
+
+def test_the_drift_test_runs_without_the_groups_it_never_feeds() -> None:
+    test = yaml.safe_load((TESTS / "drift.test.yml").read_text(encoding="utf-8"))
+    kept = names(rules_read_by(test, rules_fed_by(test, shipped())))
+    assert "LunLatencyDrift" in kept
+    # The SLO's windows of days read its events, which the test does not feed (no counters).
+    assert "lunlat:slo_error:ratio3d" not in kept
