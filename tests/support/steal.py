@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import psutil
 
@@ -46,16 +47,19 @@ class StealRecord:
         most = max(
             (later[1] - s for t, s in inside for later in inside if t < later[0] <= t + 1.0), default=0.0
         )
+        burst = max((b[1] - a[1] for a, b in pairwise(inside)), default=0.0)
         seconds = inside[-1][0] - inside[0][0]
-        return Steal(inside[-1][1] - inside[0][1], most, seconds, os.cpu_count() or 1)
+        return Steal(inside[-1][1] - inside[0][1], most, burst, seconds, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
 class Steal:
-    """The steal over one window: its total and its worst second, both summed over the CPUs."""
+    """The steal over one window: its total, its worst second and its worst sample (POLL_S), all
+    summed over the CPUs."""
 
     total: float
     most_in_a_second: float
+    most_in_a_sample: float
     window: float  # seconds sampled
     cpus: int
 
@@ -67,7 +71,8 @@ class Steal:
     def __str__(self) -> str:
         return (
             f"{1000 * self.total:.0f} ms, {self.fraction:.1%} of {self.cpus} CPUs over {self.window:.0f} s "
-            f"(the most in one second {1000 * self.most_in_a_second:.0f} ms)"
+            f"(the most in one second {1000 * self.most_in_a_second:.0f} ms, "
+            f"in {1000 * POLL_S:.0f} ms {1000 * self.most_in_a_sample:.0f} ms)"
         )
 
 

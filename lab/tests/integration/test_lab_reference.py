@@ -70,8 +70,8 @@ def _lab_host() -> None:
 # steal.py): fresh-clone CI runs on 2026-11-29/30 missed cells in the phases that lost 7, 9 and 26 %
 # of both CPUs to it, and in no phase that lost 3.4 % or less; a trial here on 2026-11-30 with every
 # phase run twice missed 8 cells at 7.5 % and none of the same phase's 20 alone at 0.5 %
-# (docs/lab.md, on `--reference`). So a phase that lost more than STEAL_BOUND is measured
-# again, on its own, and judged on its first run under the bound, whatever its cells read; decided
+# (docs/lab.md, on `--reference`). So a phase that lost more than STEAL_BOUND, or had one burst
+# as long as its sparsest cell can absorb (_budget_s), is measured again, on its own, and judged on its first run under the bound, whatever its cells read; decided
 # by the steal, never by the cells. A phase stolen from in every run cannot be judged: its least
 # stolen run is reported, and a miss there skips the test with every run's steal (the project CI
 # on 2026-11-30 lost 8 to 17 % of both CPUs in every run of every phase; no run of the lab can
@@ -129,46 +129,76 @@ def _phases(output: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def _steal(record: steal.StealRecord, phase: dict[str, str]) -> tuple[steal.Steal | None, float]:
-    """A phase's steal (None: not sampled) and its share of the CPU time (not sampled: infinite)."""
+def _steal(
+    record: steal.StealRecord, output: Path, phase: dict[str, str]
+) -> tuple[steal.Steal | None, float, str]:
+    """A phase's steal (None: not sampled), its share of the CPU time (not sampled: infinite), and
+    why it cannot be judged ("": it can)."""
     got = record.over(float(phase["start"]), float(phase["end"]))
-    return got, got.fraction if got is not None else float("inf")
+    if got is None:
+        return None, float("inf"), "not sampled"
+    if got.fraction > STEAL_BOUND:
+        return got, got.fraction, "over the bound"
+    budget = _budget_s(output, phase["phase"])
+    if got.most_in_a_sample >= budget:
+        return got, got.fraction, f"a burst of at least the sparsest cell's budget, {1000 * budget:.0f} ms"
+    return got, got.fraction, ""
+
+
+def _budget_s(output: Path, phase: str) -> float:
+    """The excess the sparsest judged cell of `phase` takes before it leaves the tolerance, in
+    seconds: the tolerance's floor times the I/Os of its LUN (results.csv). One stall of the I/O
+    path that long, on one I/O of a reader with one I/O in flight, adds as much to the cell's sum.
+    A CI run on 2026-11-30 missed one cell of 806 reads by 0.038 ms (30.6 ms over its sum) in a
+    phase that lost 0.9 % of the CPUs, 70 ms of it in its worst second: the share bound alone
+    judged it."""
+    with (output / "reference.csv").open() as f:
+        cells = {_key(r) for r in csv.DictReader(f)}
+    with (output / "results.csv").open() as f:
+        counts = [
+            int(r["exporter_ops"])
+            for r in csv.DictReader(f)
+            if r["phase"] == phase and _key(r) in cells and r["exporter_ops"]
+        ]
+    return reference_architecture.TOLERANCE_MS / 1000 * min(counts)
 
 
 def _stolen(output: Path, record: steal.StealRecord) -> list[str]:
-    """The phases of one scenario run whose steal passed STEAL_BOUND (or was not sampled)."""
-    return [phase["phase"] for phase in _phases(output) if _steal(record, phase)[1] > STEAL_BOUND]
+    """The phases of one scenario run that cannot be judged for the host's steal (_steal)."""
+    return [phase["phase"] for phase in _phases(output) if _steal(record, output, phase)[2]]
 
 
 def _judged_runs(
     outputs: list[Path], record: steal.StealRecord
 ) -> tuple[list[dict[str, str]], list[str], str]:
-    """The rows each phase is judged on: those of its first run under STEAL_BOUND, or, when none
-    was, of its least stolen run (chosen by the steal, never by the cells); the phases with no run
-    under the bound; and every run's steal, phase by phase, saying which run was judged."""
-    runs: dict[str, list[tuple[float, int, list[dict[str, str]]]]] = {}
+    """The rows each phase is judged on: those of its first run the steal leaves judgeable, or, when
+    none was, of its least stolen run (chosen by the steal, never by the cells); the phases with no
+    judgeable run; and every run's steal, phase by phase, saying which run was judged."""
+    runs: dict[str, list[tuple[float, str, int, list[dict[str, str]]]]] = {}
     lines = []
     for number, output in enumerate(outputs):
         with (output / "reference.csv").open() as f:
             rows = list(csv.DictReader(f))
         for phase in _phases(output):
             name = phase["phase"]
-            got, fraction = _steal(record, phase)
-            over = "" if fraction <= STEAL_BOUND else ", over the bound"
-            lines.append(f"{name}, run {number + 1}: {got or 'not sampled'}{over}")
+            got, fraction, why = _steal(record, output, phase)
+            lines.append(f"{name}, run {number + 1}: {got or ''}{', ' + why if why else ''}")
             runs.setdefault(name, []).append(
-                (fraction, len(lines) - 1, [r for r in rows if r["phase"] == name])
+                (fraction, why, len(lines) - 1, [r for r in rows if r["phase"] == name])
             )
     judged: list[dict[str, str]] = []
     unsettled = []
     for name, tries in runs.items():
-        under = [t for t in tries if t[0] <= STEAL_BOUND]
+        under = [t for t in tries if not t[1]]
         if not under:
             unsettled.append(name)
-        _, line, rows = under[0] if under else min(tries, key=lambda t: t[0])
+        _, _, line, rows = under[0] if under else min(tries, key=lambda t: t[0])
         lines[line] += " (judged)"
         judged += rows
-    text = f"the host's steal (bound {STEAL_BOUND:.0%} of a phase's CPU time): " + "; ".join(lines)
+    text = (
+        f"the host's steal (bound {STEAL_BOUND:.0%} of a phase's CPU time, and no burst in "
+        f"{1000 * steal.POLL_S:.0f} ms as long as the sparsest cell's budget): " + "; ".join(lines)
+    )
     if unsettled:
         text += f"; stolen from in every run, its least stolen run shown: {', '.join(unsettled)}"
     return judged, unsettled, text
