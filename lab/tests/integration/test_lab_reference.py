@@ -71,8 +71,9 @@ def _lab_host() -> None:
 # of both CPUs to it, and in no phase that lost 3.4 % or less; a trial here on 2026-11-30 with every
 # phase run twice missed 8 cells at 7.5 % and none of the same phase's 20 alone at 0.5 %
 # (docs/lab.md, on `--reference`). So a phase that lost more than STEAL_BOUND, or had one burst
-# as long as its sparsest cell can absorb (_budget_s), is measured again, on its own, and judged on its first run under the bound, whatever its cells read; decided
-# by the steal, never by the cells. A phase stolen from in every run cannot be judged: its least
+# as long as its sparsest cell can absorb (_budget_s), is measured again, on its own, and judged
+# on its first run free of both, whatever its cells read; decided by the steal, never by the
+# cells. A phase stolen from in every run cannot be judged: its least
 # stolen run is reported, and a miss there skips the test with every run's steal (the project CI
 # on 2026-11-30 lost 8 to 17 % of both CPUs in every run of every phase; no run of the lab can
 # hold 0.03 ms through that), so a pass always means every cell within and a failure a miss in a
@@ -182,7 +183,8 @@ def _judged_runs(
         for phase in _phases(output):
             name = phase["phase"]
             got, fraction, why = _steal(record, output, phase)
-            lines.append(f"{name}, run {number + 1}: {got or ''}{', ' + why if why else ''}")
+            told = ", ".join(str(part) for part in (got, why) if part)
+            lines.append(f"{name}, run {number + 1}: {told}")
             runs.setdefault(name, []).append(
                 (fraction, why, len(lines) - 1, [r for r in rows if r["phase"] == name])
             )
