@@ -11,10 +11,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.biolatency import BiolatencySource, Engine
 from lunlat.sources.diskstats import DiskstatsSource
 from lunlat.sources.published import PublishedDevices
+from tests.support.background import in_background
 from tests.support.biolatency_counts import by_op
 from tests.support.skip_unless_installed import need
 
@@ -407,18 +409,31 @@ def test_requests_in_flight_when_the_source_starts_are_no_error(slow_lun: str) -
             Path("/proc"), Path("/sys"), DiskstatsConfig(include=f"^{name}$"), published=board
         )
         host.collect()
-        assert _in_flight(name) > 0  # some of them were issued before the device could be published
-        source = BiolatencySource(Engine(BiolatencyConfig(enabled=True)), board)
-        try:
-            wait_up(source)
+        # Some requests in flight once the device is published, while the programs start: of
+        # those, the ones issued before it were out of their sight. Sampled all along, not once:
+        # fio, starved of a CPU for a few milliseconds, lets all 32 complete before it issues more
+        # (a CI run read 0 at its one sample).
+        samples: list[int] = []
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.001):
+                samples.append(_in_flight(name))
+
+        with ExitStack() as cleanup:
+            with in_background(sample, stop, "inflight-sampler"):
+                source = BiolatencySource(Engine(BiolatencyConfig(enabled=True)), board)
+                cleanup.callback(source.close)
+                wait_up(source)
+            assert max(samples, default=0) > 0, (
+                f"none in flight as the source started ({len(samples)} samples)"
+            )
             counted = 0.0
             while fio.poll() is None:
                 result = source.collect()
                 errors.update(result.errors)
                 counted = histograms(result, name)["read"].get("_count", 0.0)
                 time.sleep(0.5)
-        finally:
-            source.close()
     finally:
         _, stderr = fio.communicate(timeout=30)  # reads and closes its pipe
     assert fio.returncode == 0, stderr
