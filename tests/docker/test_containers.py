@@ -102,6 +102,14 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[TdsServer]:
         yield srv
 
 
+# The engine lookup's wait, for the tests whose engine answers (or refuses) at once: long enough
+# that a starved CPU does not turn their answer into a timeout (a CI run's lane, in its idle cpu
+# cgroup, logged "no answer within 1 s" for a socket of mode 0, whose connect() fails at once).
+# The tests of a hung engine set a short one.
+ANSWERS_WITHIN_S = 30.0
+HUNG_AFTER_S = 1.0
+
+
 def mssql_source(
     server: TdsServer,
     host: FakeHost,
@@ -109,9 +117,12 @@ def mssql_source(
     container: str = "sql1",
     labels: DbLunLabels | None = None,
     clock: Any = None,
+    docker_timeout: float = ANSWERS_WITHIN_S,
 ) -> MssqlSource:
     target = freetds_target(server.port, container=container, timeout_seconds=2)
-    mapper = ContainerMapper(ContainerRef(name=container), DockerConfig(url=url, timeout_seconds=1))
+    mapper = ContainerMapper(
+        ContainerRef(name=container), DockerConfig(url=url, timeout_seconds=docker_timeout)
+    )
     return MssqlSource(
         target,
         connect_pyodbc(target),
@@ -213,7 +224,7 @@ def test_the_container_is_found_by_the_port_it_publishes_when_docker_is_configur
     engine.run(sql_container(ports=[published(1433, server.port)]))
     engine.run(FakeContainer("stopped", ports=[published(1433, server.port)], running=False))
     config = parse_config(
-        f"docker:\n  url: {engine.url}\n  timeout_seconds: 1\n"
+        f"docker:\n  url: {engine.url}\n  timeout_seconds: {ANSWERS_WITHIN_S:g}\n"
         f"mssql:\n  - name: SQL Server 1\n    server: 127.0.0.1,{server.port}\n    driver: FreeTDS\n"
         f"    encrypt: false\n    user: lunlat\n    password_env: {PASSWORD_ENV}\n"
     )
@@ -324,9 +335,10 @@ def test_an_engine_that_cannot_answer_costs_the_lun_only_said_once(
     elif kind == "garbage":
         engine.garbage = True
     else:
-        engine.delay = 3  # past the 1 s timeout
+        engine.delay = 3 * HUNG_AFTER_S  # past the timeout
     clock = FakeClock()
-    source = mssql_source(server, host, url, container=container, clock=clock)
+    timeout = HUNG_AFTER_S if kind == "hang" else ANSWERS_WITHIN_S
+    source = mssql_source(server, host, url, container=container, clock=clock, docker_timeout=timeout)
     server.state.advance(60, LOAD)
     first = source.collect()
     assert not first.errors
@@ -492,7 +504,9 @@ def test_oracle_files_and_asm_disks_in_a_container_get_the_host_luns(
         "oracle:\n  - name: Oracle\n    dsn: localhost:1521/FREEPDB1\n    user: lunlat\n"
         "    password_env: LUNLAT_TEST_UNUSED\n    container: ora1\n    timeout_seconds: 2\n"
     ).targets(ORACLE_ENGINE)[0]
-    mapper = ContainerMapper(ContainerRef(name="ora1"), DockerConfig(url=engine.url, timeout_seconds=1))
+    mapper = ContainerMapper(
+        ContainerRef(name="ora1"), DockerConfig(url=engine.url, timeout_seconds=ANSWERS_WITHIN_S)
+    )
     source = OracleSource(
         target, emu.connect, FileLocator(host.procfs, host.sysfs), registry, container=mapper
     )
