@@ -108,14 +108,18 @@ def test_exporter_average_agrees_with_fio_completion_latency(
             # clat starts (report.OpResult.lat_mean_s): the block layer's mean can exceed clat's
             # (it did, beside other work) but never lat's, fio's whole time from the I/O's creation.
             # lat holds fio's own work around each I/O too (0.03 ms here, 6 % of the fast LUN), so
-            # the agreement is with clat. /proc/diskstats sums whole milliseconds (block/genhd.c
-            # diskstats_show): a mean over `ops` I/Os is off by up to 1/ops ms.
+            # the agreement is with clat from below; from above, the block layer holds the part of
+            # io_submit() after the request entered it, which is most of lat - clat when fio's
+            # submission is slow (a fresh-clone CI run on 2026-11-30, alone: exporter 0.452 ms, clat
+            # 0.417, lat 0.537), as lab/tests/integration/test_lab_report.py bounds its cells.
+            # /proc/diskstats sums whole milliseconds (block/genhd.c diskstats_show): a mean over
+            # `ops` I/Os is off by up to 1/ops ms.
             fio_ms, total_ms = result.clat_mean_s * 1000, result.lat_mean_s * 1000
             seen.append(
                 f"{lun} {op}: exporter {exporter_ms:.4f} ms, fio {fio_ms:.4f} ms (lat {total_ms:.4f})"
             )
             assert exporter_ms <= total_ms + 1 / ops, seen[-1]
-            assert exporter_ms == pytest.approx(fio_ms, rel=TOLERANCE), seen[-1]
+            assert exporter_ms >= fio_ms * (1 - TOLERANCE) - 1 / ops, seen[-1]
             measured[(lun, op)] = exporter_ms
     print("\n".join(seen))
     # The injected delays show. How close to target depends on the host: the overhead calibrated at
