@@ -84,10 +84,15 @@ _ALERT_NAMED = re.compile(r'alertname\s*=\s*"([^"]+)"')
 
 
 # What gives a result from no input at all: absent and absent_over_time a 1-valued series when
-# their argument is empty, vector a series from a scalar (promql/functions.go), and a scalar
-# expression (time(), scalar(), pi(), a number) one sample, as a rule's scalar result becomes one
-# (rules/manager.go, EngineQueryFunc). A rule holding one is kept however little the test feeds.
-_FROM_NOTHING = re.compile(r"\b(absent|absent_over_time|vector|time|scalar|pi)\s*\(")
+# their argument is empty, vector a series from a scalar (promql/functions.go), the date functions
+# (hour() and its kin), whose argument defaults to vector(time()) (docs/querying/functions.md), and
+# a scalar expression (time(), scalar(), pi(), a number) one sample, as a rule's scalar result
+# becomes one (rules/manager.go, EngineQueryFunc). A rule holding one is kept however little the
+# test feeds.
+_FROM_NOTHING = re.compile(
+    r"\b(absent|absent_over_time|vector|time|scalar|pi|day_of_month|day_of_week|day_of_year"
+    r"|days_in_month|hour|minute|month|year)\s*\("
+)
 
 
 def rules_fed_by(test: dict[str, Any], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:

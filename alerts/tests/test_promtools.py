@@ -73,6 +73,7 @@ def test_rules_the_test_cannot_feed_are_dropped_and_the_rest_kept() -> None:
         {"alert": "Missing", "expr": "absent(never_fed)"},  # from nothing: kept
         {"alert": "Late", "expr": "never_fed > time()"},  # a scalar function: kept (conservative)
         {"record": "constant", "expr": "1"},  # a scalar result: one sample, kept
+        {"record": "hour_now", "expr": "hour()"},  # of vector(time()) by default: kept
         {"alert": "Named", "expr": "never_fed > 1"},  # named by an alert test: kept
         {"record": "firing", "expr": 'count(ALERTS{alertstate="firing"})'},  # alerts are kept: kept
     )
@@ -85,12 +86,12 @@ def test_rules_the_test_cannot_feed_are_dropped_and_the_rest_kept() -> None:
         ]
     }
     kept = names(rules_fed_by(test, groups))
-    assert kept == ["b", "c", "Missing", "Late", "constant", "Named", "firing"]
+    assert kept == ["b", "c", "Missing", "Late", "constant", "hour_now", "Named", "firing"]
     # A series named by `__name__` feeds its rules too; with no input at all only what gives a
     # result from nothing is left.
     by_name = {"tests": [{"input_series": [{"series": '{__name__="never_fed", lun="x"}', "values": "1"}]}]}
     assert "orphan_child" in names(rules_fed_by(by_name, groups))
-    assert names(rules_fed_by({"tests": []}, groups)) == ["Missing", "Late", "constant", "firing"]
+    assert names(rules_fed_by({"tests": []}, groups)) == ["Missing", "Late", "constant", "hour_now", "firing"]
 
 
 def test_the_drift_test_runs_without_the_groups_it_never_feeds() -> None:
