@@ -8,7 +8,7 @@ on 2026-11-30 read 446 reads at a mean of 1.086 ms with a p99 of 5.7 ms where th
 0.7 ms (not reproduced alone here, so not proven to be the GIL). So the reads run in a child process
 with one thread, and each is also given the time its thread waited for a CPU while it lasted: field 2 of
 /proc/<pid>/schedstat, "time spent waiting on a runqueue (in nanoseconds)"
-(Documentation/scheduler/sched-stats.rst). `own_ms` is the read's time less that wait: the time
+(Documentation/scheduler/sched-stats.rst). `TimedRead.own` is the read's time less that wait: the time
 the device and the I/O path took, which is what the kernel's block-layer counters time too.
 
     python -m tests.support.timed_reads DEVICE SIZE_BYTES EVERY_S BLOCK_BYTES
