@@ -56,7 +56,8 @@ def promtool(major: str) -> str:
 def unit_test_files(major: str, files: list[Path], into: Path) -> list[Path]:
     """The unit test files as `major`'s promtool reads them: copies in `into`, each with its rule
     files replaced by one holding only the rules it reads (`rules_read_by`), absolute (the copies
-    live elsewhere); for 3, with `fuzzy_compare: true` too."""
+    live elsewhere), evaluated in the file's group order unless the test says otherwise; for 3, with
+    `fuzzy_compare: true` too."""
     copies = []
     for index, file in enumerate(files):
         test = yaml.safe_load(file.read_text(encoding="utf-8"))
@@ -69,6 +70,11 @@ def unit_test_files(major: str, files: list[Path], into: Path) -> list[Path]:
         kept = rules_read_by(test, rules_fed_by(test, groups))
         rules.write_text(yaml.safe_dump({"groups": kept}, sort_keys=False), encoding="utf-8")
         test["rule_files"] = [str(rules.resolve())]
+        # promtool evaluates a step's groups in a map's order, sorted only by group_eval_order
+        # (cmd/promtool/unittest.go, orderedGroups, v0.316.0): the file's order, so lunlat-goal's
+        # goal is there before the judgement reads it, as a running Prometheus has it from a minute
+        # before (lunlat_rules.rules).
+        test.setdefault("group_eval_order", [group["name"] for group in kept])
         if major == "3":
             test["fuzzy_compare"] = True
         copy = into / f"{index:02d}-{file.name}"

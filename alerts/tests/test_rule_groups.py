@@ -90,7 +90,7 @@ def cross_group_reads(groups: list[dict[str, Any]]) -> list[str]:
                     for other in recorded_in.get(name, set()) - {group["name"]}
                     if interval[group["name"]] < SLOWER * interval[other]
                 }
-                if elsewhere and name not in recorded.HISTORY:
+                if elsewhere and name not in recorded.HISTORY | recorded.CONFIGURED:
                     rule_name = rule.get("record") or rule["alert"]
                     found.append(
                         f"{group['name']}/{rule_name} reads {name} (recorded by {', '.join(sorted(elsewhere))})"
@@ -164,3 +164,40 @@ def test_the_slo_group_reads_the_bool_because_it_runs_four_times_slower() -> Non
         and f"reads {recorded.ABOVE_GOAL} (recorded by lunlat-latency)" in f
         for f in found
     ), found
+
+
+@pytest.mark.parametrize("goals", GOALS.values(), ids=GOALS.keys())
+def test_the_goal_is_recorded_once_a_minute_from_the_raw_series(goals: Any) -> None:
+    """Issue 41: each LUN's goal, idle guard and floor are recorded in GOAL_GROUP once a minute, by
+    no other group, and from no other group's records (only its own, in order), so the judgement
+    every 15 s computes none of them and reads a goal that depends on nothing it records."""
+    groups = RuleSet(goals()).groups()
+    goal = next(g for g in groups if g["name"] == recorded.GOAL_GROUP)
+    assert goal["interval"] == recorded.GOAL_INTERVAL == "1m"
+    assert groups[0] is goal  # first: promtool evaluates each step's groups in file order
+    own = {r["record"] for r in goal["rules"]}
+    assert {recorded.LUN_LAYER, recorded.GOAL, recorded.GOAL_MIN_IOPS} <= own
+    elsewhere = {r.get("record") for g in groups if g is not goal for r in g["rules"]}
+    assert not (elsewhere & recorded.CONFIGURED)
+    recorded_anywhere = {r["record"] for g in groups for r in g["rules"] if "record" in r}
+    for rule in goal["rules"]:
+        read = set(_selected(pp.parse(rule["expr"]))) & recorded_anywhere
+        assert read <= own, (rule["record"], read)
+
+
+@pytest.mark.parametrize("goals", GOALS.values(), ids=GOALS.keys())
+def test_the_breach_alerts_select_the_few_luns_above_goal(goals: Any) -> None:
+    """Issue 41: each breach alert selects the judged latency above goal, recorded before it in its
+    group, and reads nothing else: no alert matches every LUN of its role against the goal."""
+    groups = RuleSet(goals()).groups()
+    latency = next(g for g in groups if g["name"] == "lunlat-latency")
+    recorded_before: set[str] = set()
+    breach = 0
+    for rule in latency["rules"]:
+        if "record" in rule:
+            recorded_before.add(rule["record"])
+        elif rule["alert"].startswith("LunLatency") and rule["alert"].endswith(("ReadHigh", "WriteHigh")):
+            breach += 1
+            assert set(_selected(pp.parse(rule["expr"]))) == {recorded.JUDGED_ABOVE_GOAL}, rule["alert"]
+            assert recorded.JUDGED_ABOVE_GOAL in recorded_before
+    assert breach == 6

@@ -171,7 +171,7 @@ def test_overrides_become_ordered_goal_branches() -> None:
     assert (
         goal.index('database=~"Oracle"')
         < goal.index('workload=~"snapshot.*"')
-        < goal.index('lunlat:iops:rate1m{role!=""}')
+        < goal.index('lunlat:lun_layer:info{role!=""}')
     )
     assert "0.0005 *" in goal and '"severity", "warning"' in goal
     assert "50 * group by" in rules["lunlat:latency_goal_min_iops"]
@@ -186,8 +186,8 @@ def test_unowned_luns_get_their_own_tier_after_the_overrides() -> None:
     )
     rules = {r["record"]: r["expr"] for r in goal_series(goals)}
     goal, guard = rules["lunlat:latency_goal_seconds"], rules["lunlat:latency_goal_min_iops"]
-    assert goal.index('workload=~"backup.*"') < goal.index('lunlat:iops:rate1m{role=""}')
-    assert goal.index('lunlat:iops:rate1m{role=""}') < goal.index("lunlat:iops:rate1m\n")
+    assert goal.index('workload=~"backup.*"') < goal.index('lunlat:lun_layer:info{role=""}')
+    assert goal.index('lunlat:lun_layer:info{role=""}') < goal.index("lunlat:lun_layer:info\n")
     assert "0.02 *" in goal and '"severity", "ticket"' in goal
     assert "5 * group by" in guard and 'role!=""' not in guard
     # the SLO's events (and the tail alert's share) read the unowned LUNs' own goal too
@@ -246,10 +246,12 @@ def test_every_alert_is_complete_and_its_runbook_exists() -> None:
         annotations = alert["annotations"]
         assert {"summary", "description", "runbook_url"} <= set(annotations), alert["alert"]
         severity = alert.get("labels", {}).get("severity")
-        # Or the severity of the goal: joined from the goal series, or carried by the SLO's series.
+        # Or the severity of the goal: joined from the goal series, or carried by the SLO's series or
+        # by the judged latency above goal.
         assert (
             severity in ("page", "warning", "ticket")
             or "group_left (severity, engine)" in alert["expr"]
+            or recorded.JUDGED_ABOVE_GOAL in alert["expr"]
             or recorded.SLO_ERROR_RATIO.format(window="") in alert["expr"]
         ), alert
         url = annotations["runbook_url"]

@@ -76,6 +76,8 @@ def test_the_drift_panels_draw_the_hourly_average_beside_last_weeks(tmp_path: Pa
                 "interval": "5m",
                 "input_series": [
                     {"series": f'lunlat:iops:rate1m{{{LUN},op="write"}}', "values": "200x2075"},
+                    # the LUN as group lunlat-goal records it from the counters, which the goal reads
+                    {"series": f"lunlat:lun_layer:info{{{LUN}}}", "values": "1x2075"},
                     {
                         "series": f"lunlat:write_latency_seconds:avg1m{{{LUN}}}",
                         "values": "0.00018x2039 0.0006x35",

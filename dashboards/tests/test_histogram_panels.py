@@ -32,7 +32,9 @@ from dashboards.tests import boards
 from dashboards.tests.stepping import SteppingSource
 from lunlat import contract
 from lunlat.exposition import format_value
+from lunlat.goals import duration_seconds
 from lunlat.model import Family, LabelSet
+from lunlat.promql import recorded
 from lunlat.scrape import Scraper
 from lunlat.sources.base import SourceResult
 from lunlat.web.server import ListenAddress, Server
@@ -42,7 +44,10 @@ from tests.support.exporter_process import LOOPBACK
 OVERVIEW = "lunlat-overview.json"
 INTERVAL = "1s"
 RATE_INTERVAL = "10s"  # what Grafana's $__rate_interval would be at a 1 s scrape interval, and more
-READY_TIMEOUT = 90.0
+# The share above goal is recorded once a minute (lunlat-slo) from the goal, itself recorded once a
+# minute (lunlat-goal): each group's first evaluation comes at an offset of its own within its
+# interval, so the first share can take both intervals, then 30 s for a loaded lane.
+READY_TIMEOUT = duration_seconds(recorded.GOAL_INTERVAL) + duration_seconds(recorded.SLO_INTERVAL) + 30.0
 BOUNDS: tuple[float, ...] = (*contract.BIO_BUCKETS, math.inf)
 
 

@@ -13,10 +13,10 @@ from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
 from lunlat.promql.layers import host_layer
 from lunlat.promql.recorded import (
-    ABOVE_GOAL,
     BREACH_WINDOW,
     GOAL,
     IOPS,
+    JUDGED_ABOVE_GOAL,
     JUDGED_LATENCY,
     LATENCY,
     OPS,
@@ -49,16 +49,10 @@ def breach_alerts(goals: Goals) -> list[dict[str, Any]]:
     for role_name, role_selector, role_anchor in ROLE_GROUPS:
         for op in OPS:
             name = f"LunLatency{role_name}{op.capitalize()}High"
-            judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
-            # The goal narrowed to the role group too (`on` matches the role): PromQL reads every
-            # series an operand selects (idle_guard says where), and the six alerts read each goal once.
-            expr = (
-                "1000 * (\n"
-                f"    {judged}{{{role_selector}}}\n"
-                f"  > {_on()} group_left (severity, engine)\n"
-                f"    {GOAL}{{{role_selector}}}\n"
-                ")"
-            )
+            # The judged latency above goal, recorded just before with the goal's severity and engine
+            # (latency.above_goal): a selector of the few LUNs above it, where each alert matched
+            # every LUN of its role against the goal (issue 41).
+            expr = f'1000 * {JUDGED_ABOVE_GOAL}{{{role_selector}, op="{op}"}}'
             goal_ms = template_value(series_query(GOAL, scale="1000 * "), '"%.2f"')
             iops = template_value(series_query(IOPS.format(window=BREACH_WINDOW), f'op="{op}"'), '"%.0f"')
             average = template_value(
@@ -118,9 +112,9 @@ def average_alerts(goals: Goals) -> list[dict[str, Any]]:
             f"      {GOAL}{host}\n"
             "  )\n"
             f"  {_indent(idle_guard(op, ON_HOST_LAYER), 2)}\n"
-            # Judged above goal: the bool recorded before (one read where `judged > goal` was two).
+            # Judged above goal: recorded before, only for the LUNs above it.
             f"  unless {_on()}\n"
-            f'    ({ABOVE_GOAL}{{{ON_HOST_LAYER}, op="{op}"}} == 1),\n'
+            f'    {JUDGED_ABOVE_GOAL}{{{ON_HOST_LAYER}, op="{op}"}},\n'
             '  "severity", "warning", "severity", "page"\n'
             ")"
         )

@@ -17,8 +17,10 @@ from lunlat.promql.recorded import (
     GOAL,
     GOAL_MIN_IOPS,
     IOPS,
+    JUDGED_ABOVE_GOAL,
     JUDGED_LATENCY,
     LATENCY,
+    LUN_LAYER,
     OPS,
     RATE_WINDOWS,
     THROUGHPUT,
@@ -97,6 +99,12 @@ def rates(goals: Goals) -> list[dict[str, Any]]:
     return rules
 
 
+def lun_layers(goals: Goals) -> list[dict[str, Any]]:
+    """LUN_LAYER: each LUN of each layer (Layer.luns: the LUNs its series are labelled with, from
+    the raw series, no rate), for the goal tiers to select from (GOAL_GROUP: recorded.py says why)."""
+    return [record(LUN_LAYER, layer.luns(), **layer_labels(layer)) for layer in rule_layers(goals)]
+
+
 def engines(goals: Goals) -> list[dict[str, Any]]:
     """ENGINE_INFO: which engine each database reporting files is."""
     return [
@@ -119,7 +127,7 @@ def goal_series(goals: Goals) -> list[dict[str, Any]]:
     whose on (…) labels match none on the left and drops no label of either side (Prometheus
     docs, querying/operators); pint 0.87's promql/impossible says otherwise, wrongly
     (alerts/tests/latency.test.yml asserts the goal's and the alert's `engine`)."""
-    base = IOPS.format(window=BREACH_WINDOW)
+    base = LUN_LAYER
     grouped = f"group by ({', '.join(SERIES_LABELS)}, engine)"
     tiers = [(t, f"{{{m}}}" if m else "") for t, m in goal_tiers(goals)]
     goal_branches = [
@@ -142,7 +150,7 @@ def floor_series(goals: Goals) -> list[dict[str, Any]]:
     tiers = goal_tiers(goals)
     if all(t.floor_mib_s is None for t, _ in tiers):
         return []
-    base = f'{IOPS.format(window=BREACH_WINDOW)}{{layer="{HOST_LAYER}"'
+    base = f'{LUN_LAYER}{{layer="{HOST_LAYER}"'
     branches = [
         f"{format_value((t.floor_mib_s or 0) * MIB)} * group by ({', '.join(SERIES_LABELS)}) "
         f"({base}{', ' + m if m else ''}}})"
@@ -218,10 +226,14 @@ def idle_guard(op: str, layer: str) -> str:
 
 
 def above_goal(goals: Goals) -> list[dict[str, Any]]:
-    """1 where the judged latency is above goal, 0 at or below; absent where it is not judged (the
-    idle guard is in the judged latency)."""
+    """ABOVE_GOAL: 1 where the judged latency is above goal, 0 at or below; absent where it is not
+    judged (the idle guard is in the judged latency). JUDGED_ABOVE_GOAL: the judged latency where it
+    is above goal, with the goal's severity and engine, for the breach alerts."""
     rules = []
     for op in OPS:
         judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
         rules.append(record(ABOVE_GOAL, f"{judged} > bool {_on()} {GOAL}", op=op))
+        rules.append(
+            record(JUDGED_ABOVE_GOAL, f"{judged} > {_on()} group_left (severity, engine) {GOAL}", op=op)
+        )
     return rules

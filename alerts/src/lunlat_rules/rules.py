@@ -47,12 +47,20 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Goals
-from lunlat.promql.recorded import PATHS_HISTORY_INTERVAL, SLO_GROUP, SLO_INTERVAL
+from lunlat.promql.recorded import GOAL_GROUP, GOAL_INTERVAL, PATHS_HISTORY_INTERVAL, SLO_GROUP, SLO_INTERVAL
 from lunlat_rules.arrays import array_rules
 from lunlat_rules.breach import average_alerts, breach_alerts, throughput_alerts
 from lunlat_rules.drift import drift_group
 from lunlat_rules.health import health_alerts, host_exporter_alerts
-from lunlat_rules.latency import above_goal, engines, floor_series, goal_series, judged_latency, rates
+from lunlat_rules.latency import (
+    above_goal,
+    engines,
+    floor_series,
+    goal_series,
+    judged_latency,
+    lun_layers,
+    rates,
+)
 from lunlat_rules.paths import path_alerts, paths_history, paths_interval
 from lunlat_rules.physical_disks import physical_disks
 from lunlat_rules.rulefmt import GENERATED_HEADER, dump
@@ -69,6 +77,15 @@ class RuleSet:
     def groups(self) -> list[dict[str, Any]]:
         goals = self.goals
         return [
+            # Each LUN's goal, idle guard and floor once a minute from the raw series (recorded.py,
+            # GOAL_GROUP), first in the file: a running Prometheus has it from up to a minute before
+            # the judgement below reads it, and promtool tests evaluate the groups in the file's
+            # order (alerts/tests/promtools.py), so the judgement reads the same step's goal.
+            {
+                "name": GOAL_GROUP,
+                "interval": GOAL_INTERVAL,
+                "rules": [*lun_layers(goals), *engines(goals), *goal_series(goals), *floor_series(goals)],
+            },
             {
                 # Every rule reading a record shares the group that records it: the rules of a group
                 # run in order, so each sees this evaluation's value, while groups run concurrently,
@@ -80,9 +97,6 @@ class RuleSet:
                 "name": "lunlat-latency",
                 "rules": [
                     *rates(goals),
-                    *engines(goals),
-                    *goal_series(goals),
-                    *floor_series(goals),
                     *judged_latency(goals),
                     *above_goal(goals),
                     # No array in the goals: no array rule (no array metric is written in the code).

@@ -38,6 +38,11 @@ class HostLayer:
         spec = ground.DEVICE_READS if op == "read" else ground.DEVICE_WRITES
         return self._per_lun(spec.name, window)
 
+    def luns(self) -> str:
+        """One series per LUN the layer's series are labelled with (its `luns` labels, value 1): the
+        LUNs lunlat publishes, whose counters these are."""
+        return f'group by ({_BY}) ({ground.LUN_INFO.name}{{{self.selector}, kind="lun"}})'
+
     def time(self, op: str, window: str) -> str:
         spec = ground.DEVICE_READ_TIME if op == "read" else ground.DEVICE_WRITE_TIME
         return self._per_lun(spec.name, window)
@@ -113,6 +118,10 @@ class ExporterHostLayer:
 
     def operations(self, op: str, window: str) -> str:
         return self._per_lun(self.counters[f"{op}s"], window)
+
+    def luns(self) -> str:
+        """One series per LUN of lunlat's side of the join (value 1): the labels its counters take."""
+        return f"group by ({_BY}) ({self.lunlat})"
 
     def time(self, op: str, window: str) -> str:
         return self._per_lun(self.counters[f"{op}_time"], window)
@@ -303,6 +312,11 @@ class DbLayer:
 
     def operations(self, op: str, window: str) -> str:
         return self._per_lun((self.files.reads if op == "read" else self.files.writes).name, window)
+
+    def luns(self) -> str:
+        """One series per LUN, database and role whose files the engine counts (value 1)."""
+        reads, writes = self.files.reads.name, self.files.writes.name
+        return f"group by ({_BY}) (\n    {reads}{{{self._selector}}}\n  or {writes}{{{self._selector}}}\n)"
 
     def time(self, op: str, window: str) -> str:
         spent = (self.files.read_time if op == "read" else self.files.write_time).name

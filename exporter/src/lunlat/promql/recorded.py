@@ -27,7 +27,23 @@ GOAL = "lunlat:latency_goal_seconds"
 # The throughput floor of the LUNs whose tier sets one (goals throughput_floor_mib_s), bytes per second.
 THROUGHPUT_FLOOR = "lunlat:throughput_floor_bytes"
 GOAL_MIN_IOPS = "lunlat:latency_goal_min_iops"
+# One series per LUN and layer the rules record latency for (SERIES_LABELS; a database layer's
+# `engine` too), value 1, from the layer's raw series (Layer.luns): what the goal tiers select from,
+# in GOAL_GROUP.
+LUN_LAYER = "lunlat:lun_layer:info"
+# Each LUN's goal, idle guard and throughput floor (and which engine each database is) are recorded
+# once per GOAL_INTERVAL in group GOAL_GROUP, from the raw series, not every 15 s (issue 41: a tenth of
+# lunlat-latency's time): they change only when a LUN, its roles or the goals do. The judgement, every
+# 15 s, reads them across groups, at most GOAL_INTERVAL old: a new LUN is judged up to a minute after
+# its first rates, and a changed role or override applies up to a minute later.
+GOAL_GROUP = "lunlat-goal"
+GOAL_INTERVAL = "1m"
 ABOVE_GOAL = "lunlat:latency_above_goal:bool"
+# The judged latency of the LUNs above their goal only, per op (label `op`), with the goal's `severity`
+# and `engine`: absent for every LUN within goal or not judged. The breach alerts select it, each for
+# its role, instead of each matching every LUN of its role against the goal to find the few above it
+# (issue 41: the six alerts were a sixth of lunlat-latency's time).
+JUDGED_ABOVE_GOAL = "lunlat:judged_latency_above_goal_seconds:avg1m"
 # SLOs per I/O (docs/alerting.md, "SLOs per I/O"). Per LUN, op and layer, the events the objective
 # counts, per second, with `indicator`: `io` where the host's per-I/O histogram exists (each judged I/O
 # an event, bad when slower than the LUN's goal, from the buckets) or `minute` elsewhere (each judged
@@ -83,6 +99,10 @@ EVALUATION_INTERVAL = "15s"
 # reader sees the slow group's last value, at most one of its intervals old, which a lookback of
 # hours does not notice (alerts/tests/test_rule_groups.py allows these reads, and only these).
 HISTORY: frozenset[str] = frozenset({PATHS_MAX})
+# Series recorded in GOAL_GROUP from the configuration and the topology (above), which any group may
+# read: a reader sees the goal group's last value, at most GOAL_INTERVAL old, and the value changes
+# only with what it is built from (alerts/tests/test_rule_groups.py allows these reads too).
+CONFIGURED: frozenset[str] = frozenset({LUN_LAYER, GOAL, GOAL_MIN_IOPS, THROUGHPUT_FLOOR})
 
 # Drift before the breach (docs/alerting.md, "Drift before the breach"): the judged latency averaged
 # over the goals' `drift.window` (JUDGED_LATENCY with that window: lunlat:judged_write_latency_seconds:avg1h),
