@@ -174,7 +174,7 @@ def test_the_goal_is_recorded_once_a_minute_from_the_raw_series(goals: Any) -> N
     groups = RuleSet(goals()).groups()
     goal = next(g for g in groups if g["name"] == recorded.GOAL_GROUP)
     assert goal["interval"] == recorded.GOAL_INTERVAL == "1m"
-    assert groups[0] is goal  # first: promtool evaluates each step's groups in file order
+    assert groups[0] is goal  # first: the promtool tests evaluate the groups in file order (promtools.py)
     own = {r["record"] for r in goal["rules"]}
     assert {recorded.LUN_LAYER, recorded.GOAL, recorded.GOAL_MIN_IOPS} <= own
     elsewhere = {r.get("record") for g in groups if g is not goal for r in g["rules"]}

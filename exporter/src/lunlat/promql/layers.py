@@ -39,8 +39,8 @@ class HostLayer:
         return self._per_lun(spec.name, window)
 
     def luns(self) -> str:
-        """One series per LUN the layer's series are labelled with (its `luns` labels, value 1): the
-        LUNs lunlat publishes, whose counters these are."""
+        """One series per LUN with the labels the layer's records carry (value 1): the LUNs lunlat
+        publishes, whose counters these are."""
         return f'group by ({_BY}) ({ground.LUN_INFO.name}{{{self.selector}, kind="lun"}})'
 
     def time(self, op: str, window: str) -> str:
