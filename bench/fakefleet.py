@@ -85,8 +85,9 @@ SECTOR = 512
 # `name{labels} value` of the text format; neither exporter writes timestamps.
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{.*\})?) (\S+)$")
 TYPE = re.compile(r"^# TYPE (\S+) (\S+)$", re.M)
-# The devices a lunlat exposition shows: its read counter's labels (ground.DEVICE_LABELS' order).
-DEVICE_SERIES = re.compile(r'^lunlat_device_reads_completed_total\{lun="([^"]*)",device="([^"]*)"\}', re.M)
+# The devices a lunlat exposition shows: its read counter's labels (ground.DEVICE_LABELS).
+DEVICE_SERIES = re.compile(r"^lunlat_device_reads_completed_total\{([^}]*)\}", re.M)
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 
 
 # --- the synthetic host ---------------------------------------------------------------------------
@@ -211,9 +212,17 @@ def histogram_text(scrape_text: str, host: FakeHost, histograms: Histograms) -> 
     """The histogram families of every device `scrape_text` shows (its read counter's lun and device
     labels), rendered as the exporter renders them."""
     devices = {}
-    for lun, device in DEVICE_SERIES.findall(scrape_text):
-        major, minor = map(int, host.dev_of(device).split(":"))
-        devices[(major, minor)] = PublishedDevice(lun, device, "")
+    for text in DEVICE_SERIES.findall(scrape_text):
+        labels = dict(LABEL.findall(text))
+        major, minor = map(int, host.dev_of(labels["device"]).split(":"))
+        devices[(major, minor)] = PublishedDevice(
+            labels["lun"],
+            labels["device"],
+            labels["role"],
+            labels["kind"],
+            labels["database"],
+            labels["workload"],
+        )
     return exposition.render(biolatency.families(histograms, devices))
 
 

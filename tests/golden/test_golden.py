@@ -136,7 +136,7 @@ def test_one_changed_counter_shows_in_the_diff_as_its_series(tmp_path: Path) -> 
 
     diff = differences(published(host, tmp_path / "lunlat.log"))
 
-    series = 'lunlat_device_writes_completed_total{lun="ora_data",device="dm-0"}'
+    series = 'lunlat_device_writes_completed_total{lun="ora_data",device="dm-0",kind="lun",database="ORCL",role="data",workload=""}'
     assert changed_lines(diff) == [f"-{series} {writes}", f"+{series} {writes + 1}"], "\n".join(diff)
 
 

@@ -87,8 +87,14 @@ def test_serve_scrapes_logs_json_and_stops_on_sigterm(procfs: Path, tmp_path: Pa
             assert first["msg"] == "listening" and first["level"] == "info"
             with urllib.request.urlopen(f"http://127.0.0.1:{first['port']}/metrics", timeout=10) as resp:
                 body = resp.read().decode()
-            assert 'lunlat_device_reads_completed_total{lun="sda",device="sda"} 4245' in body
-            assert 'lunlat_device_read_time_seconds_total{lun="sda",device="sda"} 2212e-3' in body
+            assert (
+                'lunlat_device_reads_completed_total{lun="sda",device="sda",kind="lun",database="",role="",workload=""} 4245'
+                in body
+            )
+            assert (
+                'lunlat_device_read_time_seconds_total{lun="sda",device="sda",kind="lun",database="",role="",workload=""} 2212e-3'
+                in body
+            )
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=10) == 0
             rest = [json.loads(line) for line in proc.stderr.read().splitlines() if line.strip()]
@@ -122,7 +128,10 @@ def test_serve_with_an_unreachable_oracle_target_still_serves_the_host_layer(
             assert first["sources"] == "diskstats,oracle:Oracle"
             with urllib.request.urlopen(f"http://127.0.0.1:{first['port']}/metrics", timeout=10) as resp:
                 body = resp.read().decode()
-            assert 'lunlat_device_reads_completed_total{lun="sda",device="sda"} 4245' in body
+            assert (
+                'lunlat_device_reads_completed_total{lun="sda",device="sda",kind="lun",database="",role="",workload=""} 4245'
+                in body
+            )
             assert 'lunlat_source_up{source="oracle:Oracle"} 0' in body
             assert 'lunlat_source_errors_total{source="oracle:Oracle",reason="connect_failed"} 1' in body
             proc.send_signal(signal.SIGTERM)

@@ -14,6 +14,7 @@ from lunlat import contract
 from lunlat.exposition import render
 from lunlat.sources.base import SourceResult
 from lunlat.sources.diskstats_format import parse
+from tests.support.device_series import by_device
 from tests.support.fake_host import FakeHost
 from tests.support.skip_unless_installed import command
 from tests.unit.test_diskstats_source import assert_consistent, collect, source
@@ -83,7 +84,7 @@ def test_the_widest_kernel_numbers_make_a_valid_exposition(host: FakeHost) -> No
     diskstats.write_bytes(diskstats.read_bytes() + fields(b"sdz", [U64_MAX] * 17) + b"\n")
     got = collect(source(host))
     assert not got.result.errors
-    assert got.family(contract.DEVICE_READ_BYTES.name).by_labels()[("sdz", "sdz")] == float(U64_MAX * 512)
+    assert by_device(got.family(contract.DEVICE_READ_BYTES.name))[("sdz", "sdz")] == float(U64_MAX * 512)
     promtool_check(render(got.result.families))
 
 
@@ -117,7 +118,7 @@ def test_random_bytes_in_diskstats_never_raise_nor_make_an_invalid_exposition(
     diskstats.write_bytes(original + b"\n".join(extra) + b"\n")
     got = collect(source(host))
     assert {"sda", "dm-3", "dm-4", "nvme0n1"} <= got.devices()
-    reads = got.family(contract.DEVICE_READS.name).by_labels()
+    reads = by_device(got.family(contract.DEVICE_READS.name))
     assert reads[(got.lun_of()["sda"], "sda")] == host.stats["sda"].reads
     promtool_check(render(got.result.families))
     # Bytes inserted anywhere: whatever survives, nothing raises and the exposition is valid.

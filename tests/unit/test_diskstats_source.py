@@ -15,6 +15,7 @@ from lunlat.model import Family
 from lunlat.pathhealth import DEFAULT_INTERVAL
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.diskstats import UNMATCHED_NAMED, DiskstatsSource
+from tests.support.device_series import by_device, role_labels
 from tests.support.fake_clock import FakeClock
 from tests.support.fake_host import FakeHost, Stats
 
@@ -139,8 +140,14 @@ def assert_consistent(host: FakeHost, got: Collected) -> None:
         family = got.family(spec.name)
         keys = [labels.values for _, labels, _ in family.all_samples()]
         assert len(keys) == len(set(keys)), spec.name
-        values = family.by_labels()
+        values = by_device(family)
         assert set(values) == published, spec.name
+        # Each series carries its device's kind and roles, the values lunlat_lun_info has (the rules
+        # sum by them with no join).
+        assert role_labels(family) == {
+            (labels["lun"], device): {k: labels[k] for k in contract.DEVICE_ROLE_LABELS}
+            for device, labels in got.info().items()
+        }, spec.name
         for (lun, device), value in values.items():
             assert value == EXPECTED[spec.name](host.stats[device]), (spec.name, lun, device)
 
@@ -183,9 +190,9 @@ def test_lun_info_labels_of_a_multipath_map(host: FakeHost) -> None:
 
 def test_counters_equal_what_diskstats_says(host: FakeHost) -> None:
     got = collect(source(host))
-    assert got.family(contract.DEVICE_READ_TIME.name).by_labels()[("ora_data", "dm-3")] == 3_000_000.123
-    assert got.family(contract.DEVICE_READ_BYTES.name).by_labels()[("ora_data", "dm-3")] == 2971538 * 512
-    assert got.family(contract.DEVICE_IO_IN_PROGRESS.name).by_labels()[("ora_data", "dm-3")] == 2
+    assert by_device(got.family(contract.DEVICE_READ_TIME.name))[("ora_data", "dm-3")] == 3_000_000.123
+    assert by_device(got.family(contract.DEVICE_READ_BYTES.name))[("ora_data", "dm-3")] == 2971538 * 512
+    assert by_device(got.family(contract.DEVICE_IO_IN_PROGRESS.name))[("ora_data", "dm-3")] == 2
     assert_consistent(host, got)
 
 
@@ -213,7 +220,7 @@ def test_an_older_kernel_format_publishes_no_discard_or_flush_series_it_does_not
         names - {s.name for s in contract.PATH_METRICS}
         == {s.name for s in (*contract.DEVICE_METRICS, contract.LUN_INFO)} - gone
     )
-    assert got.family(contract.DEVICE_READ_TIME.name).by_labels()[("ora_data", "dm-3")] == 3_000_000.123
+    assert by_device(got.family(contract.DEVICE_READ_TIME.name))[("ora_data", "dm-3")] == 3_000_000.123
 
 
 def test_show_paths_publishes_paths_and_partitions_with_their_kind(host: FakeHost) -> None:
@@ -420,8 +427,8 @@ def test_a_new_multipath_map_hides_disks_that_were_luns_until_then(host: FakeHos
 
 def paths_of(got: Collected) -> dict[str, tuple[float, float]]:
     """(lunlat_lun_paths, lunlat_lun_paths_failed) by device."""
-    paths = got.family(contract.LUN_PATHS.name).by_labels()
-    failed = got.family(contract.LUN_PATHS_FAILED.name).by_labels()
+    paths = by_device(got.family(contract.LUN_PATHS.name))
+    failed = by_device(got.family(contract.LUN_PATHS_FAILED.name))
     assert set(paths) == set(failed)
     return {device: (paths[(lun, device)], failed[(lun, device)]) for lun, device in paths}
 
@@ -430,11 +437,11 @@ def test_path_health_is_published_for_multipath_luns_only(host: FakeHost) -> Non
     got = collect(source(host))
     # dm-3 is the map; the LV on it, the local disk and the NVMe namespace have no paths.
     assert paths_of(got) == {"dm-3": (4, 0)}
-    assert got.family(contract.LUN_PATHS.name).by_labels() == {("ora_data", "dm-3"): 4}
+    assert by_device(got.family(contract.LUN_PATHS.name)) == {("ora_data", "dm-3"): 4}
 
 
 def paths_age(got: Collected) -> float:
-    (age,) = got.family(contract.LUN_PATHS_AGE.name).by_labels().values()
+    (age,) = by_device(got.family(contract.LUN_PATHS_AGE.name)).values()
     return age
 
 
@@ -627,12 +634,12 @@ def test_queue_limits_are_published_where_the_device_has_them(host: FakeHost) ->
     host.set_queue_limits("dm-3", nr_requests=4)
     host.set_queue_limits("nvme0n1", nr_requests=1023)
     got = collect(source(host, DiskstatsConfig(show_paths=True), luns=[ORA_ENTRY]))
-    assert got.family(contract.DEVICE_QUEUE_DEPTH.name).by_labels() == {
+    assert by_device(got.family(contract.DEVICE_QUEUE_DEPTH.name)) == {
         ("naa.5000c500a1b2c3d4", "sda"): 254,
         **{("ora_data", path): d for path, d in zip(PATHS, (32, 32, 16, 16), strict=True)},
         ("ora_data", "dm-3"): 96,
     }
-    assert got.family(contract.DEVICE_NR_REQUESTS.name).by_labels() == {
+    assert by_device(got.family(contract.DEVICE_NR_REQUESTS.name)) == {
         ("naa.5000c500a1b2c3d4", "sda"): 256,
         **{("ora_data", path): 64 for path in PATHS},
         ("ora_data", "dm-3"): 4,
@@ -644,7 +651,7 @@ def test_a_changed_nr_requests_shows_at_the_next_topology_read(host: FakeHost) -
     clock = FakeClock()
     host.set_queue_limits("dm-3", nr_requests=128)
     src = source(host, luns=[ORA_ENTRY], clock=clock)
-    assert collect(src).family(contract.DEVICE_NR_REQUESTS.name).by_labels() == {("ora_data", "dm-3"): 128}
+    assert by_device(collect(src).family(contract.DEVICE_NR_REQUESTS.name)) == {("ora_data", "dm-3"): 128}
     host.set_queue_limits("dm-3", nr_requests=4)
     clock.now += 301.0
-    assert collect(src).family(contract.DEVICE_NR_REQUESTS.name).by_labels() == {("ora_data", "dm-3"): 4}
+    assert by_device(collect(src).family(contract.DEVICE_NR_REQUESTS.name)) == {("ora_data", "dm-3"): 4}

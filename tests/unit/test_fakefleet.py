@@ -4,6 +4,7 @@ captured, and serves each host its own values."""
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -125,7 +126,8 @@ def test_the_captured_lunlat_host_has_its_luns_latencies_and_one_slow_lun(tmp_pa
     found = {p.prefix: p for p in cap.lunlat.parts if isinstance(p, Counter)}
     text = "".join(p if isinstance(p, str) else p.prefix for p in cap.lunlat.parts)
     assert text.count("lunlat_lun_info{") == 20
-    assert text.count('role="log"') == 4
+    info = [line for line in text.splitlines() if line.startswith("lunlat_lun_info{")]
+    assert sum('role="log"' in line for line in info) == 4
 
     def latency(lun: int, slow: bool) -> float:
         def rate(family: str) -> float:
@@ -138,3 +140,22 @@ def test_the_captured_lunlat_host_has_its_luns_latencies_and_one_slow_lun(tmp_pa
     assert latency(0, slow=True) == pytest.approx(0.0005, rel=0.01)
     assert latency(fakefleet.SLOW_LUN, slow=False) == pytest.approx(0.0005, rel=0.01)
     assert latency(fakefleet.SLOW_LUN, slow=True) == pytest.approx(fakefleet.SLOW_MS[0] / 1000, rel=0.01)
+
+
+def test_the_captured_histograms_carry_each_luns_roles_as_the_exporter_does(tmp_path: Path) -> None:
+    """With histograms, every LUN's per-I/O series are rendered with the labels of its device series
+    (lun, device, kind and roles), as `lunlat serve --collector.biolatency` publishes them."""
+    cap = fakefleet.capture(tmp_path, node_exporter=None, histograms=True)
+    text = "".join(p if isinstance(p, str) else p.prefix for p in cap.lunlat.parts)
+    label = re.compile(r'([a-z_]+)="([^"]*)"')
+
+    def label_sets(name: str) -> set[tuple[tuple[str, str], ...]]:
+        return {
+            tuple(pair for pair in label.findall(labels) if pair[0] not in ("op", "size"))
+            for labels in re.findall(rf"{name}\{{([^}}]*)\}}", text)
+        }
+
+    devices = label_sets("lunlat_device_reads_completed_total")
+    assert len(devices) == 20
+    assert all(dict(labels)["role"] in ("data", "log") for labels in devices)
+    assert label_sets("lunlat_device_io_latency_seconds_count") == devices

@@ -18,6 +18,7 @@ from lunlat import contract
 from lunlat.config import DiskstatsConfig
 from lunlat.pathhealth import DEFAULT_INTERVAL
 from lunlat.sources.diskstats import DiskstatsSource
+from tests.support.device_series import by_device
 from tests.support.fake_clock import FakeClock
 from tests.support.fake_host import FakeHost
 
@@ -46,7 +47,7 @@ def paths_and_errors(src: DiskstatsSource) -> tuple[tuple[float, float], int]:
     collection, one path state interval after the last (so the states are read again)."""
     CLOCK.now += DEFAULT_INTERVAL
     result = src.collect()
-    by_name = {f.spec.name: f.by_labels() for f in result.families}
+    by_name = {f.spec.name: by_device(f) for f in result.families}
     key = ("ora_data", "dm-3")
     paths = (by_name[contract.LUN_PATHS.name][key], by_name[contract.LUN_PATHS_FAILED.name][key])
     return paths, result.errors["path_state_unknown"]

@@ -12,6 +12,7 @@ from lunlat import contract
 from lunlat.config import DiskstatsConfig, LunEntry, LunMatch
 from lunlat.sources.base import SourceError
 from lunlat.sources.psutil_disks import PsutilDisksSource
+from tests.support.device_series import by_device
 
 # psutil's shapes: Linux/FreeBSD have busy_time, Windows/macOS do not.
 WithBusy = namedtuple(
@@ -21,7 +22,7 @@ NoBusy = namedtuple("NoBusy", "read_count write_count read_bytes write_bytes rea
 
 
 def by_metric(source: PsutilDisksSource) -> dict[str, dict[tuple[str, ...], float]]:
-    return {f.spec.name: f.by_labels() for f in source.collect().families}
+    return {f.spec.name: by_device(f) for f in source.collect().families}
 
 
 def test_counters_map_to_the_contract_with_times_in_seconds() -> None:
@@ -54,7 +55,7 @@ def test_filters_and_device_labels_from_config() -> None:
     families = {
         f.spec.name: f for f in PsutilDisksSource(config, luns, counters=lambda: disks).collect().families
     }
-    assert set(families[contract.DEVICE_READS.name].by_labels()) == {("disk0", "disk0"), ("disk1", "disk1")}
+    assert set(by_device(families[contract.DEVICE_READS.name])) == {("disk0", "disk0"), ("disk1", "disk1")}
     info = {s[1].as_dict()["device"]: s[1].as_dict() for s in families[contract.LUN_INFO.name].samples}
     assert info["disk1"]["database"] == "SQL Server 1" and info["disk1"]["role"] == "log"
     assert info["disk0"]["role"] == ""

@@ -227,7 +227,17 @@ def test_the_diskstats_wrap_offsets_survive_a_reload(tmp_path: Path) -> None:
     settings = Settings(host.procfs, host.sysfs)
     scraper = Scraper(build_sources(load_config(config), settings).sources)
     reloader = Reloader(config, settings, scraper)
-    read_time = ("lunlat_device_read_time_seconds_total", (("device", "vda"), ("lun", "vda")))
+    read_time = (
+        "lunlat_device_read_time_seconds_total",
+        (
+            ("database", ""),
+            ("device", "vda"),
+            ("kind", "lun"),
+            ("lun", "vda"),
+            ("role", ""),
+            ("workload", ""),
+        ),
+    )
     try:
         assert samples(scraper.scrape(5))[read_time] == (2**32 - 500) / 1000
         host.stats["vda"] = Stats(reads=2000, read_ms=500)  # 1000 ms later: the field wrapped
@@ -238,7 +248,9 @@ def test_the_diskstats_wrap_offsets_survive_a_reload(tmp_path: Path) -> None:
         assert reloader.reload() is None
         host.stats["vda"] = Stats(reads=3000, read_ms=1500)
         host.write()
-        assert samples(scraper.scrape(5))[read_time] == (2**32 + 1500) / 1000, "the wrap was forgotten"
+        # The role is a label of the device's series too: the same counter, now labelled data.
+        as_data = (read_time[0], tuple((k, "data" if k == "role" else v) for k, v in read_time[1]))
+        assert samples(scraper.scrape(5))[as_data] == (2**32 + 1500) / 1000, "the wrap was forgotten"
     finally:
         scraper.close()
 

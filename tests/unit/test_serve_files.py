@@ -46,6 +46,17 @@ def secret_file(tmp_path: Path, kind: str) -> Path:
     return path
 
 
+# A disk with no config entry: a LUN with no roles.
+DISK_SDA = (
+    ("database", ""),
+    ("device", "sda"),
+    ("kind", "lun"),
+    ("lun", "sda"),
+    ("role", ""),
+    ("workload", ""),
+)
+
+
 @needs("oracledb")
 @pytest.mark.parametrize("kind", list(SECRET_READERS))
 def test_serve_starts_and_serves_the_host_when_a_password_file_cannot_be_read(
@@ -69,7 +80,7 @@ def test_serve_starts_and_serves_the_host_when_a_password_file_cannot_be_read(
             values = samples(text)
             assert values[("lunlat_source_up", (("source", "diskstats"),))] == 1
             assert values[("lunlat_source_up", (("source", "oracle:O"),))] == 0
-            assert ("lunlat_device_reads_completed_total", (("device", "sda"), ("lun", "sda"))) in values
+            assert ("lunlat_device_reads_completed_total", DISK_SDA) in values
         lines = exporter.log_text().splitlines()
     warned = [line for line in lines if "database password not readable yet" in line]
     assert len(warned) == 1, lines

@@ -69,7 +69,12 @@ assert sorted(ROLE_PRIORITY) == sorted(ROLES), "ROLE_PRIORITY must order every r
 # What a device is in the LUN topology: a LUN proper, a multipath path of one, or a partition of one.
 KINDS: tuple[str, ...] = ("lun", "path", "partition")
 
-DEVICE_LABELS: tuple[str, ...] = ("lun", "device")
+# What a device is and what it holds, the same values as its lunlat_lun_info's: carried by every
+# per-device series as well, so the rules sum a LUN's counters by database and role with no join to
+# lunlat_lun_info (issue 41: the join was two thirds of each host-layer record's cost). Empty where
+# nothing names them ("" is no label to Prometheus). A change of role starts new series.
+DEVICE_ROLE_LABELS: tuple[str, ...] = ("kind", "database", "role", "workload")
+DEVICE_LABELS: tuple[str, ...] = ("lun", "device", *DEVICE_ROLE_LABELS)
 # lunlat_lun_info's `array` when neither the LUN's `luns:` entry nor its world-wide identifier names
 # the array serving it (arrayid.py): one explicit value, so a rule grouping LUNs by array can leave
 # these out (`array!="unknown"`) instead of lumping every unidentified LUN into one "array".
@@ -190,7 +195,7 @@ DEVICE_FLUSH_TIME = MetricSpec(
 # Per-I/O latency from the kernel's block tracepoints (the biolatency source, eBPF; off by default):
 # the distribution the averages above hide. Buckets are powers of two around the 1 ms goal, so the
 # goal is a bucket edge and the share of I/Os slower than it is exact (BIO_BUCKETS).
-BIO_LABELS: tuple[str, ...] = ("lun", "device", "op", "size")
+BIO_LABELS: tuple[str, ...] = (*DEVICE_LABELS, "op", "size")
 BIO_OPS: tuple[str, ...] = ("read", "write")
 # Size classes of a block request, by its bytes at issue (the biolatency programs class each I/O in the
 # kernel): `small` up to BIO_SMALL_MAX, `large` from BIO_LARGE_MIN, `middle` between. The boundaries are

@@ -15,24 +15,43 @@ from lunlat.goals import Goals, HostJoin
 
 # Labels that identify one judged series (a LUN of a host, in one layer, with its roles).
 SERIES_LABELS: tuple[str, ...] = ("job", "instance", "lun", "layer", "database", "role", "workload")
+_BY = ", ".join(label for label in SERIES_LABELS if label != "layer")
+
+
+def _by_lun(series: str, selector: str, window: str, function: str = "rate") -> str:
+    """`function` of the LUNs' `series` (a name and its matchers, no braces) over `window`, summed per
+    LUN, database and role.
+
+    The device series carry the LUN's kind and roles themselves (ground.DEVICE_ROLE_LABELS), so a
+    LUN's counters are summed with no join to lunlat_lun_info: the join was two thirds of the cost
+    (docs/benchmarks.md, "The rules at fleet scale"). An exporter from before those labels (its series
+    have no `kind`) is still joined to lunlat_lun_info, so a fleet upgraded host by host is judged
+    throughout; a host's series are one or the other, never both (`or` keeps the first where a
+    restart overlaps them).
+    """
+    # In parentheses: the callers divide and compare it, and `or` binds loosest.
+    return (
+        f"(\n  sum by ({_BY}) (\n"
+        f'      {function}({series}, kind="lun"}}[{window}])\n'
+        "  )\n"
+        "  or\n"
+        f"  sum by ({_BY}) (\n"
+        f'      {function}({series}, kind=""}}[{window}])\n'
+        "    * on (job, instance, lun, device) group_left (database, role, workload)\n"
+        f'      {ground.LUN_INFO.name}{{{selector}, kind="lun"}}\n'
+        "  )\n)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class HostLayer:
-    """The host layer: diskstats counters per LUN, labelled with roles through lunlat_lun_info."""
+    """The host layer: lunlat's diskstats counters per LUN, by the roles they carry."""
 
     selector: str
     name: str = "host"
 
     def _per_lun(self, counter: str, window: str, function: str = "rate") -> str:
-        by = ", ".join(label for label in SERIES_LABELS if label != "layer")
-        return (
-            f"sum by ({by}) (\n"
-            f"    {function}({counter}{{{self.selector}}}[{window}])\n"
-            "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
-            f'    {ground.LUN_INFO.name}{{{self.selector}, kind="lun"}}\n'
-            ")"
-        )
+        return _by_lun(f"{counter}{{{self.selector}", self.selector, window, function)
 
     def operations(self, op: str, window: str) -> str:
         spec = ground.DEVICE_READS if op == "read" else ground.DEVICE_WRITES
@@ -59,24 +78,16 @@ class HostLayer:
 
 def small_ios(selector: str, op: str, part: str, window: str) -> str:
     """Rate of the `part` (sum, count) of a LUN's small `op` I/Os (ground.BIO_SIZES' first class,
-    the per-I/O histogram ground.DEVICE_IO_LATENCY), labelled with roles through lunlat_lun_info
-    like the host layer's counters. The rules' judged latency (`judge: small`) and `lunlat report`'s
-    judged figure are both this expression, so the two never disagree on which I/Os were judged.
-    Whatever the host layer's source: the histogram is lunlat's own (biolatency), beside any of them."""
-    by = ", ".join(label for label in SERIES_LABELS if label != "layer")
-    matchers = f'{selector}, op="{op}", size="{ground.BIO_SIZES[0]}"'
-    return (
-        f"sum by ({by}) (\n"
-        f"    rate({ground.DEVICE_IO_LATENCY.name}_{part}{{{matchers}}}[{window}])\n"
-        "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
-        f'    {ground.LUN_INFO.name}{{{selector}, kind="lun"}}\n'
-        ")"
-    )
+    the per-I/O histogram ground.DEVICE_IO_LATENCY), per LUN and role like the host layer's
+    counters. The rules' judged latency (`judge: small`) and `lunlat report`'s judged figure are both
+    this expression, so the two never disagree on which I/Os were judged. Whatever the host layer's
+    source: the histogram is lunlat's own (biolatency), beside any of them."""
+    series = f'{ground.DEVICE_IO_LATENCY.name}_{part}{{{selector}, op="{op}", size="{ground.BIO_SIZES[0]}"'
+    return _by_lun(series, selector, window)
 
 
 # The label both sides of an exporter's join carry for the host (added by label_replace, then summed away).
 JOIN_HOST = "lunlat_host"
-_BY = ", ".join(label for label in SERIES_LABELS if label != "layer")
 
 
 def _host(vector: str, host: HostJoin) -> str:

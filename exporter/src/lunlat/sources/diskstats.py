@@ -312,18 +312,7 @@ class DiskstatsSource:
             mask.append(shown)
             if not shown:
                 continue
-            labels.append(LabelSet(ground.DEVICE_LABELS, (view.lun, view.device)))
-            paths = view.paths.split(",") if view.paths else []
-            depth, nr_requests = queue_limits(devices, name, paths if view.multipath else ())
-            if depth is not None:
-                depths.append(("", labels[-1], depth))
-            if nr_requests is not None:
-                requests.append(("", labels[-1], nr_requests))
-            if view.multipath:
-                files = tuple(path_state_file(self._sysfs, path) for path in paths)
-                multipaths.append((labels[-1], files))
             extra = lun_labels.get(name, NO_LABELS)
-            board[(major, minor)] = PublishedDevice(view.lun, view.device, extra.role or "")
             lun_info = LunInfo(
                 lun=view.lun,
                 device=view.device,
@@ -344,6 +333,19 @@ class DiskstatsSource:
                 kind=view.kind,
             )
             info.append(lun_info.sample())
+            board[(major, minor)] = PublishedDevice(
+                view.lun, view.device, lun_info.role, view.kind, lun_info.database, lun_info.workload
+            )
+            labels.append(lun_info.device_labels())
+            paths = view.paths.split(",") if view.paths else []
+            depth, nr_requests = queue_limits(devices, name, paths if view.multipath else ())
+            if depth is not None:
+                depths.append(("", labels[-1], depth))
+            if nr_requests is not None:
+                requests.append(("", labels[-1], nr_requests))
+            if view.multipath:
+                files = tuple(path_state_file(self._sysfs, path) for path in paths)
+                multipaths.append((labels[-1], files))
         self._published = _Published(
             table.names,
             table.majors,

@@ -79,5 +79,12 @@ class LunInfo(NamedTuple):
     def sample(self) -> Sample:
         return ("", LabelSet(ground.LUN_INFO_LABELS, tuple(self)), 1)
 
+    def device_labels(self) -> LabelSet:
+        """The labels (ground.DEVICE_LABELS) of the device's own series, the same values as here."""
+        return LabelSet(
+            ground.DEVICE_LABELS,
+            (self.lun, self.device, self.kind, self.database, self.role, self.workload),
+        )
+
 
 assert LunInfo._fields == ground.LUN_INFO_LABELS, "LunInfo must name the contract's labels in order"

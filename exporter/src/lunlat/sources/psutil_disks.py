@@ -15,7 +15,7 @@ import psutil
 
 from lunlat import arrayid, ground, logs
 from lunlat.config import DiskstatsConfig, LunEntry
-from lunlat.model import Family, LabelList, LabelSet, Sample
+from lunlat.model import Family, LabelList
 from lunlat.sources.base import SourceError, SourceResult
 from lunlat.sources.factory import BuildError, Context
 from lunlat.sources.host import DeviceFilter, LunInfo, device_families
@@ -43,7 +43,7 @@ class PsutilDisksSource:
         self._filter = DeviceFilter.from_config(config)
         self._luns = list(luns)
         self._counters = counters
-        self._info_cache: dict[str, Sample] = {}
+        self._info_cache: dict[str, LunInfo] = {}
         for entry in self._luns:
             if entry.match.device is None:
                 log.warning(
@@ -51,7 +51,7 @@ class PsutilDisksSource:
                     match=entry.match.describe(),
                 )
 
-    def _info(self, name: str) -> Sample:
+    def _info(self, name: str) -> LunInfo:
         cached = self._info_cache.get(name)
         if cached is None:
             database = role = workload = array = ""
@@ -64,7 +64,7 @@ class PsutilDisksSource:
             # psutil gives no WWID: the array is the `luns:` entry's or unknown.
             cached = LunInfo(
                 name, name, database=database, role=role, workload=workload, array=arrayid.label(array, "")
-            ).sample()
+            )
             self._info_cache[name] = cached
         return cached
 
@@ -74,7 +74,7 @@ class PsutilDisksSource:
         except (OSError, RuntimeError) as exc:
             raise SourceError("read_failed", f"psutil.disk_io_counters failed: {exc}") from None
         names = sorted(n for n in disks if not self._filter.ignored(n))
-        labels = LabelList([LabelSet(ground.DEVICE_LABELS, (n, n)) for n in names])
+        labels = LabelList([self._info(n).device_labels() for n in names])
         rows = [disks[n] for n in names]
         columns: dict[ground.MetricSpec, list[int]] = {
             ground.DEVICE_READS: [int(r.read_count) for r in rows],
@@ -88,7 +88,7 @@ class PsutilDisksSource:
         if rows and all(hasattr(r, "busy_time") for r in rows):
             columns[ground.DEVICE_IO_TIME] = [int(r.busy_time) for r in rows]
         families = device_families(labels, columns)
-        families.append(Family(ground.LUN_INFO, [self._info(n) for n in names]))
+        families.append(Family(ground.LUN_INFO, [self._info(n).sample() for n in names]))
         return SourceResult(families)
 
 

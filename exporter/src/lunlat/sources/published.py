@@ -17,6 +17,13 @@ class PublishedDevice:
     lun: str
     device: str
     role: str  # "" when no config entry or database gave the LUN a role
+    kind: str = "lun"  # ground.KINDS
+    database: str = ""
+    workload: str = ""
+
+    def labels(self) -> tuple[str, ...]:
+        """The values of ground.DEVICE_LABELS, the labels every series of the device carries."""
+        return (self.lun, self.device, self.kind, self.database, self.role, self.workload)
 
 
 class PublishedDevices:
