@@ -9,7 +9,9 @@ minutes went straight into the SLO's sums instead of four records per LUN), of w
 group's window averages (docs/alerting.md, "Drift before the breach") are 2, one per op, every 5
 minutes, and the goal group's LUN (recorded.LUN_LAYER), the goal and the idle guard 3, every minute
 (the LUN was added on purpose: with it the goal is built once a minute from the raw series instead
-of every 15 s from the IOPS, issue 41)."""
+of every 15 s from the IOPS, issue 41). The series are what the exporter publishes today; an
+exporter from before the device series carried their roles adds its LUN's
+recorded.UNLABELLED_LUNS (16 and 26)."""
 
 from __future__ import annotations
 
@@ -31,18 +33,20 @@ ALERTS = Path(__file__).resolve().parents[1]
 # Recorded series per LUN, without and with the per-I/O histogram: at most what they are today.
 PER_LUN_BUDGET = {False: 15, True: 25}
 LUN = 'job="lunlat",instance="h:1",lun="x",device="sdb"'
+# The LUN's kind and roles, on lunlat_lun_info and, as the exporter publishes them, on its device series.
+ROLES = 'kind="lun",database="D",role="data",workload="oltp"'
 
 
 def _series(histogram: bool) -> str:
-    lines = [f'lunlat_lun_info{{{LUN},kind="lun",database="D",role="data",workload="oltp"}}|1x40']
+    lines = [f"lunlat_lun_info{{{LUN},{ROLES}}}|1x40"]
     for op in recorded.OPS:
         lines += [
-            f"lunlat_device_{op}s_completed_total{{{LUN}}}|0+1500x40",
-            f"lunlat_device_{op}_time_seconds_total{{{LUN}}}|0+0.6x40",
-            f"lunlat_device_{op}_bytes_total{{{LUN}}}|0+12288000x40",
+            f"lunlat_device_{op}s_completed_total{{{LUN},{ROLES}}}|0+1500x40",
+            f"lunlat_device_{op}_time_seconds_total{{{LUN},{ROLES}}}|0+0.6x40",
+            f"lunlat_device_{op}_bytes_total{{{LUN},{ROLES}}}|0+12288000x40",
         ]
         if histogram:
-            name, labels = contract.DEVICE_IO_LATENCY.name, f'{LUN},op="{op}",size="small"'
+            name, labels = contract.DEVICE_IO_LATENCY.name, f'{LUN},{ROLES},op="{op}",size="small"'
             for bound in (*contract.BIO_BUCKETS, float("inf")):
                 le = "+Inf" if bound == float("inf") else format_value(bound)
                 lines.append(f'{name}_bucket{{{labels},le="{le}"}}|0+{1500 if bound >= 0.0005 else 0}x40')

@@ -11,7 +11,6 @@ from lunlat import contract
 from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
-from lunlat.promql.layers import host_layer
 from lunlat.promql.recorded import (
     BREACH_WINDOW,
     GOAL,
@@ -26,7 +25,7 @@ from lunlat.promql.recorded import (
 from lunlat_rules import cause
 from lunlat_rules.annotations import OWNER, named_wait, ratio_query, series_query, template_value, where_text
 from lunlat_rules.histogram import HOST_LAYER
-from lunlat_rules.latency import ON_HOST_LAYER, floor_series, idle_guard
+from lunlat_rules.latency import ON_HOST_LAYER, floor_series, idle_guard, rule_host_layer
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
@@ -81,7 +80,7 @@ def breach_alerts(goals: Goals) -> list[dict[str, Any]]:
                         f"{average} ms at {iops} {op}s/s{size}).{ROLE_HINT[role_anchor][op]}{_LAYER_HINT}",
                         # Why (cause.py): the LUNs beside it on its array, and which part of the time grew.
                         "neighbours": cause.neighbours(goals.selector),
-                        "cause": cause.cause(op, host_layer(goals), goals.selector),
+                        "cause": cause.cause(op, rule_host_layer(goals), goals.selector),
                         "runbook_url": f"{goals.runbook_base_url}/latency-high.md#{name.lower()}",
                     },
                 }
@@ -153,7 +152,7 @@ def throughput_alerts(goals: Goals) -> list[dict[str, Any]]:
     if not floor_series(goals):
         return []
     throughput = goals.throughput
-    queue = host_layer(goals).queue(throughput.window)
+    queue = rule_host_layer(goals).queue(throughput.window)
     if queue is None:
         return []
     moved = f'{THROUGHPUT.format(window=BREACH_WINDOW)}{{layer="{HOST_LAYER}"}}'

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from lunlat import contract
 from lunlat.exposition import format_value
-from lunlat.promql.layers import SERIES_LABELS, small_ios
+from lunlat.promql.layers import SERIES_LABELS, lun_sum, small_ios
+from lunlat.promql.recorded import UNLABELLED_LUNS
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
 
@@ -31,7 +32,7 @@ def bucket_le(bound: float) -> str:
 @dataclass(frozen=True, slots=True)
 class IoHistogram:
     """The host layer's per-I/O latency histogram (contract.DEVICE_IO_LATENCY, the biolatency
-    source) per LUN and op, labelled with roles through lunlat_lun_info like the diskstats rates.
+    source) per LUN, role and op, summed like the diskstats rates (lunlat.promql.layers.lun_sum).
 
     The share of I/Os slower than a goal is read from the buckets: exact where the goal is a bucket
     edge (the default 1 ms is one, contract.BIO_BUCKETS); inside a bucket, interpolated linearly
@@ -47,41 +48,32 @@ class IoHistogram:
     size: str | None = None
     op: str | None = None
 
-    def buckets(self, window: str, le: str | None = None, info: str = "", by_le: bool = False) -> str:
-        """Rate of the LUN's bucket `le` (every bucket, by le, with `by_le`), for LUNs whose
-        lunlat_lun_info also matches `info` (an override's matchers)."""
-        return self.per_lun(self.device_rate(window, le), info, by_le)
+    def buckets(self, window: str, le: str | None = None, by_le: bool = False) -> str:
+        """Rate of the LUN's bucket `le` (every bucket, by le, with `by_le`)."""
+        return self.per_lun(lambda kind: self.device_rate(window, le, kind), by_le)
 
-    def device_rate(self, window: str, le: str | None = None) -> str:
-        """Rate of each device's bucket `le` (every bucket with None), not yet joined to its LUN."""
+    def device_rate(self, window: str, le: str | None = None, kind: str | None = None) -> str:
+        """Rate of each device's bucket `le` (every bucket with None), not yet summed per LUN; of the
+        devices of `kind` (IoHistogram.per_lun's `per_device`) when given."""
         le_matcher = f', le="{le}"' if le is not None else ""
         if self.size is not None:
             le_matcher += f', size="{self.size}"'
         if self.op is not None:
             le_matcher += f', op="{self.op}"'
+        if kind is not None:
+            le_matcher += f', kind="{kind}"'
         return f"rate({contract.DEVICE_IO_LATENCY.name}_bucket{{{self.selector}{le_matcher}}}[{window}])"
 
-    def per_lun(self, per_device: str, info: str = "", by_le: bool = False, by: tuple[str, ...] = ()) -> str:
-        """`per_device` (rates by device; an operand of `*`, so parenthesised where it is more than
-        one term) joined to each LUN's roles through lunlat_lun_info (also matching `info`, an
-        override's matchers) and summed per LUN and op (and le, with `by_le`; and the labels `by`)."""
-        grouping = ", ".join((*HISTOGRAM_LABELS, *(("le",) if by_le else ()), *by))
-        info_matchers = f', kind="lun", {info}' if info else ', kind="lun"'
-        return (
-            f"sum by ({grouping}) (\n"
-            f"    {_indent(per_device, 4)}\n"
-            "  * on (job, instance, lun, device) group_left (database, role, workload)\n"
-            f"    {contract.LUN_INFO.name}{{{self.selector}{info_matchers}}}\n"
-            ")"
-        )
+    def per_lun(self, per_device: Callable[[str], str], by_le: bool = False, by: tuple[str, ...] = ()) -> str:
+        """`per_device(kind)` (rates by device of that kind: lunlat.promql.layers.lun_sum) summed per
+        LUN, role and op (and le, with `by_le`; and the labels `by`)."""
+        by = ("op", *(("le",) if by_le else ()), *by)
+        return lun_sum(per_device, self.selector, by, unlabelled=UNLABELLED_LUNS)
 
     def small(self, op: str, part: str, window: str) -> str:
         """Rate of the `part` (sum, count) of the LUN's small `op` I/Os (contract.BIO_SIZES' first
         class), by its labels without `op`: lunlat.promql.layers.small_ios, which `lunlat report` reads too."""
-        return small_ios(self.selector, op, part, window)
-
-    def total(self, window: str, info: str = "") -> str:
-        return self.buckets(window, "+Inf", info)
+        return small_ios(self.selector, op, part, window, UNLABELLED_LUNS)
 
     def quantile(self, q: str, window: str) -> str:
         """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN).
@@ -127,16 +119,16 @@ def events_at_or_below(
     )
 
 
-def bad_per_device(histogram: IoHistogram, goal: float, window: str) -> str:
+def bad_per_device(histogram: IoHistogram, goal: float, window: str, kind: str | None = None) -> str:
     """Rate of each device's I/Os slower than `goal` seconds (events_at_or_below for between
-    edges): its +Inf bucket less its I/Os at or below the goal, per device, to be joined to the
-    LUN's roles once (IoHistogram.per_lun). The difference of two joined sums is the same number,
-    but each join reads every LUN's lunlat_lun_info whether or not a histogram exists (PromQL
-    evaluates both operands: latency.idle_guard), two or three joins per goal and kind every 15 s
-    (issue 41)."""
+    edges): its +Inf bucket less its I/Os at or below the goal, per device (of the devices of
+    `kind` when given), to be summed per LUN once (IoHistogram.per_lun). The difference of two
+    sums is the same number, but each sum joins an old exporter's series to lunlat_lun_info, which
+    reads every LUN's info whether or not a histogram exists (PromQL evaluates both operands:
+    latency.idle_guard), two or three per goal and kind every 15 s (issue 41)."""
     edges = tuple((bound, bucket_le(bound)) for bound in histogram.bounds)
     below = events_at_or_below(
-        goal, edges, lambda le: histogram.device_rate(window, le), match="ignoring (le) "
+        goal, edges, lambda le: histogram.device_rate(window, le, kind), match="ignoring (le) "
     )
-    total = histogram.device_rate(window, "+Inf")
+    total = histogram.device_rate(window, "+Inf", kind)
     return f"(\n  {total}\n- ignoring (le)\n  {_indent(below, 2)}\n)"

@@ -5,12 +5,22 @@ judges, and whether it is above goal."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.goals import Goals
-from lunlat.promql.layers import SERIES_LABELS, DbLayer, Layer, db_layers, host_layer
+from lunlat.promql.layers import (
+    SERIES_LABELS,
+    DbLayer,
+    ExporterHostLayer,
+    HostLayer,
+    Layer,
+    db_layers,
+    host_layer,
+    unlabelled_luns,
+)
 from lunlat.promql.recorded import (
     ABOVE_GOAL,
     BREACH_WINDOW,
@@ -25,6 +35,7 @@ from lunlat.promql.recorded import (
     RATE_WINDOWS,
     THROUGHPUT,
     THROUGHPUT_FLOOR,
+    UNLABELLED_LUNS,
 )
 from lunlat_rules.histogram import HOST_LAYER, IoHistogram
 from lunlat_rules.promqltext import indent as _indent
@@ -46,9 +57,23 @@ ON_HOST_LAYER = f'layer="{HOST_LAYER}"'
 OFF_HOST_LAYER = f'layer!="{HOST_LAYER}"'
 
 
+def rule_host_layer(goals: Goals) -> HostLayer | ExporterHostLayer:
+    """The host layer as the rules read it: lunlat's joins an old exporter's series to the recorded
+    UNLABELLED_LUNS (unlabelled_luns), not to every LUN's lunlat_lun_info."""
+    layer = host_layer(goals)
+    return replace(layer, unlabelled=UNLABELLED_LUNS) if isinstance(layer, HostLayer) else layer
+
+
 def rule_layers(goals: Goals) -> list[Layer]:
     """The layers the rules record: the host's (goals host_layer), then each engine's own."""
-    return [host_layer(goals), *db_layers(goals.selector)]
+    return [rule_host_layer(goals), *db_layers(goals.selector)]
+
+
+def unlabelled(goals: Goals) -> list[dict[str, Any]]:
+    """UNLABELLED_LUNS, where the host layer is lunlat's own (recorded.py says why)."""
+    if not isinstance(host_layer(goals), HostLayer):
+        return []
+    return [record(UNLABELLED_LUNS, unlabelled_luns(goals.selector))]
 
 
 def layer_labels(layer: Layer) -> dict[str, str]:

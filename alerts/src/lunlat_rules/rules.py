@@ -60,6 +60,7 @@ from lunlat_rules.latency import (
     judged_latency,
     lun_layers,
     rates,
+    unlabelled,
 )
 from lunlat_rules.paths import path_alerts, paths_history, paths_interval
 from lunlat_rules.physical_disks import physical_disks
@@ -84,7 +85,13 @@ class RuleSet:
             {
                 "name": GOAL_GROUP,
                 "interval": GOAL_INTERVAL,
-                "rules": [*lun_layers(goals), *engines(goals), *goal_series(goals), *floor_series(goals)],
+                "rules": [
+                    *lun_layers(goals),
+                    *unlabelled(goals),
+                    *engines(goals),
+                    *goal_series(goals),
+                    *floor_series(goals),
+                ],
             },
             {
                 # Every rule reading a record shares the group that records it: the rules of a group

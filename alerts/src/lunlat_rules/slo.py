@@ -8,6 +8,8 @@ alerts that read them."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from lunlat import contract
@@ -71,25 +73,22 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
     read once per judged kind and, for the bad ones, once per goal the tiers set (the slow share
     read from the buckets at that goal, kept where the LUN's goal is that one), not once per tier:
     goals of equal value share a branch, as wait_slo_events' do; the kinds of one goal share one
-    join to lunlat_lun_info (issue 41: every join reads every LUN's info, every 15 s)."""
+    sum per LUN (lunlat.promql.layers.lun_sum)."""
     judge = JUDGE_LABEL.format(op=op)
     window = BREACH_WINDOW
     goal_values = sorted({t.goal_ms / 1000 for t, _ in goal_tiers(goals)})
     branches = []
     for goal_s in goal_values if bad else [None]:
         # The judged kinds' rates per device, each labelled with its kind (as the goal's judge
-        # label names it), joined to the LUNs' roles once: a join reads every LUN's
-        # lunlat_lun_info, histogram or not (histogram.bad_per_device), so one join per goal
-        # instead of one per kind.
-        rates = {}
+        # label names it), summed per LUN once: an old exporter's series are joined to
+        # lunlat_lun_info there, and a join reads every LUN's info, histogram or not
+        # (histogram.bad_per_device), so one sum per goal instead of one per kind.
+        rates: dict[str, Callable[[str], str]] = {}
         for kind, size in ((SMALL, contract.BIO_SIZES[0]), (ALL, None)):
             if kind not in judged_kinds(goals, op):
                 continue  # no tier judges it: a branch that can match nothing (tiers.judged_kinds)
-            histogram = IoHistogram(goals.selector, size=size, op=op)
-            rates[kind] = (
-                histogram.device_rate(window, "+Inf")
-                if goal_s is None
-                else bad_per_device(histogram, goal_s, window)
+            rates[kind] = partial(
+                _device_events, IoHistogram(goals.selector, size=size, op=op), goal_s, window
             )
         by_goal = goal_s is not None and len(goal_values) > 1
         if len(rates) == 1 and not by_goal:
@@ -99,9 +98,9 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
             (rate,) = rates.values()
             branches.append(IoHistogram(goals.selector, op=op).per_lun(rate))
             continue
-        labelled_rates = [labelled(rate, **{judge: kind}) for kind, rate in rates.items()]
-        union = "(\n  " + _indent("\nor\n".join(labelled_rates), 2) + "\n)"
-        joined = IoHistogram(goals.selector, op=op).per_lun(union, by=(judge,))
+        joined = IoHistogram(goals.selector, op=op).per_lun(
+            partial(_labelled_union, rates, judge), by=(judge,)
+        )
         goal = f'{GOAL}{{layer="{HOST_LAYER}"}}'
         if goal_s is not None and by_goal:
             goal = f"({goal} == {_promql_number(goal_s)})"
@@ -112,6 +111,21 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
             f"  and {_on((*LUN_LABELS, judge))}\n    {goal}\n)"
         )
     return labelled(f"\nor {_on(LUN_LABELS)}\n".join(branches), layer=HOST_LAYER, indicator="io")
+
+
+def _device_events(histogram: IoHistogram, goal_s: float | None, window: str, kind: str) -> str:
+    """Each device's I/Os per second in `histogram` (of the devices of `kind`), the slower than
+    `goal_s` only when given."""
+    if goal_s is None:
+        return histogram.device_rate(window, "+Inf", kind)
+    return bad_per_device(histogram, goal_s, window, kind)
+
+
+def _labelled_union(rates: dict[str, Callable[[str], str]], judge: str, kind: str) -> str:
+    """The judged kinds' rates per device (of the devices of `kind`), each labelled `judge` with the
+    judged kind it counts, as one operand."""
+    labelled_rates = [labelled(rate(kind), **{judge: judged}) for judged, rate in rates.items()]
+    return "(\n  " + _indent("\nor\n".join(labelled_rates), 2) + "\n)"
 
 
 def slo_events(goals: Goals) -> list[dict[str, Any]]:

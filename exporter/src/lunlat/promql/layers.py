@@ -5,6 +5,7 @@ report computes a phase's averages with the same expressions, so the two never d
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,28 +19,60 @@ SERIES_LABELS: tuple[str, ...] = ("job", "instance", "lun", "layer", "database",
 _BY = ", ".join(label for label in SERIES_LABELS if label != "layer")
 
 
-def _by_lun(series: str, selector: str, window: str, function: str = "rate") -> str:
-    """`function` of the LUNs' `series` (a name and its matchers, no braces) over `window`, summed per
-    LUN, database and role.
+def lun_sum(
+    per_device: Callable[[str], str], selector: str, by: Sequence[str] = (), unlabelled: str | None = None
+) -> str:
+    """A LUN's device series summed per LUN, database and role (and the labels `by`).
 
-    The device series carry the LUN's kind and roles themselves (ground.DEVICE_ROLE_LABELS), so a
-    LUN's counters are summed with no join to lunlat_lun_info: the join was two thirds of the cost
-    (docs/benchmarks.md, "The rules at fleet scale"). An exporter from before those labels (its series
-    have no `kind`) is still joined to lunlat_lun_info, so a fleet upgraded host by host is judged
-    throughout; a host's series are one or the other, never both (`or` keeps the first where a
-    restart overlaps them).
+    `per_device(kind)` is the expression per device, every series selector in it matching
+    `kind="<kind>"`; an operand of `*`, so parenthesised where it is more than one term. The device
+    series carry the LUN's kind and roles themselves (ground.DEVICE_ROLE_LABELS), so a LUN's series are
+    summed with no join to lunlat_lun_info: the join was two thirds of the cost (docs/benchmarks.md,
+    "The rules at fleet scale"). An exporter from before those labels (its series have no `kind`) is
+    still joined to lunlat_lun_info, so a fleet upgraded host by host is judged throughout; a host's
+    series are one or the other, never both (`or` keeps the first where a restart overlaps them).
+    `unlabelled`: the lunlat_lun_info series of those exporters' LUNs (the rules' recorded
+    UNLABELLED_LUNS, unlabelled_luns): PromQL evaluates both operands of the join, so joined to every
+    LUN's lunlat_lun_info it cost as much as the sum itself, with nothing to join.
     """
+    info = unlabelled or f'{ground.LUN_INFO.name}{{{selector}, kind="lun"}}'
+    grouping = ", ".join((*(label for label in SERIES_LABELS if label != "layer"), *by))
     # In parentheses: the callers divide and compare it, and `or` binds loosest.
     return (
-        f"(\n  sum by ({_BY}) (\n"
-        f'      {function}({series}, kind="lun"}}[{window}])\n'
+        f"(\n  sum by ({grouping}) (\n"
+        f"      {_indented(per_device('lun'), 6)}\n"
         "  )\n"
         "  or\n"
-        f"  sum by ({_BY}) (\n"
-        f'      {function}({series}, kind=""}}[{window}])\n'
+        f"  sum by ({grouping}) (\n"
+        f"      {_indented(per_device(''), 6)}\n"
         "    * on (job, instance, lun, device) group_left (database, role, workload)\n"
-        f'      {ground.LUN_INFO.name}{{{selector}, kind="lun"}}\n'
+        f"      {info}\n"
         "  )\n)"
+    )
+
+
+def unlabelled_luns(selector: str) -> str:
+    """lunlat_lun_info of the LUNs of exporters whose device series carry no `kind` (lun_sum's
+    `unlabelled`): an exporter's series have it or not, all of them."""
+    counter = ground.DEVICE_READS.name
+    return (
+        f'{ground.LUN_INFO.name}{{{selector}, kind="lun"}}\n'
+        f'unless on (job, instance) {counter}{{{selector}, kind="lun"}}'
+    )
+
+
+def _indented(text: str, spaces: int) -> str:
+    """`text` with its lines after the first indented by `spaces`."""
+    return text.replace("\n", "\n" + " " * spaces)
+
+
+def _by_lun(
+    series: str, selector: str, window: str, function: str = "rate", unlabelled: str | None = None
+) -> str:
+    """`function` of the LUNs' `series` (a name and its matchers, the closing brace left off) over
+    `window`, summed per LUN, database and role (lun_sum)."""
+    return lun_sum(
+        lambda kind: f'{function}({series}, kind="{kind}"}}[{window}])', selector, unlabelled=unlabelled
     )
 
 
@@ -49,9 +82,11 @@ class HostLayer:
 
     selector: str
     name: str = "host"
+    # The exporters' LUNs whose device series carry no roles (lun_sum); lunlat_lun_info's when None.
+    unlabelled: str | None = None
 
     def _per_lun(self, counter: str, window: str, function: str = "rate") -> str:
-        return _by_lun(f"{counter}{{{self.selector}", self.selector, window, function)
+        return _by_lun(f"{counter}{{{self.selector}", self.selector, window, function, self.unlabelled)
 
     def operations(self, op: str, window: str) -> str:
         spec = ground.DEVICE_READS if op == "read" else ground.DEVICE_WRITES
@@ -76,14 +111,14 @@ class HostLayer:
         return self._per_lun(ground.DEVICE_IO_WEIGHTED_TIME.name, window, function)
 
 
-def small_ios(selector: str, op: str, part: str, window: str) -> str:
+def small_ios(selector: str, op: str, part: str, window: str, unlabelled: str | None = None) -> str:
     """Rate of the `part` (sum, count) of a LUN's small `op` I/Os (ground.BIO_SIZES' first class,
     the per-I/O histogram ground.DEVICE_IO_LATENCY), per LUN and role like the host layer's
     counters. The rules' judged latency (`judge: small`) and `lunlat report`'s judged figure are both
     this expression, so the two never disagree on which I/Os were judged. Whatever the host layer's
     source: the histogram is lunlat's own (biolatency), beside any of them."""
     series = f'{ground.DEVICE_IO_LATENCY.name}_{part}{{{selector}, op="{op}", size="{ground.BIO_SIZES[0]}"'
-    return _by_lun(series, selector, window)
+    return _by_lun(series, selector, window, unlabelled=unlabelled)
 
 
 # The label both sides of an exporter's join carry for the host (added by label_replace, then summed away).

@@ -38,6 +38,11 @@ LUN_LAYER = "lunlat:lun_layer:info"
 # its first rates, and a changed role or override applies up to a minute later.
 GOAL_GROUP = "lunlat-goal"
 GOAL_INTERVAL = "1m"
+# lunlat_lun_info of the LUNs (kind lun) of exporters whose device series carry no `kind` (releases
+# before ground.DEVICE_ROLE_LABELS), recorded in GOAL_GROUP: the host layer joins those exporters'
+# series to it (layers.lun_sum). Empty once every exporter is upgraded, so the join costs nothing;
+# joined to lunlat_lun_info itself, it read every LUN's info in every rule, every 15 s.
+UNLABELLED_LUNS = "lunlat:unlabelled_lun:info"
 ABOVE_GOAL = "lunlat:latency_above_goal:bool"
 # The judged latency of the LUNs above their goal only, per op (label `op`), with the goal's `severity`
 # and `engine`: absent for every LUN within goal or not judged. The breach alerts select it, each for
@@ -102,7 +107,7 @@ HISTORY: frozenset[str] = frozenset({PATHS_MAX})
 # Series recorded in GOAL_GROUP from the configuration and the topology (above), which any group may
 # read: a reader sees the goal group's last value, at most GOAL_INTERVAL old, and the value changes
 # only with what it is built from (alerts/tests/test_rule_groups.py allows these reads too).
-CONFIGURED: frozenset[str] = frozenset({LUN_LAYER, GOAL, GOAL_MIN_IOPS, THROUGHPUT_FLOOR})
+CONFIGURED: frozenset[str] = frozenset({LUN_LAYER, UNLABELLED_LUNS, GOAL, GOAL_MIN_IOPS, THROUGHPUT_FLOOR})
 
 # Drift before the breach (docs/alerting.md, "Drift before the breach"): the judged latency averaged
 # over the goals' `drift.window` (JUDGED_LATENCY with that window: lunlat:judged_write_latency_seconds:avg1h),
