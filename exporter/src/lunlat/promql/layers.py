@@ -36,7 +36,7 @@ def lun_sum(
     LUN's lunlat_lun_info it cost as much as the sum itself, with nothing to join.
     """
     info = unlabelled or f'{ground.LUN_INFO.name}{{{selector}, kind="lun"}}'
-    grouping = ", ".join((*(label for label in SERIES_LABELS if label != "layer"), *by))
+    grouping = ", ".join((_BY, *by))
     # In parentheses: the callers divide and compare it, and `or` binds loosest.
     return (
         f"(\n  sum by ({grouping}) (\n"

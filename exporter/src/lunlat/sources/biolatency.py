@@ -164,7 +164,7 @@ def families(
         for op_index, op in enumerate(OPS):
             for size_index, size in enumerate(SIZES):
                 c = counters.get((dev, op_index, size_index), empty)
-                values = (*device.labels(), op, size)
+                values = (*device.label_values(), op, size)
                 labels = LabelSet(ground.BIO_LABELS, values)
                 below, total = c.cumulative()
                 for le, count in zip(LE_VALUES, below, strict=True):

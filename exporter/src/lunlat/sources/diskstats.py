@@ -333,9 +333,7 @@ class DiskstatsSource:
                 kind=view.kind,
             )
             info.append(lun_info.sample())
-            board[(major, minor)] = PublishedDevice(
-                view.lun, view.device, lun_info.role, view.kind, lun_info.database, lun_info.workload
-            )
+            board[(major, minor)] = lun_info.published()
             labels.append(lun_info.device_labels())
             paths = view.paths.split(",") if view.paths else []
             depth, nr_requests = queue_limits(devices, name, paths if view.multipath else ())

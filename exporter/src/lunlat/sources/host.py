@@ -9,6 +9,7 @@ from typing import NamedTuple
 from lunlat import ground
 from lunlat.config import DiskstatsConfig
 from lunlat.model import Family, LabelList, LabelSet, Sample
+from lunlat.sources.published import PublishedDevice
 
 # The per-device families in contract order, each with the exponent its column is counted in:
 # times arrive as integer milliseconds and are exposed exactly (see Family.exponent).
@@ -79,12 +80,13 @@ class LunInfo(NamedTuple):
     def sample(self) -> Sample:
         return ("", LabelSet(ground.LUN_INFO_LABELS, tuple(self)), 1)
 
+    def published(self) -> PublishedDevice:
+        """The device as its own series label it (PublishedDevice.label_values), with these values."""
+        return PublishedDevice(self.lun, self.device, self.role, self.kind, self.database, self.workload)
+
     def device_labels(self) -> LabelSet:
-        """The labels (ground.DEVICE_LABELS) of the device's own series, the same values as here."""
-        return LabelSet(
-            ground.DEVICE_LABELS,
-            (self.lun, self.device, self.kind, self.database, self.role, self.workload),
-        )
+        """The labels (ground.DEVICE_LABELS) of the device's own series."""
+        return LabelSet(ground.DEVICE_LABELS, self.published().label_values())
 
 
 assert LunInfo._fields == ground.LUN_INFO_LABELS, "LunInfo must name the contract's labels in order"

@@ -21,8 +21,8 @@ class PublishedDevice:
     database: str = ""
     workload: str = ""
 
-    def labels(self) -> tuple[str, ...]:
-        """The values of ground.DEVICE_LABELS, the labels every series of the device carries."""
+    def label_values(self) -> tuple[str, ...]:
+        """The values of ground.DEVICE_LABELS, in its order: the labels every series of the device carries."""
         return (self.lun, self.device, self.kind, self.database, self.role, self.workload)
 
 
