@@ -31,6 +31,7 @@ import pytest
 
 from lunlat.goals import Goals, duration_seconds, load_goals, parse_goals
 from lunlat.promql import recorded
+from lunlat_rules import breach
 from lunlat_rules.rules import RuleSet
 
 ALERTS = Path(__file__).resolve().parents[1]
@@ -189,15 +190,16 @@ def test_the_goal_is_recorded_once_a_minute_from_the_raw_series(goals: Any) -> N
 def test_the_breach_alerts_select_the_few_luns_above_goal(goals: Any) -> None:
     """Issue 41: each breach alert selects the judged latency above goal, recorded before it in its
     group, and reads nothing else: no alert matches every LUN of its role against the goal."""
-    groups = RuleSet(goals()).groups()
-    latency = next(g for g in groups if g["name"] == "lunlat-latency")
+    shipped = goals()
+    names = {rule["alert"] for rule in breach.breach_alerts(shipped)}
+    latency = next(g for g in RuleSet(shipped).groups() if g["name"] == "lunlat-latency")
     recorded_before: set[str] = set()
-    breach = 0
+    found = set()
     for rule in latency["rules"]:
         if "record" in rule:
             recorded_before.add(rule["record"])
-        elif rule["alert"].startswith("LunLatency") and rule["alert"].endswith(("ReadHigh", "WriteHigh")):
-            breach += 1
+        elif rule["alert"] in names:
+            found.add(rule["alert"])
             assert set(_selected(pp.parse(rule["expr"]))) == {recorded.JUDGED_ABOVE_GOAL}, rule["alert"]
             assert recorded.JUDGED_ABOVE_GOAL in recorded_before
-    assert breach == 6
+    assert found == names and len(names) == 6
