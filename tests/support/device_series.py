@@ -13,7 +13,9 @@ def by_device(family: Family) -> dict[tuple[str, ...], float]:
     values = family.by_labels()
     if family.spec.labels[:2] != ("lun", "device"):
         return values
-    return {key[:2]: value for key, value in values.items()}
+    keyed = {key[:2]: value for key, value in values.items()}
+    assert len(keyed) == len(values), f"{family.spec.name}: a device published twice"
+    return keyed
 
 
 def role_labels(family: Family) -> dict[tuple[str, str], dict[str, str]]:

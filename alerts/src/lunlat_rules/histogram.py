@@ -123,9 +123,9 @@ def bad_per_device(histogram: IoHistogram, goal: float, window: str, kind: str |
     """Rate of each device's I/Os slower than `goal` seconds (events_at_or_below for between
     edges): its +Inf bucket less its I/Os at or below the goal, per device (of the devices of
     `kind` when given), to be summed per LUN once (IoHistogram.per_lun). The difference of two
-    sums is the same number, but each sum joins an old exporter's series to lunlat_lun_info, which
-    reads every LUN's info whether or not a histogram exists (PromQL evaluates both operands:
-    latency.idle_guard), two or three per goal and kind every 15 s (issue 41)."""
+    per-LUN sums is the same number at twice the sums, each with its branch for old exporters
+    (lunlat.promql.layers.lun_sum), whose operands PromQL evaluates whatever the other holds
+    (latency.idle_guard): two or three per goal and kind every 15 s (issue 41)."""
     edges = tuple((bound, bucket_le(bound)) for bound in histogram.bounds)
     below = events_at_or_below(
         goal, edges, lambda le: histogram.device_rate(window, le, kind), match="ignoring (le) "

@@ -80,9 +80,9 @@ def io_events(goals: Goals, op: str, bad: bool) -> str:
     branches = []
     for goal_s in goal_values if bad else [None]:
         # The judged kinds' rates per device, each labelled with its kind (as the goal's judge
-        # label names it), summed per LUN once: an old exporter's series are joined to
-        # lunlat_lun_info there, and a join reads every LUN's info, histogram or not
-        # (histogram.bad_per_device), so one sum per goal instead of one per kind.
+        # label names it), summed per LUN once (each sum with its branch for old exporters,
+        # lunlat.promql.layers.lun_sum; histogram.bad_per_device), so one sum per goal instead of
+        # one per kind.
         rates: dict[str, Callable[[str], str]] = {}
         for kind, size in ((SMALL, contract.BIO_SIZES[0]), (ALL, None)):
             if kind not in judged_kinds(goals, op):
