@@ -97,7 +97,10 @@ class HistogramSource(SteppingSource):
                 contract.LUN_INFO_LABELS, tuple(values.get(n, "") for n in contract.LUN_INFO_LABELS)
             )
             info.add(labels, 1)
-            device = LabelSet(contract.DEVICE_LABELS, (lun.name, lun.device))
+            # The device's series carry its kind and roles, as the exporter publishes them.
+            device = LabelSet(
+                contract.DEVICE_LABELS, tuple(values.get(n, "") for n in contract.DEVICE_LABELS)
+            )
             for op, ios in lun.ios.items():
                 spec_ops, spec_time = (
                     (contract.DEVICE_READS, contract.DEVICE_READ_TIME)
@@ -110,9 +113,9 @@ class HistogramSource(SteppingSource):
                 for bound in BOUNDS:
                     le = "+Inf" if math.isinf(bound) else format_value(bound)
                     count = k * sum(n for lat, n in ios.items() if lat <= bound)
-                    histogram.add(LabelSet(names, (lun.name, lun.device, op, "small", le)), count, "_bucket")
+                    histogram.add(LabelSet(names, (*device.values, op, "small", le)), count, "_bucket")
                 # One size class: the panels and rules add the classes up, so one holding all is enough.
-                op_labels = LabelSet(contract.BIO_LABELS, (lun.name, lun.device, op, "small"))
+                op_labels = LabelSet(contract.BIO_LABELS, (*device.values, op, "small"))
                 histogram.add(op_labels, k * sum(ios.values()), "_count")
                 histogram.add(op_labels, k * sum(lat * n for lat, n in ios.items()), "_sum")
         return SourceResult([info, *counters.values(), histogram])

@@ -144,7 +144,10 @@ class SizedSource(SteppingSource):
                 ),
                 1,
             )
-            device = LabelSet(contract.DEVICE_LABELS, (lun.name, lun.device))
+            # The device's series carry its kind and roles, as the exporter publishes them.
+            device = LabelSet(
+                contract.DEVICE_LABELS, tuple(values.get(n, "") for n in contract.DEVICE_LABELS)
+            )
             for op, (ops, seconds, bytes_) in specs.items():
                 ios = lun.ios.get(op, ())
                 counters[ops.name].add(device, k * _total(ios, "count"))
@@ -160,8 +163,8 @@ class SizedSource(SteppingSource):
                         le = "+Inf" if math.isinf(bound) else format_value(bound)
                         count = k * sum(io.count for io in of_size if io.seconds <= bound)
                         names = (*contract.BIO_LABELS, "le")
-                        histogram.add(LabelSet(names, (lun.name, lun.device, op, size, le)), count, "_bucket")
-                    labels = LabelSet(contract.BIO_LABELS, (lun.name, lun.device, op, size))
+                        histogram.add(LabelSet(names, (*device.values, op, size, le)), count, "_bucket")
+                    labels = LabelSet(contract.BIO_LABELS, (*device.values, op, size))
                     histogram.add(labels, k * _total(tuple(of_size), "count"), "_count")
                     histogram.add(labels, k * _total(tuple(of_size), "seconds"), "_sum")
         return SourceResult([info, *counters.values(), histogram])
