@@ -161,10 +161,11 @@ def families(
     empty = Counters()
     for (major, minor), device in devices.items():
         dev = kernel_dev(major, minor)
+        device_values = device.label_values()  # once per device, not per op and size
         for op_index, op in enumerate(OPS):
             for size_index, size in enumerate(SIZES):
                 c = counters.get((dev, op_index, size_index), empty)
-                values = (*device.label_values(), op, size)
+                values = (*device_values, op, size)
                 labels = LabelSet(ground.BIO_LABELS, values)
                 below, total = c.cumulative()
                 for le, count in zip(LE_VALUES, below, strict=True):

@@ -80,10 +80,10 @@ class _Published:
     minors: list[int]
     mount_text: str
     db_version: int  # of the labels the database sources published (DbLunLabels.version)
-    labels: LabelList  # (lun, device) of each published device, in table order
+    labels: LabelList  # ground.DEVICE_LABELS of each published device, in table order
     mask: list[bool] | None  # which table rows are published; None when all are
     info: list[Sample]
-    # (lun, device) of each published multipath LUN and the state file of each of its paths: the
+    # The labels of each published multipath LUN and the state file of each of its paths: the
     # states are read on their own cadence (pathhealth.PathWatcher: a path fails without the device
     # set changing).
     multipaths: list[tuple[LabelSet, tuple[str, ...]]] = field(default_factory=list)

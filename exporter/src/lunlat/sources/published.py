@@ -2,7 +2,7 @@
 
 The diskstats source decides which kernel devices are LUNs worth publishing (its topology and the one
 device filter, `host.DeviceFilter`); the biolatency source times block requests of every device the
-kernel traces and keeps only these, under the same `lun` and `device` labels. One decision, one
+kernel traces and keeps only these, under the same labels (ground.DEVICE_LABELS). One decision, one
 home: the biolatency source never re-reads sysfs itself.
 """
 
