@@ -13,7 +13,7 @@ import yaml
 
 from lunlat.goals import Goals, load_goals, parse_goals
 from lunlat.yamlmodel import ConfigError
-from lunlat_rules.arrays import array_rules
+from lunlat_rules.arrays import array_rules, host_minus_array
 from lunlat_rules.rules import render
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,7 +126,7 @@ def test_no_array_in_the_goals_no_array_rule() -> None:
     """Which arrays there are is configuration: the built-in goals name none, and the rules then have
     no array rule (no array metric is written in the code)."""
     assert Goals().arrays == []
-    assert array_rules(Goals()) == []
+    assert array_rules(Goals()) == host_minus_array(Goals()) == []
     assert "purefa" not in render(Goals()) and "lun_avg_read_latency" not in render(Goals())
 
 
@@ -158,7 +158,7 @@ def test_the_repository_goals_join_pure_and_netapp() -> None:
         ("purefa", "microseconds"),
         ("netapp", "microseconds"),
     ]
-    rules = array_rules(goals)
+    rules = array_rules(goals) + host_minus_array(goals)
     assert [(r["record"], r.get("labels")) for r in rules] == [
         ("lunlat:array_latency_seconds:mean1m", {"op": "read", "array": "purefa"}),
         ("lunlat:array_latency_seconds:mean1m", {"op": "write", "array": "purefa"}),

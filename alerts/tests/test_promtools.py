@@ -100,7 +100,7 @@ def test_the_drift_test_runs_without_the_groups_it_never_feeds() -> None:
     assert "LunLatencyDrift" in kept
     # It feeds recorded series, not the exporter's: the rules over the raw counters, the per-I/O
     # histogram and the path counts go.
-    assert "lunlat:io_latency_seconds:quantile1m" not in kept
+    assert "lunlat:iops:rate1m" not in kept
     assert "lunlat:lun_paths:max1h" not in kept
     assert "LunLatencyExporterDown" not in kept
     # What it feeds stays: the SLO over the judged minutes, which its fed latencies make.

@@ -7,12 +7,15 @@ and alerting rules exist in a rule group. Rules within a group are run sequentia
 interval"). A rule reading a record of its own group, written before it, sees this evaluation's
 value; one reading another group's record sees whatever that group last wrote, one of its
 evaluations ago or more. Checked on the rules of every goals file the repository generates from,
-and on goals with an array, whose host-minus-array difference reads the host's averages.
+and on goals with an array, whose host-minus-array difference reads the host's averages. A read is
+matched to a record by name and by the labels the recording rule sets: the judgement's two groups,
+one per op (recorded.LATENCY_GROUP), record the same names, and a read of op="read" is not one of
+the write group's records.
 
 Two kinds of read across groups are allowed: a group evaluated at least SLOWER times less often than
 the group whose records it reads (lunlat-drift, every 5 minutes, reading the 1-minute judged latency
-and the goal lunlat-latency records every 15 s; lunlat-slo, every minute, reading the bool and
-the goal). It sees them at most one of the faster group's evaluations late, a quarter of its own
+the judgement's groups record every 15 s; lunlat-slo, every minute, reading the judged latency for
+its bool). It sees them at most one of the faster group's evaluations late, a quarter of its own
 interval or less: for an hourly average read every 5 minutes nothing, for a minute judged by the
 bool of 15 s before it a quarter of that minute (issue 41, recorded.SLO_GROUP). The other way (a fast group
 reading a slow one's record, up to its interval late) stays a finding, but for the series declared
@@ -44,25 +47,40 @@ ARRAY = (
 )
 
 
-def _selected(node: Any) -> Iterator[str]:
-    """The metric names a PromQL tree selects."""
+def _selectors(node: Any) -> Iterator[tuple[str, dict[str, str]]]:
+    """The metric names a PromQL tree selects, each with its selector's equality matchers."""
     if isinstance(node, pp.VectorSelector):
         if node.name:
-            yield node.name
+            equal = {m.name: m.value for m in node.matchers.matchers if m.op == pp.MatchOp.Equal}
+            yield node.name, equal
     elif isinstance(node, pp.MatrixSelector):
-        yield from _selected(node.vector_selector)
+        yield from _selectors(node.vector_selector)
     elif isinstance(node, pp.BinaryExpr):
-        yield from _selected(node.lhs)
-        yield from _selected(node.rhs)
+        yield from _selectors(node.lhs)
+        yield from _selectors(node.rhs)
     elif isinstance(node, pp.AggregateExpr):
-        yield from _selected(node.expr)
+        yield from _selectors(node.expr)
         if node.param is not None:
-            yield from _selected(node.param)
+            yield from _selectors(node.param)
     elif isinstance(node, pp.Call):
         for arg in node.args:
-            yield from _selected(arg)
+            yield from _selectors(arg)
     elif isinstance(node, pp.ParenExpr | pp.UnaryExpr | pp.SubqueryExpr):
-        yield from _selected(node.expr)
+        yield from _selectors(node.expr)
+
+
+def _selected(node: Any) -> Iterator[str]:
+    """The metric names a PromQL tree selects."""
+    for name, _ in _selectors(node):
+        yield name
+
+
+def _may_select(matchers: dict[str, str], rule: dict[str, Any]) -> bool:
+    """Whether a selector with these equality matchers can select what `rule` records: not when the
+    rule sets one of their labels to another value (the read group's op="read" against the write
+    group's records, op="write")."""
+    labels = rule.get("labels", {})
+    return all(labels.get(name, value) == value for name, value in matchers.items())
 
 
 # How many times less often a group must run to read another group's records (module docstring).
@@ -76,26 +94,28 @@ def _interval(group: dict[str, Any]) -> float:
 def cross_group_reads(groups: list[dict[str, Any]]) -> list[str]:
     """`group/rule reads name (recorded by group)` for every such read, but a read by a group
     evaluated at least SLOWER times less often than the recording one."""
-    recorded_in: dict[str, set[str]] = {}
+    recorded_in: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     interval = {group["name"]: _interval(group) for group in groups}
     for group in groups:
         for rule in group["rules"]:
             if "record" in rule:
-                recorded_in.setdefault(rule["record"], set()).add(group["name"])
+                recorded_in.setdefault(rule["record"], []).append((group["name"], rule))
     found = []
     for group in groups:
         for rule in group["rules"]:
-            for name in sorted(set(_selected(pp.parse(rule["expr"])))):
+            for name, matchers in sorted(_selectors(pp.parse(rule["expr"])), key=lambda s: s[0]):
                 elsewhere = {
                     other
-                    for other in recorded_in.get(name, set()) - {group["name"]}
-                    if interval[group["name"]] < SLOWER * interval[other]
+                    for other, recording in recorded_in.get(name, [])
+                    if other != group["name"]
+                    and interval[group["name"]] < SLOWER * interval[other]
+                    and _may_select(matchers, recording)
                 }
                 if elsewhere and name not in recorded.HISTORY | recorded.CONFIGURED:
                     rule_name = rule.get("record") or rule["alert"]
-                    found.append(
-                        f"{group['name']}/{rule_name} reads {name} (recorded by {', '.join(sorted(elsewhere))})"
-                    )
+                    read = f"{group['name']}/{rule_name} reads {name} (recorded by {', '.join(sorted(elsewhere))})"
+                    if read not in found:
+                        found.append(read)
     return found
 
 
@@ -114,28 +134,29 @@ def test_no_rule_reads_a_series_recorded_by_another_group(goals: Any) -> None:
 
 
 def test_a_read_across_groups_is_found() -> None:
-    """The check is live: the array side's difference, in a group of its own, is named."""
+    """The check is live: the array side's difference, in CONTEXT_GROUP once a minute, reads the
+    host's averages of lunlat-latency; run as often as that group, the read is named."""
     groups = RuleSet(parse_goals(ARRAY, "goals.yaml")).groups()
-    latency = next(g for g in groups if g["name"] == "lunlat-latency")
-    moved = [
-        r for r in latency["rules"] if r.get("record") == "lunlat:host_minus_array_latency_seconds:diff1m"
-    ]
-    assert len(moved) == 2
-    apart = [
-        {"name": "lunlat-latency", "rules": [r for r in latency["rules"] if r not in moved]},
-        {"name": "elsewhere", "rules": moved},
-    ]
-    found = cross_group_reads(apart)
+    context = next(g for g in groups if g["name"] == recorded.CONTEXT_GROUP)
+    assert context["interval"] == recorded.CONTEXT_INTERVAL == "1m"
+    assert [
+        r["labels"]["op"]
+        for r in context["rules"]
+        if r.get("record") == recorded.HOST_MINUS_ARRAY.format(window="1m")
+    ] == ["read", "write"]
+    assert cross_group_reads(groups) == []
+    as_often = [g if g is not context else {**context, "interval": "15s"} for g in groups]
+    found = cross_group_reads(as_often)
     assert (
-        "elsewhere/lunlat:host_minus_array_latency_seconds:diff1m reads lunlat:read_latency_seconds:avg1m"
+        "lunlat-context/lunlat:host_minus_array_latency_seconds:diff1m reads lunlat:read_latency_seconds:avg1m"
         in (" ".join(found))
     )
 
 
 def test_a_slow_group_reads_a_fast_one_but_not_the_other_way() -> None:
-    """The allowance is one-way: lunlat-drift (5m) reads lunlat-latency's 1-minute judged latency;
-    the same drift record read by a rule of lunlat-latency (15 s) is a finding, and so is the drift
-    group's read once it runs as often as the group it reads."""
+    """The allowance is one-way: lunlat-drift (5m) reads the judgement's 1-minute judged latency;
+    the same drift record read by a rule of a 15 s group is a finding, and so is the drift group's
+    read once it runs as often as the groups it reads."""
     groups = RuleSet(load_goals(ALERTS / "goals.yaml")).groups()
     drift = next(g for g in groups if g["name"] == "lunlat-drift")
     assert cross_group_reads(groups) == []
@@ -146,25 +167,27 @@ def test_a_slow_group_reads_a_fast_one_but_not_the_other_way() -> None:
     ]
     as_often = [g if g is not drift else {**drift, "interval": "15s"} for g in groups]
     assert any(
-        f.startswith("lunlat-drift/") and "(recorded by lunlat-latency)" in f
+        f.startswith("lunlat-drift/") and "(recorded by lunlat-latency-read)" in f
         for f in cross_group_reads(as_often)
     )
 
 
-def test_the_slo_group_reads_the_bool_because_it_runs_four_times_slower() -> None:
-    """Issue 41: lunlat-slo (1m) judges each minute by lunlat-latency's bool and goal (15 s); at
-    twice the latency group's interval instead, those reads are findings."""
+def test_the_slo_group_records_the_bool_it_reads_because_it_runs_four_times_slower() -> None:
+    """Issue 41: lunlat-slo (1m) records the bool first and judges each minute by it, from
+    the judgement's judged latency (15 s); at twice the judgement's interval instead, those reads
+    are findings."""
     groups = RuleSet(load_goals(ALERTS / "goals.yaml")).groups()
     slo = next(g for g in groups if g["name"] == recorded.SLO_GROUP)
     assert slo["interval"] == recorded.SLO_INTERVAL == "1m"
+    assert [r.get("record") for r in slo["rules"][:2]] == [recorded.ABOVE_GOAL] * 2
+    assert not any(r.get("record") == recorded.ABOVE_GOAL for g in groups if g is not slo for r in g["rules"])
     assert cross_group_reads(groups) == []
     twice = [g if g is not slo else {**slo, "interval": "30s"} for g in groups]
     found = cross_group_reads(twice)
-    assert any(
-        f.startswith(f"{recorded.SLO_GROUP}/")
-        and f"reads {recorded.ABOVE_GOAL} (recorded by lunlat-latency)" in f
-        for f in found
-    ), found
+    for op in recorded.OPS:
+        judged = recorded.JUDGED_LATENCY.format(op=op, window="1m")
+        group = recorded.LATENCY_GROUP.format(op=op)
+        assert f"{recorded.SLO_GROUP}/{recorded.ABOVE_GOAL} reads {judged} (recorded by {group})" in found
 
 
 @pytest.mark.parametrize("goals", GOALS.values(), ids=GOALS.keys())
@@ -192,14 +215,47 @@ def test_the_breach_alerts_select_the_few_luns_above_goal(goals: Any) -> None:
     group, and reads nothing else: no alert matches every LUN of its role against the goal."""
     shipped = goals()
     names = {rule["alert"] for rule in breach.breach_alerts(shipped)}
-    latency = next(g for g in RuleSet(shipped).groups() if g["name"] == "lunlat-latency")
-    recorded_before: set[str] = set()
     found = set()
-    for rule in latency["rules"]:
-        if "record" in rule:
-            recorded_before.add(rule["record"])
-        elif rule["alert"] in names:
-            found.add(rule["alert"])
-            assert set(_selected(pp.parse(rule["expr"]))) == {recorded.JUDGED_ABOVE_GOAL}, rule["alert"]
-            assert recorded.JUDGED_ABOVE_GOAL in recorded_before
+    for op in recorded.OPS:
+        latency = next(
+            g for g in RuleSet(shipped).groups() if g["name"] == recorded.LATENCY_GROUP.format(op=op)
+        )
+        recorded_before: set[str] = set()
+        for rule in latency["rules"]:
+            if "record" in rule:
+                recorded_before.add(rule["record"])
+            elif rule["alert"] in names:
+                found.add(rule["alert"])
+                assert rule["labels"]["op"] == op
+                assert set(_selected(pp.parse(rule["expr"]))) == {recorded.JUDGED_ABOVE_GOAL}, rule["alert"]
+                assert recorded.JUDGED_ABOVE_GOAL in recorded_before
     assert found == names and len(names) == 6
+
+
+@pytest.mark.parametrize("goals", GOALS.values(), ids=GOALS.keys())
+def test_the_judgement_of_each_op_runs_in_a_group_of_its_own(goals: Any) -> None:
+    """Issue 41: the judgement every 15 s is one group per op, so Prometheus runs the two
+    concurrently; each records only its op (the averages by name, the rest by their `op` label),
+    and neither reads the other's records (test_no_rule_reads_a_series_recorded_by_another_group;
+    live: the read group's judged latency recorded by the write group is named)."""
+    groups = RuleSet(goals()).groups()
+    for op in recorded.OPS:
+        group = next(g for g in groups if g["name"] == recorded.LATENCY_GROUP.format(op=op))
+        assert "interval" not in group  # Prometheus' evaluation_interval, 15 s
+        other = next(o for o in recorded.OPS if o != op)
+        for rule in group["rules"]:
+            name = rule.get("record") or rule["alert"]
+            assert rule.get("labels", {}).get("op", op) == op, name
+            assert other not in name.lower(), name
+    read, write = (
+        next(g for g in groups if g["name"] == recorded.LATENCY_GROUP.format(op=o)) for o in recorded.OPS
+    )
+    judged = recorded.JUDGED_LATENCY.format(op="read", window="1m")
+    swapped = [
+        {**read, "rules": [r for r in read["rules"] if r.get("record") != judged]},
+        {**write, "rules": [*write["rules"], *(r for r in read["rules"] if r.get("record") == judged)]},
+    ]
+    assert any(
+        f.startswith(f"{read['name']}/") and f"reads {judged} (recorded by {write['name']})" in f
+        for f in cross_group_reads(swapped)
+    )

@@ -197,8 +197,8 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
         ):
             # The WAL LUN's writes and the data LUN's reads are judged (above the idle guard) once
             # two scrapes are in.
-            stack.wait_for_series(f'lunlat:latency_above_goal:bool{{lun="{wal_dev}",op="write"}}', 1, 120)
-            stack.wait_for_series(f'lunlat:latency_above_goal:bool{{lun="{data_dev}",op="read"}}', 1, 60)
+            stack.wait_for_series(f'lunlat:judged_write_latency_seconds:avg1m{{lun="{wal_dev}"}}', 1, 120)
+            stack.wait_for_series(f'lunlat:judged_read_latency_seconds:avg1m{{lun="{data_dev}"}}', 1, 60)
             stack.wait_for_series(f'lunlat:database_engine:info{{database="{DATABASE}"}}', 1, 60)
             # A whole 1-minute window of the baseline before the onset, as on a running host: on a
             # younger series the slow samples weigh more and the page comes sooner than it would
@@ -212,10 +212,12 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
             # Anything the data LUN would send arrives with the same group timers: look once more.
             time.sleep(5)
             notified = hook.snapshot()
+            # Every 15 s evaluation's judged latency above goal (lunlat-latency-*), not the once-a-minute bool.
             breached = {
                 (r["metric"]["lun"], r["metric"]["op"])
                 for r in stack.query(
-                    f"max_over_time(lunlat:latency_above_goal:bool[{int(time.monotonic() - ready) + 60}s]) > 0"
+                    "count_over_time(lunlat:judged_latency_above_goal_seconds:avg1m"
+                    f"[{int(time.monotonic() - ready) + 60}s])"
                 )
             }
     finally:

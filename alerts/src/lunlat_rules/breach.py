@@ -1,10 +1,11 @@
-"""The breach alerts (group lunlat-latency; alerts/tests/latency.test.yml, judged.test.yml): the
+"""The breach alerts (groups lunlat-latency-{read,write}; alerts/tests/latency.test.yml, judged.test.yml): the
 judged latency above its goal per role group and op, the average above goal while the judged I/Os
 are within it (flagged, never paged), the throughput below a floor, and the hints their
 descriptions give (what a slow LUN of this role means for the database, which layer measured it)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from lunlat import contract
@@ -41,12 +42,12 @@ ROLE_GROUPS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def breach_alerts(goals: Goals) -> list[dict[str, Any]]:
+def breach_alerts(goals: Goals, ops: Sequence[str] = OPS) -> list[dict[str, Any]]:
     """The judged latency (JUDGED_LATENCY: the I/Os the LUN's tier judges) above its goal, per role
     group and op, at the tier's severity; the alert's `judged` label says which I/Os."""
     rules = []
     for role_name, role_selector, role_anchor in ROLE_GROUPS:
-        for op in OPS:
+        for op in ops:
             name = f"LunLatency{role_name}{op.capitalize()}High"
             # The judged latency above goal, recorded just before with the goal's severity and engine
             # (latency.above_goal): a selector of the few LUNs above it, where each alert matched

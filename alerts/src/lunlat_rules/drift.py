@@ -18,8 +18,8 @@ The group's own `interval` overrides Prometheus' evaluation_interval for its rul
 plus the window within the TSDB's retention (`--storage.tsdb.retention.time`, "Defaults to 15d":
 docs/storage.md), which the default two weeks are.
 
-A rule of this group reads the 1-minute judged latency, the goal and the idle guard, which group
-lunlat-latency records every 15 s: it sees them at most one of that group's evaluations late, which
+A rule of this group reads the 1-minute judged latency, which groups lunlat-latency-{read,write}
+record every 15 s: it sees them at most one of their evaluations late, which
 a 5-minute ticket with a 1-hour window does not notice (alerts/tests/test_rule_groups.py allows a
 group evaluated at least ten times less often to read a faster group's records, nothing else).
 """

@@ -48,10 +48,6 @@ class IoHistogram:
     size: str | None = None
     op: str | None = None
 
-    def buckets(self, window: str, le: str | None = None, by_le: bool = False) -> str:
-        """Rate of the LUN's bucket `le` (every bucket, by le, with `by_le`)."""
-        return self.per_lun(lambda kind: self.device_rate(window, le, kind), by_le)
-
     def device_rate(self, window: str, le: str | None = None, kind: str | None = None) -> str:
         """Rate of each device's bucket `le` (every bucket with None), not yet summed per LUN; of the
         devices of `kind` (IoHistogram.per_lun's `per_device`) when given."""
@@ -64,27 +60,16 @@ class IoHistogram:
             le_matcher += f', kind="{kind}"'
         return f"rate({contract.DEVICE_IO_LATENCY.name}_bucket{{{self.selector}{le_matcher}}}[{window}])"
 
-    def per_lun(self, per_device: Callable[[str], str], by_le: bool = False, by: tuple[str, ...] = ()) -> str:
+    def per_lun(self, per_device: Callable[[str], str], by: tuple[str, ...] = ()) -> str:
         """`per_device(kind)` (rates by device of that kind: lunlat.promql.layers.lun_sum) summed per
-        LUN, role and op (and le, with `by_le`; and the labels `by`)."""
-        by = ("op", *(("le",) if by_le else ()), *by)
+        LUN, role and op (and the labels `by`)."""
+        by = ("op", *by)
         return lun_sum(per_device, self.selector, by, unlabelled=UNLABELLED_LUNS)
 
     def small(self, op: str, part: str, window: str) -> str:
         """Rate of the `part` (sum, count) of the LUN's small `op` I/Os (contract.BIO_SIZES' first
         class), by its labels without `op`: lunlat.promql.layers.small_ios, which `lunlat report` reads too."""
         return small_ios(self.selector, op, part, window, UNLABELLED_LUNS)
-
-    def quantile(self, q: str, window: str) -> str:
-        """histogram_quantile over the LUN's buckets; no I/O in the window: no sample (not NaN).
-
-        "If `b` has 0 observations, `NaN` is returned" (Prometheus docs, querying/functions.md,
-        histogram_quantile), and a comparison with NaN is false (IEEE 754; PromQL's comparison
-        operators drop the samples for which it is false, querying/operators.md), so `>= 0` keeps
-        exactly the quantiles of LUNs with I/O in the window (every bucket bound is 0 or more). It
-        replaces a guard that read the +Inf bucket again and joined it to lunlat_lun_info a second
-        time, every 15 s (issue 41)."""
-        return f"histogram_quantile({q},\n  {_indent(self.buckets(window, by_le=True), 2)}\n) >= 0"
 
 
 def events_at_or_below(

@@ -1,10 +1,11 @@
-"""The latency records every alert reads (group lunlat-latency; alerts/tests/latency.test.yml,
-judged.test.yml): per LUN and layer the IOPS, throughput and average latency of each op, which
+"""The latency records every alert reads (groups lunlat-latency-{read,write}, one per op;
+alerts/tests/latency.test.yml, judged.test.yml): per LUN and layer the IOPS, throughput and average latency of each op, which
 engine each database is, each LUN's goal and idle guard (and throughput floor), the latency the goal
 judges, and whether it is above goal."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -97,20 +98,21 @@ def with_engine(vector: str) -> str:
     )
 
 
-def rates(goals: Goals) -> list[dict[str, Any]]:
+def rates(goals: Goals, ops: Sequence[str] = OPS) -> list[dict[str, Any]]:
+    """Per LUN and layer the IOPS, throughput and average latency of each of `ops`."""
     rules: list[dict[str, Any]] = []
     for layer in rule_layers(goals):
         labels = layer_labels(layer)
         for window in RATE_WINDOWS:
-            for op in OPS:
+            for op in ops:
                 rules.append(
                     record(IOPS.format(window=window), layer.operations(op, window), **labels, op=op)
                 )
-            for op in OPS:
+            for op in ops:
                 throughput = layer.bytes(op, window)
                 if throughput is not None:
                     rules.append(record(THROUGHPUT.format(window=window), throughput, **labels, op=op))
-            for op in OPS:
+            for op in ops:
                 # The operations are counted again here, not read from the IOPS just recorded:
                 # vmalert (fleets) writes recorded series back asynchronously, so a rule that
                 # reads one recorded in the same evaluation gets an older value, and the
@@ -185,7 +187,7 @@ def floor_series(goals: Goals) -> list[dict[str, Any]]:
     return [record(THROUGHPUT_FLOOR, f"(\n  {join.join(branches)}\n) > 0")]
 
 
-def judged_latency(goals: Goals) -> list[dict[str, Any]]:
+def judged_latency(goals: Goals, ops: Sequence[str] = OPS) -> list[dict[str, Any]]:
     """JUDGED_LATENCY per op: for the host layer, the average of the I/Os the LUN's tier judges
     (its goal series' judge label): the per-I/O histogram's small class (`small`), or every I/O
     (`all`: the tier says so, or the host has no histogram for the LUN); for a database layer, its
@@ -194,9 +196,14 @@ def judged_latency(goals: Goals) -> list[dict[str, Any]]:
     window, sel = BREACH_WINDOW, goals.selector
     histogram = IoHistogram(sel)
     host_goal = f'{GOAL}{{layer="{HOST_LAYER}"'
-    has_histogram = f"group by (job, instance, lun) ({contract.DEVICE_IO_LATENCY.name}_count{{{sel}}})"
     rules = []
-    for op in OPS:
+    for op in ops:
+        # Whether the host has a histogram of the LUN's `op`, from that op's series only (its three
+        # size classes per device, not both ops' six): a LUN measured with no small I/O still has one
+        # (judged.test.yml, a LUN of only large reads), whichever classes an exporter publishes.
+        has_histogram = (
+            f'group by (job, instance, lun) ({contract.DEVICE_IO_LATENCY.name}_count{{{sel}, op="{op}"}})'
+        )
         judge = JUDGE_LABEL.format(op=op)
         latency = LATENCY.format(op=op, window=window)
         # Only the kinds some tier judges are written (tiers.judged_kinds). With one kind, the goal
@@ -250,15 +257,27 @@ def idle_guard(op: str, layer: str) -> str:
     return f'and {_on()}\n  ({iops}{{op="{op}", {layer}}} >= {_on()} {GOAL_MIN_IOPS}{{{layer}}})'
 
 
-def above_goal(goals: Goals) -> list[dict[str, Any]]:
-    """ABOVE_GOAL: 1 where the judged latency is above goal, 0 at or below; absent where it is not
-    judged (the idle guard is in the judged latency). JUDGED_ABOVE_GOAL: the judged latency where it
-    is above goal, with the goal's severity and engine, for the breach alerts."""
-    rules = []
-    for op in OPS:
-        judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
-        rules.append(record(ABOVE_GOAL, f"{judged} > bool {_on()} {GOAL}", op=op))
-        rules.append(
-            record(JUDGED_ABOVE_GOAL, f"{judged} > {_on()} group_left (severity, engine) {GOAL}", op=op)
+def above_goal(goals: Goals, ops: Sequence[str] = OPS) -> list[dict[str, Any]]:
+    """JUDGED_ABOVE_GOAL: the judged latency where it is above goal, with the goal's severity and
+    engine, for the breach alerts beside it."""
+    return [
+        record(
+            JUDGED_ABOVE_GOAL,
+            f"{JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)} > {_on()} group_left (severity, engine) {GOAL}",
+            op=op,
         )
-    return rules
+        for op in ops
+    ]
+
+
+def above_goal_bool(goals: Goals) -> list[dict[str, Any]]:
+    """ABOVE_GOAL: 1 where the judged latency is above goal, 0 at or below; absent where it is not
+    judged (the idle guard is in the judged latency). Recorded first in SLO_GROUP, whose minutes it
+    judges, once a minute: no page reads it (issue 41: every 15 s it was a twentieth of
+    lunlat-latency's time, for readers that run once a minute)."""
+    return [
+        record(
+            ABOVE_GOAL, f"{JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)} > bool {_on()} {GOAL}", op=op
+        )
+        for op in OPS
+    ]

@@ -16,18 +16,20 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
   every tier and dashboards draw each LUN's own goal line;
 - `lunlat:judged_{read,write}_latency_seconds:avg1m`: the latency the goal judges (label `judged`: the
   per-I/O histogram's small I/Os, every I/O, or the database layer's own), read by the breach alerts;
-  the LUN's average above goal while the judged latency is not is flagged (`LunLatencyAverageHigh`);
+  the LUN's average above goal while the judged latency is not is flagged (`LunLatencyAverageHigh`,
+  once a minute in group lunlat-context, with the throughput floor and the host-minus-array
+  difference);
 - `lunlat:latency_above_goal:bool`: 1 when the judged latency is above goal, else 0; absent when
-  not judged;
+  not judged (once a minute, first in group lunlat-slo);
 - the SLO per I/O: per LUN the judged I/Os and the bad ones from the histogram's buckets
   (`lunlat:slo_events:rate1m`, `lunlat:slo_bad_events:rate1m`), summed per database and role each
   minute with the judged minutes of the LUNs without them (read from the above-goal bool), their
   error ratio over each burn window (`lunlat:slo_error:ratio*`) and since when judged, read by the
   burn alerts;
 - from the per-I/O histogram (host layer, `op`): `lunlat:io_latency_above_goal:ratio1m`, the share of
-  the judged I/Os slower than the LUN's goal, and `lunlat:io_latency_seconds:quantile1m{quantile}`
-  (p50, p99), read by the tail alert (`LunLatencyTailHigh`: judged average within goal, too many
-  judged I/Os above it);
+  the judged I/Os slower than the LUN's goal, read by the tail alert (`LunLatencyTailHigh`: judged
+  average within goal, too many judged I/Os above it); its p50 and p99 are not recorded, computed
+  where they are read (lunlat.promql.layers.io_latency_quantile);
 - `lunlat:throughput_floor_bytes` where a tier sets a floor (`LunLatencyThroughputLow`);
 - `lunlat:lun_paths:max1h`: each multipath LUN's most paths over the last hour, every 5 minutes in
   a group of its own, read by `LunLatencyPathLost` over its lookback;
@@ -36,7 +38,7 @@ Shape of what is generated (names `level:metric:operation`, one series per LUN a
 
 Each group's rules are written by a module of their own, as alerts/tests holds their tests: latency
 (the rates, goal and judged latency), breach (the breach alerts and their hints), slo (the SLO's
-events, ratios and burn alerts), tail (the per-I/O histogram's share and quantiles, the tail
+events, ratios and burn alerts), tail (the per-I/O histogram's share, the tail
 alert), arrays, health (the exporters), paths, physical_disks (Windows), drift and cause; the
 PromQL and template helpers they share in promqltext, annotations, histogram, tiers and rulefmt.
 This module assembles them into groups and the file.
@@ -47,13 +49,24 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Goals
-from lunlat.promql.recorded import GOAL_GROUP, GOAL_INTERVAL, PATHS_HISTORY_INTERVAL, SLO_GROUP, SLO_INTERVAL
-from lunlat_rules.arrays import array_rules
+from lunlat.promql.recorded import (
+    CONTEXT_GROUP,
+    CONTEXT_INTERVAL,
+    GOAL_GROUP,
+    GOAL_INTERVAL,
+    LATENCY_GROUP,
+    OPS,
+    PATHS_HISTORY_INTERVAL,
+    SLO_GROUP,
+    SLO_INTERVAL,
+)
+from lunlat_rules.arrays import array_rules, host_minus_array
 from lunlat_rules.breach import average_alerts, breach_alerts, throughput_alerts
 from lunlat_rules.drift import drift_group
 from lunlat_rules.health import health_alerts, host_exporter_alerts
 from lunlat_rules.latency import (
     above_goal,
+    above_goal_bool,
     engines,
     floor_series,
     goal_series,
@@ -93,25 +106,32 @@ class RuleSet:
                     *floor_series(goals),
                 ],
             },
+            # Every rule reading a record shares the group that records it: the rules of a group run
+            # in order, so each sees this evaluation's value, while groups run concurrently, each on
+            # its own timer, and a read across groups sees the other's previous one
+            # (prometheus.io/docs/prometheus/latest/configuration/recording_rules). Hence the breach
+            # alerts beside the averages, and the array's latency, which their cause reads, beside
+            # them; a slower group may read a faster one's records, as the SLO's and the context's do
+            # (alerts/tests/test_rule_groups.py). One group per op (recorded.LATENCY_GROUP says why).
+            *(
+                {
+                    "name": LATENCY_GROUP.format(op=op),
+                    "rules": [
+                        *rates(goals, [op]),
+                        *judged_latency(goals, [op]),
+                        *above_goal(goals, [op]),
+                        # No array in the goals: no array rule (no array metric is written in the code).
+                        *array_rules(goals, [op]),
+                        *breach_alerts(goals, [op]),
+                    ],
+                }
+                for op in OPS
+            ),
+            # What no page waits on, once a minute (recorded.CONTEXT_GROUP says why).
             {
-                # Every rule reading a record shares the group that records it: the rules of a group
-                # run in order, so each sees this evaluation's value, while groups run concurrently,
-                # each on its own timer, and a read across groups sees the other's previous one
-                # (prometheus.io/docs/prometheus/latest/configuration/recording_rules). Hence the
-                # breach alerts beside the averages, and the array side's host-minus-array difference
-                # beside the host's averages; a slower group may read a faster one's records, as the
-                # SLO's does (alerts/tests/test_rule_groups.py).
-                "name": "lunlat-latency",
-                "rules": [
-                    *rates(goals),
-                    *judged_latency(goals),
-                    *above_goal(goals),
-                    # No array in the goals: no array rule (no array metric is written in the code).
-                    *array_rules(goals),
-                    *breach_alerts(goals),
-                    *average_alerts(goals),
-                    *throughput_alerts(goals),
-                ],
+                "name": CONTEXT_GROUP,
+                "interval": CONTEXT_INTERVAL,
+                "rules": [*average_alerts(goals), *throughput_alerts(goals), *host_minus_array(goals)],
             },
             # The SLO per I/O and the tail, which reads the same events, once a minute
             # (recorded.SLO_GROUP says why): each evaluation judges the minute before it.
@@ -119,6 +139,7 @@ class RuleSet:
                 "name": SLO_GROUP,
                 "interval": SLO_INTERVAL,
                 "rules": [
+                    *above_goal_bool(goals),
                     *slo_events(goals),
                     *wait_slo_events(goals),
                     *io_histogram(goals),

@@ -1,27 +1,25 @@
 """The tail the average hides (group lunlat-slo, beside the SLO events it reads;
 alerts/tests/tail.test.yml): from the host's per-I/O histogram, the share of the judged I/Os above
-each LUN's goal and the quantiles of every I/O, and LunLatencyTailHigh, which reads them."""
+each LUN's goal, and LunLatencyTailHigh, which reads it (and names the LUN's p99)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from lunlat.goals import Goals
+from lunlat.promql.layers import io_latency_quantile
 from lunlat.promql.recorded import (
     ABOVE_GOAL,
     BREACH_WINDOW,
     GOAL,
     IO_ABOVE_GOAL_RATIO,
-    IO_LATENCY_QUANTILE,
     IOPS,
     JUDGED_LATENCY,
     OPS,
-    QUANTILES,
     SLO_BAD_EVENTS,
     SLO_EVENTS,
 )
 from lunlat_rules.annotations import OWNER, series_query, template_value, where_text
-from lunlat_rules.histogram import HOST_LAYER, IoHistogram
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
@@ -29,24 +27,23 @@ from lunlat_rules.rulefmt import record
 
 def io_histogram(goals: Goals) -> list[dict[str, Any]]:
     """The share of the judged I/Os above each LUN's goal (the SLO's own events, indicator io: the
-    small class or every size, as the goal judges; only while judged) and the quantiles of every
-    I/O, from the per-I/O histogram of the host layer."""
-    histogram = IoHistogram(goals.selector)
-    window = BREACH_WINDOW
+    small class or every size, as the goal judges; only while judged), from the per-I/O histogram
+    of the host layer. Its quantiles are not recorded: the dashboards and the tail alert compute
+    them for the LUNs they show (lunlat.promql.layers.io_latency_quantile says why)."""
     io = '{indicator="io"}'
     # Without the SLO's own labels: one share per LUN and op, as the tail alert and dashboards read it.
     share = f"sum without (indicator, severity) (\n  {SLO_BAD_EVENTS}{io}\n  /\n  ({SLO_EVENTS}{io} > 0)\n)"
-    rules = [record(IO_ABOVE_GOAL_RATIO.format(window=window), share)]
-    for q in QUANTILES:
-        rules.append(
-            record(
-                IO_LATENCY_QUANTILE.format(window=window),
-                histogram.quantile(q, window),
-                layer=HOST_LAYER,
-                quantile=q,
-            )
-        )
-    return rules
+    return [record(IO_ABOVE_GOAL_RATIO.format(window=BREACH_WINDOW), share)]
+
+
+def _p99_query(selector: str, op: str) -> str:
+    """A template query: the p99 of every `op` of the alert's LUN in the breach window, in ms."""
+    lun = "job=%q, instance=%q, lun=%q"
+    quantile = io_latency_quantile(
+        "0.99", f'{selector}, op="{op}", {lun}', f"{selector}, {lun}", BREACH_WINDOW, by=()
+    )
+    args = " ".join(f"$labels.{label}" for label in ("job", "instance", "lun"))
+    return f"printf `1000 * {' '.join(quantile.split())}` {args} {args}"
 
 
 def tail_alerts(goals: Goals) -> list[dict[str, Any]]:
@@ -66,15 +63,7 @@ def tail_alerts(goals: Goals) -> list[dict[str, Any]]:
         )
         goal_ms = template_value(series_query(GOAL, scale="1000 * "), '"%.2f"')
         average = template_value(series_query(latency, scale="1000 * "), '"%.2f"')
-        p99 = template_value(
-            series_query(
-                IO_LATENCY_QUANTILE.format(window=BREACH_WINDOW),
-                'quantile="0.99"',
-                f'op="{op}"',
-                scale="1000 * ",
-            ),
-            '"%.2f"',
-        )
+        p99 = template_value(_p99_query(goals.selector, op), '"%.2f"')
         iops = template_value(series_query(IOPS.format(window=BREACH_WINDOW), f'op="{op}"'), '"%.0f"')
         name = "LunLatencyTailHigh"
         rules.append(

@@ -21,7 +21,7 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from lunlat import contract
 from lunlat.goals import Goals
 from lunlat.promql import recorded
-from lunlat.promql.layers import SERIES_LABELS
+from lunlat.promql.layers import SERIES_LABELS, io_latency_quantile
 from lunlat.promql.recorded import DRIFT_INTERVAL
 from lunlat_dashboards import panels as p
 from lunlat_dashboards import why
@@ -30,6 +30,8 @@ from lunlat_rules.drift import baseline, window_average
 UID = "lunlat-overview"
 HOST = {"layer": "host"}
 LUN_LEGEND = "{{lun}} {{database}} {{role}} · {{instance}}"
+# A LUN's series labels but the layer (the histogram is the host layer's).
+_LUN_BY = [label for label in SERIES_LABELS if label != "layer"]
 # One recorded series per LUN and layer carries these labels (lunlat.promql.layers); the goal adds
 # severity, engine and its judge labels, so joins with it name them.
 ON_SERIES = f"on ({', '.join(SERIES_LABELS)})"
@@ -238,17 +240,19 @@ def _io_heatmap(op: str) -> heatmap.Panel:
 
 
 def _percentiles(op: str, goals: Goals) -> timeseries.Panel:
-    quantile = recorded.IO_LATENCY_QUANTILE.format(window=recorded.BREACH_WINDOW)
     targets = [p.query(_lun_latency(op), f"avg {LUN_LEGEND}", "A")]
+    # Computed here for the shown LUNs, not recorded for every LUN (layers.io_latency_quantile).
+    buckets, luns = p.matchers((p.LUN,), op=op), p.matchers(p.LUN_FILTERS)
     for ref, q, name in (("B", "0.5", "p50"), ("C", "0.99", "p99")):
-        expr = p.selector(quantile, p.LUN_FILTERS, **HOST, op=op, quantile=q)
+        expr = io_latency_quantile(q, buckets, luns, p.RATE, by=_LUN_BY)
         targets.append(p.query(expr, f"{name} {LUN_LEGEND}", ref))
     targets.append(p.query(_goal(), "goal", "D"))
     return (
         p.latency_timeseries(
             f"{op.capitalize()} latency per I/O: average, p50 and p99 against the goal",
             f"The LUN's 1-minute average of every {op} (kernel counters) beside the median and the "
-            f"99th percentile of the same minute's single {op}s (the block layer's histogram, interpolated "
+            f"99th percentile of its single {op}s over the panel's rate interval, a minute when zoomed in "
+            "(the block layer's histogram, interpolated "
             "inside a power-of-two bucket: read a p99 of 1.4 ms as 'between 1 and 2 ms'). p99 above the "
             f"red goal line with the average below it: more than 1 % of the {op}s are slower than the goal, "
             f"a tail the average hides; above {goals.tail.above_percent:g} % for {goals.tail.for_} the "
@@ -389,7 +393,8 @@ def _flagged_stat(goals: Goals) -> stat.Panel:
         "LUNs (and directions) whose 1-minute average of every I/O is above their goal now while the I/Os "
         "the goal judges are within it, or too few to judge (e.g. small OLTP reads fine beside 1 MiB scan "
         "reads, or a LUN of scans alone), busy enough to be judged. Flagged, never paged: "
-        f"LunLatencyAverageHigh warns (a ticket for a ticket tier) after {goals.breach.for_}. Above zero: see "
+        f"LunLatencyAverageHigh warns (a ticket for a ticket tier) after {goals.breach.for_}, at its next "
+        "evaluation, within a minute. Above zero: see "
         "'Judged latency beside the LUN's average' and the average I/O size below: the I/Os the goal judges "
         "were not the slow ones.",
         counts,
@@ -543,6 +548,9 @@ def build(goals: Goals, records: frozenset[str] | None = None) -> dash.Dashboard
     rules generated from the same goals), which decide whether the error budget row is drawn."""
     records = p.rules_record(goals) if records is None else records
     above = p.selector(recorded.ABOVE_GOAL, p.LUN_FILTERS, **HOST)
+    # "Now" from the judgement the pages read, every 15 s; the bool is recorded once a minute
+    # (recorded.SLO_GROUP), enough for a range or for which LUNs are judged.
+    breaching = p.selector(recorded.JUDGED_ABOVE_GOAL, p.LUN_FILTERS, **HOST)
     judged_iops = p.selector(p.IOPS_RECORDED, p.LUN_FILTERS, **HOST)
     board = (
         p.dashboard(
@@ -561,7 +569,7 @@ def build(goals: Goals, records: frozenset[str] | None = None) -> dash.Dashboard
                 "docs/alerting.md, 'What is judged'), busy enough to be judged (idle guard). Above zero: the "
                 "LUN latency alerts fire within their `for` time; see the judged latency below and the "
                 "runbook linked from the alert.",
-                f"count({above} == 1) or vector(0)",
+                f"count({breaching}) or vector(0)",
                 p.COUNT,
                 p.count_thresholds(),
                 span=3,

@@ -69,13 +69,18 @@ LUN = Var("lun")
 LUN_FILTERS: tuple[Var, ...] = (DATABASE, ROLE, WORKLOAD, LUN)
 
 
-def selector(metric: str, filters: Sequence[Var] = (), **fixed: str) -> str:
-    """`metric{job=~"$job", instance=~"$instance", <filters>, <fixed>}`. A fixed value is a PromQL
-    matcher body without the label name: `'="data"'`, `'=~"data|log"'`; a bare word means `="word"`."""
-    matchers = [JOB.matcher, INSTANCE.matcher, *(f.matcher for f in filters)]
+def matchers(filters: Sequence[Var] = (), **fixed: str) -> str:
+    """`job=~"$job", instance=~"$instance", <filters>, <fixed>`. A fixed value is a PromQL matcher
+    body without the label name: `'="data"'`, `'=~"data|log"'`; a bare word means `="word"`."""
+    found = [JOB.matcher, INSTANCE.matcher, *(f.matcher for f in filters)]
     for label, value in fixed.items():
-        matchers.append(f"{label}{value}" if value[:1] in "=!" else f'{label}="{value}"')
-    return f"{metric}{{{', '.join(matchers)}}}"
+        found.append(f"{label}{value}" if value[:1] in "=!" else f'{label}="{value}"')
+    return ", ".join(found)
+
+
+def selector(metric: str, filters: Sequence[Var] = (), **fixed: str) -> str:
+    """`metric{job=~"$job", instance=~"$instance", <filters>, <fixed>}` (matchers)."""
+    return f"{metric}{{{matchers(filters, **fixed)}}}"
 
 
 def rate(metric: str, filters: Sequence[Var] = (), **fixed: str) -> str:

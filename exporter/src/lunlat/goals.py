@@ -451,7 +451,7 @@ class ArrayNaa(Strict):
 
 
 class Array(Strict):
-    """An array exporter's per-LUN (per-volume) latency, read beside the host's (recorded in group lunlat-latency)."""
+    """An array exporter's per-LUN (per-volume) latency, read beside the host's (recorded in group lunlat-latency-read or -write)."""
 
     name: str = Field(description="The `array` label of its recorded series.")
     selector: str | None = Field(default=None, description="PromQL matchers added to every series it reads.")
