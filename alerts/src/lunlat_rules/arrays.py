@@ -1,7 +1,8 @@
 """The array side (alerts/tests/array.test.yml, test_arrays.py): each array exporter's latency by
 NAA (alerts/goals.yaml `arrays`: which metrics, unit and labels; the file cites each exporter's
-format), in the op's group lunlat-latency-{read,write} beside the breach alerts whose cause reads it, and the host's
-latency minus it, per LUN, once a minute in CONTEXT_GROUP (only the dashboards read it)."""
+format), in its op's group lunlat-latency-{read,write} beside the breach alerts whose cause reads
+it, and the host's latency minus it, per LUN, once a minute in CONTEXT_GROUP (only the dashboards
+read it)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The breach alerts (groups lunlat-latency-{read,write}; alerts/tests/latency.test.yml, judged.test.yml): the
-judged latency above its goal per role group and op, the average above goal while the judged I/Os
-are within it (flagged, never paged), the throughput below a floor, and the hints their
-descriptions give (what a slow LUN of this role means for the database, which layer measured it)."""
+"""The breach alerts (alerts/tests/latency.test.yml, judged.test.yml): the judged latency above its
+goal per role group and op (groups lunlat-latency-{read,write}), the average above goal while the
+judged I/Os are within it (flagged, never paged) and the throughput below a floor (both once a
+minute, group lunlat-context), and the hints their descriptions give (what a slow LUN of this role
+means for the database, which layer measured it)."""
 
 from __future__ import annotations
 

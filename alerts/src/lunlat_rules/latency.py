@@ -1,7 +1,7 @@
 """The latency records every alert reads (groups lunlat-latency-{read,write}, one per op;
-alerts/tests/latency.test.yml, judged.test.yml): per LUN and layer the IOPS, throughput and average latency of each op, which
-engine each database is, each LUN's goal and idle guard (and throughput floor), the latency the goal
-judges, and whether it is above goal."""
+alerts/tests/latency.test.yml, judged.test.yml): per LUN and layer the IOPS, throughput and average
+latency of each op, which engine each database is, each LUN's goal and idle guard (and throughput
+floor), the latency the goal judges, and whether it is above goal."""
 
 from __future__ import annotations
 

@@ -76,9 +76,9 @@ SLO_INTERVAL = SLO_SUM_WINDOW
 # The judgement every 15 s (Prometheus' evaluation_interval, EVALUATION_INTERVAL): per LUN and layer
 # the rates, averages, judged latency and the breach alerts, in one group per op. No rule of one op
 # reads a record of the other, so the two groups run concurrently, each on its own timer (issue 41:
-# at 1,000 hosts the one group of both took 12 s median, 18 s at most, of its 15 s; split, each
-# takes about half on a second core). Only a breach alert's annotation reads the other op's rates
-# (the neighbours' reads and writes), at most one evaluation old.
+# at 1,000 hosts the one group of both took 12 s median, 18 s at most, of its 15 s; split, and with
+# CONTEXT_GROUP's rules once a minute, 5.9 and 5.3 s, docs/benchmarks.md). Only a breach alert's
+# annotation reads the other op's rates (the neighbours' reads and writes), at most one evaluation old.
 LATENCY_GROUP = "lunlat-latency-{op}"
 # What no page waits on, read beside the judgement, once per CONTEXT_INTERVAL in group
 # CONTEXT_GROUP, not every 15 s (issue 41: a third of lunlat-latency's time at 50 hosts): the
