@@ -81,7 +81,7 @@ SLO_INTERVAL = SLO_SUM_WINDOW
 # annotation reads the other op's rates (the neighbours' reads and writes), at most one evaluation old.
 LATENCY_GROUP = "lunlat-latency-{op}"
 # What no page waits on, read beside the judgement, once per CONTEXT_INTERVAL in group
-# CONTEXT_GROUP, not every 15 s (issue 41: a third of lunlat-latency's time at 50 hosts): the
+# CONTEXT_GROUP, not every 15 s (issue 41: about a seventh of lunlat-latency's time at 50 hosts): the
 # flagged average (LunLatencyAverageHigh, a warning), the throughput floor (a ticket over 5 minutes)
 # and the host-minus-array difference (read by the dashboards). A flag comes up to a minute later
 # than a page would; each reads LATENCY_GROUP's records as a slower group of a faster one.
