@@ -97,13 +97,18 @@ def exporter_config(path: Path, port: int, state: LabState) -> Path:
     return path
 
 
-def wal_page_after(wal_device: str, wall_time: float) -> Callable[[Notification], bool]:
+def wal_page_after(
+    wal_device: str, wall_time: float, layer: str | None = None
+) -> Callable[[Notification], bool]:
+    """A page of the WAL LUN's log writes that started after `wall_time` (of `layer`, when given)."""
+
     def matches(notification: Notification) -> bool:
         return any(
             a.get("status") == "firing"
             and a["labels"].get("alertname") == "LunLatencyLogWriteHigh"
             and a["labels"].get("lun") == wal_device
             and a["labels"].get("severity") == "page"
+            and (layer is None or a["labels"].get("layer") == layer)
             and started_at(a) >= wall_time
             for a in notification.alerts
         )
@@ -209,6 +214,10 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
             commands.set_latency(lab.directory, "pg_wal", WAL_MS, WAL_MS, None)
             page = hook.wait_for(wal_page_after(wal_dev, onset_wall), PAGE_TIMEOUT, since=onset)
             seconds_to_page = page.received - onset
+            # Each layer crosses the goal when its own average does: the database's (pg_stat_io's
+            # sync times) can page an evaluation before the host's, and a later alert of the same
+            # Alertmanager group comes with the group's next notification (group_interval).
+            host_page = hook.wait_for(wal_page_after(wal_dev, onset_wall, "host"), PAGE_TIMEOUT, since=onset)
             # Anything the data LUN would send arrives with the same group timers: look once more.
             time.sleep(5)
             notified = hook.snapshot()
@@ -231,7 +240,8 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
     # from pg_stat_io, on the LUN its file map found); both name the LUN, the engine and the role.
     paged = {
         a["labels"].get("layer"): a["labels"]
-        for a in page.alerts
+        for n in (page, host_page)
+        for a in n.alerts
         if a["labels"].get("alertname") == "LunLatencyLogWriteHigh" and a["labels"].get("lun") == wal_dev
     }
     print(f"paged layers: {sorted(paged)}")
@@ -240,7 +250,7 @@ def test_slowed_wal_lun_pages_with_engine_postgres_role_log(
         assert (labels["engine"], labels["role"], labels["database"]) == ("postgres", "log", DATABASE), labels
         assert labels["workload"] == "oltp" and labels["op"] == "write", labels
     # alerts/alertmanager.yml routes a page by its engine: PostgreSQL's to its DBAs' pager
-    assert page.receiver == "postgres-dba-pager", page.payload
+    assert page.receiver == host_page.receiver == "postgres-dba-pager", page.payload
     # The data LUN, left below goal, is not paged: no breach alert for it.
     data_pages = [
         a["labels"]
