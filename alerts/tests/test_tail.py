@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from lunlat.promql.layers import SERIES_LABELS, io_latency_quantile
+from lunlat.promql.layers import LUN_LABELS, io_latency_quantile
 
 TAIL = Path(__file__).resolve().parent / "tail.test.yml"
 
@@ -19,7 +19,6 @@ def _flat(text: str) -> str:
 
 
 def test_the_quantiles_promtool_checks_are_the_dashboards_query() -> None:
-    by = [label for label in SERIES_LABELS if label != "layer"]
     tests = yaml.safe_load(TAIL.read_text(encoding="utf-8"))["tests"]
     exprs = [
         c["expr"] for t in tests for c in t.get("promql_expr_test", []) if "histogram_quantile" in c["expr"]
@@ -27,7 +26,9 @@ def test_the_quantiles_promtool_checks_are_the_dashboards_query() -> None:
     found = []
     for expr in exprs:
         for q, lun in re.findall(r'histogram_quantile\(([0-9.]+),.*?lun="([^"]+)"', expr):
-            want = _flat(io_latency_quantile(q, f'lun="{lun}", op="read"', f'lun="{lun}"', "1m", by=by))
+            want = _flat(
+                io_latency_quantile(q, f'lun="{lun}", op="read"', f'lun="{lun}"', "1m", by=LUN_LABELS)
+            )
             assert want in _flat(expr), (q, lun, expr)
             found.append((q, lun))
     assert sorted(found) == sorted(

@@ -13,6 +13,7 @@ from lunlat import contract
 from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
+from lunlat.promql.layers import LUN_LABELS
 from lunlat.promql.recorded import (
     BREACH_WINDOW,
     GOAL,
@@ -32,7 +33,7 @@ from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import alert
-from lunlat_rules.tiers import JUDGE_LABEL, LUN_LABELS, MIB, SMALL, judged_kinds
+from lunlat_rules.tiers import JUDGE_LABEL, MIB, SMALL, judged_kinds
 
 # Role groups judged separately: data and log are the reference's LUNs; everything else (temp,
 # control, other, unlabelled LUNs) shares one pair of alerts.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from lunlat import contract
 from lunlat.exposition import format_value
-from lunlat.promql.layers import SERIES_LABELS, lun_sum, small_ios
+from lunlat.promql.layers import LUN_LABELS, lun_sum, small_ios
 from lunlat.promql.recorded import UNLABELLED_LUNS
 from lunlat_rules.promqltext import indent as _indent
 from lunlat_rules.promqltext import number as _promql_number
@@ -20,7 +20,7 @@ from lunlat_rules.promqltext import number as _promql_number
 # The per-I/O histogram is the host's (block layer): its recorded series are layer="host".
 HOST_LAYER = "host"
 # Labels of one per-I/O histogram series per LUN once joined to its roles (the layer is a rule label).
-HISTOGRAM_LABELS: tuple[str, ...] = (*(label for label in SERIES_LABELS if label != "layer"), "op")
+HISTOGRAM_LABELS: tuple[str, ...] = (*LUN_LABELS, "op")
 
 
 def bucket_le(bound: float) -> str:

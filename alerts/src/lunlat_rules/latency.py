@@ -13,6 +13,7 @@ from lunlat import contract
 from lunlat.exposition import format_value
 from lunlat.goals import Goals
 from lunlat.promql.layers import (
+    LUN_LABELS,
     SERIES_LABELS,
     DbLayer,
     ExporterHostLayer,
@@ -44,7 +45,7 @@ from lunlat_rules.promqltext import labelled
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
-from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, LUN_LABELS, MIB, SMALL, goal_tiers, judged_kinds
+from lunlat_rules.tiers import ALL, DATABASE, JUDGE_LABEL, MIB, SMALL, goal_tiers, judged_kinds
 
 # Which engine each database (a source's `database` label) is: one series per job, instance and
 # database, `engine` a rule label. Joined on `database`, it gives the host layer of a LUN a database
@@ -118,9 +119,7 @@ def rates(goals: Goals, ops: Sequence[str] = OPS) -> list[dict[str, Any]]:
                 # reads one recorded in the same evaluation gets an older value, and the
                 # average would mix two instants (off by the load's change in between).
                 expr = (
-                    f"{layer.time(op, window)}\n"
-                    f"/ {_on([label for label in SERIES_LABELS if label != 'layer'])}\n"
-                    f"  ({layer.operations(op, window)} > 0)"
+                    f"{layer.time(op, window)}\n/ {_on(LUN_LABELS)}\n  ({layer.operations(op, window)} > 0)"
                 )
                 rules.append(record(LATENCY.format(op=op, window=window), expr, **labels))
     return rules

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lunlat.goals import Goals
-from lunlat.promql.layers import SERIES_LABELS, physical_disk_layer
+from lunlat.promql.layers import LUN_LABELS, physical_disk_layer
 from lunlat.promql.recorded import OPS, PHYSICAL_DISK_IOPS, PHYSICAL_DISK_LATENCY, RATE_WINDOWS
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
@@ -20,7 +20,7 @@ def physical_disks(goals: Goals) -> list[dict[str, Any]]:
     disks = physical_disk_layer(goals)
     if disks is None:
         return []
-    by = [*(label for label in SERIES_LABELS if label != "layer"), "disk"]
+    by = [*LUN_LABELS, "disk"]
     rules: list[dict[str, Any]] = []
     for window in RATE_WINDOWS:
         for op in OPS:

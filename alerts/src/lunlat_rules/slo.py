@@ -16,7 +16,7 @@ from lunlat import contract
 from lunlat.engines.engine import WaitLayer
 from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals, duration_seconds
-from lunlat.promql.layers import SERIES_LABELS, DbLayer
+from lunlat.promql.layers import LUN_LABELS, SERIES_LABELS, DbLayer
 from lunlat.promql.recorded import (
     ABOVE_GOAL,
     BREACH_WINDOW,
@@ -47,7 +47,7 @@ from lunlat_rules.promqltext import labelled
 from lunlat_rules.promqltext import number as _promql_number
 from lunlat_rules.promqltext import on as _on
 from lunlat_rules.rulefmt import record
-from lunlat_rules.tiers import ALL, JUDGE_LABEL, LUN_LABELS, SMALL, goal_tiers, judged_kinds
+from lunlat_rules.tiers import ALL, JUDGE_LABEL, SMALL, goal_tiers, judged_kinds
 
 # The database layer's recorded series (layers.DbLayer.name), and the labels a database's wait SLO
 # events are summed by (the waits are per database and role, not per LUN).

@@ -9,7 +9,6 @@ import json
 from dataclasses import dataclass
 
 from lunlat.goals import DefaultTier, Goals, Override
-from lunlat.promql.layers import SERIES_LABELS
 from lunlat.promql.recorded import JUDGED_KINDS
 
 # A LUN no database uses has no `role` on lunlat_lun_info (goals `unowned`).
@@ -49,8 +48,6 @@ def tier_of(tier: DefaultTier) -> Tier:
 JUDGE_LABEL = "judge_{op}"
 # The `judged` label's values (recorded.JUDGED_KINDS): the small I/Os, every I/O, the database's own.
 SMALL, ALL, DATABASE = JUDGED_KINDS
-# Labels naming a LUN's series in a layer, without the layer: the histogram's side of a join.
-LUN_LABELS: tuple[str, ...] = tuple(label for label in SERIES_LABELS if label != "layer")
 MIB = 1024 * 1024
 
 

@@ -21,7 +21,7 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from lunlat import contract
 from lunlat.goals import Goals
 from lunlat.promql import recorded
-from lunlat.promql.layers import SERIES_LABELS, io_latency_quantile
+from lunlat.promql.layers import LUN_LABELS, SERIES_LABELS, io_latency_quantile
 from lunlat.promql.recorded import DRIFT_INTERVAL
 from lunlat_dashboards import panels as p
 from lunlat_dashboards import why
@@ -30,8 +30,6 @@ from lunlat_rules.drift import baseline, window_average
 UID = "lunlat-overview"
 HOST = {"layer": "host"}
 LUN_LEGEND = "{{lun}} {{database}} {{role}} · {{instance}}"
-# A LUN's series labels but the layer (the histogram is the host layer's).
-_LUN_BY = [label for label in SERIES_LABELS if label != "layer"]
 # One recorded series per LUN and layer carries these labels (lunlat.promql.layers); the goal adds
 # severity, engine and its judge labels, so joins with it name them.
 ON_SERIES = f"on ({', '.join(SERIES_LABELS)})"
@@ -244,7 +242,7 @@ def _percentiles(op: str, goals: Goals) -> timeseries.Panel:
     # Computed here for the shown LUNs, not recorded for every LUN (layers.io_latency_quantile).
     buckets, luns = p.matchers((p.LUN,), op=op), p.matchers(p.LUN_FILTERS)
     for ref, q, name in (("B", "0.5", "p50"), ("C", "0.99", "p99")):
-        expr = io_latency_quantile(q, buckets, luns, p.RATE, by=_LUN_BY)
+        expr = io_latency_quantile(q, buckets, luns, p.RATE, by=LUN_LABELS)
         targets.append(p.query(expr, f"{name} {LUN_LEGEND}", ref))
     targets.append(p.query(_goal(), "goal", "D"))
     return (

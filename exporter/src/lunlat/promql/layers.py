@@ -16,7 +16,9 @@ from lunlat.goals import Goals, HostJoin
 
 # Labels that identify one judged series (a LUN of a host, in one layer, with its roles).
 SERIES_LABELS: tuple[str, ...] = ("job", "instance", "lun", "layer", "database", "role", "workload")
-_BY = ", ".join(label for label in SERIES_LABELS if label != "layer")
+# The same without the layer: a LUN's labels where one layer is summed or the layer is set after.
+LUN_LABELS: tuple[str, ...] = tuple(label for label in SERIES_LABELS if label != "layer")
+_BY = ", ".join(LUN_LABELS)
 
 
 def lun_sum(
@@ -374,8 +376,7 @@ class DbLayer:
         return f"{self.selector}, {self.files.judged}" if self.files.judged else self.selector
 
     def _per_lun(self, counter: str, window: str) -> str:
-        by = ", ".join(label for label in SERIES_LABELS if label != "layer")
-        return f"sum by ({by}) (\n    rate({counter}{{{self._selector}}}[{window}])\n)"
+        return f"sum by ({_BY}) (\n    rate({counter}{{{self._selector}}}[{window}])\n)"
 
     def operations(self, op: str, window: str) -> str:
         return self._per_lun((self.files.reads if op == "read" else self.files.writes).name, window)
@@ -392,7 +393,7 @@ class DbLayer:
             return self._per_lun(spent, window)
         # A file without the queued series (an engine release without it) keeps its stall as is: `or` fills a
         # zero for it, so the subtraction never drops the file.
-        selector, by = self._selector, ", ".join(label for label in SERIES_LABELS if label != "layer")
+        selector, by = self._selector, _BY
         return (
             f"sum by ({by}) (\n"
             f"    rate({spent}{{{selector}}}[{window}])\n"

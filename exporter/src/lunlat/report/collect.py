@@ -20,7 +20,7 @@ from lunlat.engines.registry import ENGINES
 from lunlat.goals import Goals
 from lunlat.promql import averages
 from lunlat.promql.layers import (
-    SERIES_LABELS,
+    LUN_LABELS,
     DbLayer,
     ExporterHostLayer,
     HostLayer,
@@ -266,9 +266,6 @@ def _key(metric: dict[str, str], labels: Iterable[str]) -> tuple[str, ...]:
     return tuple(metric.get(label, "") for label in labels)
 
 
-_DB_LABELS = tuple(label for label in SERIES_LABELS if label != "layer")
-
-
 class Collector:
     def __init__(self, prometheus: Prometheus, goals: Goals, progress: Callable[[str], None]) -> None:
         self.prometheus = prometheus
@@ -367,7 +364,7 @@ class Collector:
         for op in averages.OPS:
             for part in ("sum", "count"):
                 small[(op, part)] = self._vector(
-                    small_ios(self.goals.selector, op, part, phase.window), phase.end, _DB_LABELS
+                    small_ios(self.goals.selector, op, part, phase.window), phase.end, LUN_LABELS
                 )
         return JudgedIos(with_histogram, small)
 
@@ -390,12 +387,12 @@ class Collector:
         tier judges small I/Os; a database layer's judge their own average, as the rules do."""
         rows = []
         for op in averages.OPS:
-            ops = self._vector(layer.operations(op, phase.window), phase.end, _DB_LABELS)
-            spent = self._vector(layer.time(op, phase.window), phase.end, _DB_LABELS)
+            ops = self._vector(layer.operations(op, phase.window), phase.end, LUN_LABELS)
+            spent = self._vector(layer.time(op, phase.window), phase.end, LUN_LABELS)
             moved_query = layer.bytes(op, phase.window)
-            moved = self._vector(moved_query, phase.end, _DB_LABELS) if moved_query else {}
+            moved = self._vector(moved_query, phase.end, LUN_LABELS) if moved_query else {}
             for key, rate in ops.items():
-                labels = dict(zip(_DB_LABELS, key, strict=True))
+                labels = dict(zip(LUN_LABELS, key, strict=True))
                 labels["device"] = devices.get((labels["instance"], labels["lun"]), "")
                 goal, min_iops = self._goal(labels)
                 throughput = moved.get(key)
