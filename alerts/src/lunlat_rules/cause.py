@@ -29,13 +29,11 @@ from lunlat.promql.layers import ExporterHostLayer, HostLayer
 from lunlat.promql.recorded import (
     ARRAY_LATENCY,
     BREACH_WINDOW,
-    GOAL,
     IOPS,
-    JUDGED_LATENCY,
     LATENCY,
     THROUGHPUT,
 )
-from lunlat_rules.promqltext import on as _on
+from lunlat_rules.latency import above_goal_expr
 
 # How many other LUNs each list names.
 NEIGHBOURS = 3
@@ -296,10 +294,10 @@ def cause(op: str, host: HostLayer | ExporterHostLayer, selector: str) -> str:
     histogram miss that wait and the database's own timing holds it. Otherwise, with its host layer
     within goal, the database layer alone; not judged, it cannot be split; above goal, the host
     layer's measures decide, as for a host-layer alert."""
-    # The host layer's judged latency against its goal here, not read from ABOVE_GOAL: that is
-    # recorded once a minute (recorded.SLO_GROUP), this every 15 s with the alert.
-    judged = JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)
-    above = f'max({judged}{{layer="host", $REC}} > bool {_on()} {GOAL}{{layer="host", $REC}})'
+    # Computed here, not read from ABOVE_GOAL: that is recorded once a minute (recorded.SLO_GROUP),
+    # this every 15 s with the alert.
+    host_layer = 'layer="host", $REC'
+    above = f"max({above_goal_expr(op, host_layer)})"
     database = (
         _measure("above", above) + "{{ if eq $above 0.0 }}"
         f"The database layer alone: the host's block layer of this LUN is within its goal for {op}s, so "

@@ -274,9 +274,11 @@ def above_goal_bool(goals: Goals) -> list[dict[str, Any]]:
     judged (the idle guard is in the judged latency). Recorded first in SLO_GROUP, whose minutes it
     judges, once a minute: no page reads it (issue 41: every 15 s the read bool alone took 14 ms of
     lunlat-latency's 352-411 ms at 50 hosts, for readers that run once a minute)."""
-    return [
-        record(
-            ABOVE_GOAL, f"{JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)} > bool {_on()} {GOAL}", op=op
-        )
-        for op in OPS
-    ]
+    return [record(ABOVE_GOAL, above_goal_expr(op), op=op) for op in OPS]
+
+
+def above_goal_expr(op: str, matchers: str = "") -> str:
+    """ABOVE_GOAL's expression, both sides narrowed to `matchers` when given: the bool rule's, and
+    the breach alerts' cause, which needs this evaluation's and not the once-a-minute record."""
+    narrowed = f"{{{matchers}}}" if matchers else ""
+    return f"{JUDGED_LATENCY.format(op=op, window=BREACH_WINDOW)}{narrowed} > bool {_on()} {GOAL}{narrowed}"
